@@ -1,0 +1,51 @@
+# Podium: every job starts here. The first target that needs Python creates .venv from
+# pyproject.toml, so a fresh clone needs nothing but python3, g++, make and perl.
+
+PYTHON_SYS ?= python3
+VENV       := .venv
+PY         := $(VENV)/bin/python
+STAMP      := $(VENV)/.installed
+JOBS       ?= 2
+SIM        ?= verilator
+TEST       ?= verification/tests/test_mxu.py::test_gemm_random[4x4]
+CONFIG     ?=
+
+.PHONY: help venv demo verilog lint test test-all bench waves ruff clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@echo "  variables: SIM=verilator|icarus  JOBS=$(JOBS)  TEST=<pytest node id> (for waves)"
+
+$(STAMP): pyproject.toml
+	$(PYTHON_SYS) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+venv: $(STAMP)  ## create .venv and install the project into it
+
+demo: $(STAMP)  ## generate the default MXU, run a GEMM in Verilator, check it, report
+	$(PY) -m sim.demo $(if $(CONFIG),--config $(CONFIG))
+
+verilog: $(STAMP)  ## generate the Verilog of every block's default configuration into build/verilog
+	$(PY) -m sim.generate_all --out build/verilog
+
+lint: $(STAMP)  ## ruff, and Verilator --lint-only of every generated top
+	$(VENV)/bin/ruff check .
+	$(PY) -m sim.generate_all --out build/verilog --lint
+
+test: $(STAMP)  ## the regression (parallel, about 20 minutes on 2 cores)
+	$(PY) -m pytest -n $(JOBS) -m "not slow" verification/tests
+
+test-all: $(STAMP)  ## the regression plus long sweeps and large configurations
+	$(PY) -m pytest -n $(JOBS) verification/tests
+
+bench: $(STAMP)  ## benchmarks: tables printed and written to docs/results/
+	$(PY) -m sim.bench
+
+waves: $(STAMP)  ## run one test (TEST=...) with an FST waveform under build/waves
+	PODIUM_WAVES=1 $(PY) -m pytest -n 0 "$(TEST)"
+	@find build/waves -name '*.fst' -newer $(STAMP) -print
+
+clean:  ## remove generated files (keeps .venv)
+	rm -rf build .pytest_cache

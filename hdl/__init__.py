@@ -1,0 +1,1 @@
+"""Podium generator: Amaranth components for a TPU-style accelerator, by block."""

@@ -1,0 +1,65 @@
+"""The ``podium`` command line: generate the Verilog of a block.
+
+    podium generate mxu --rows 16 --cols 16 --format int8 -o build/mxu16
+    podium generate --config configs/mxu.json -o build/mxu
+"""
+
+import argparse
+import json
+import sys
+import time
+
+from .generate import BLOCKS, generate, make_config
+
+__all__ = ["main"]
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="podium", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="write a block's Verilog and JSON sidecar")
+    g.add_argument("block", nargs="?", choices=sorted(BLOCKS),
+                   help="block to generate (or give --config)")
+    g.add_argument("--config", help="JSON file: {\"block\": ..., \"parameters\": {...}}")
+    g.add_argument("--rows", type=int, help="MXU array rows")
+    g.add_argument("--cols", type=int, help="MXU array columns")
+    g.add_argument("--format", dest="fmt", help="MXU number format")
+    g.add_argument("--acc-depth", type=int, help="MXU accumulator rows")
+    g.add_argument("-o", "--out", required=True, help="output directory")
+    return p
+
+
+def _params(args):
+    if args.config:
+        with open(args.config) as f:
+            spec = json.load(f)
+        block = spec.get("block", args.block)
+        params = dict(spec.get("parameters", {}))
+    else:
+        block, params = args.block, {}
+    if block is None:
+        raise ValueError("give a block name or --config")
+    for key in ("rows", "cols", "fmt", "acc_depth"):
+        value = getattr(args, key)
+        if value is not None:
+            params[key] = value
+    return block, params
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    try:
+        block, params = _params(args)
+        config = make_config(block, params)
+    except (ValueError, OSError, json.JSONDecodeError) as e:
+        print(f"podium: error: {e}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    design = generate(block, config)
+    path = design.write(args.out)
+    print(f"{path} ({len(design.verilog)} bytes, {time.perf_counter() - start:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Gateware shared between blocks."""

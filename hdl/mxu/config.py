@@ -1,0 +1,65 @@
+"""Configuration of the MXU generator, validated on construction."""
+
+from dataclasses import asdict, dataclass
+
+from ..params import check_choice, check_int
+from .formats import FORMATS, get_format
+
+__all__ = ["MXUConfig", "MAX_DIM", "MAX_ACC_DEPTH", "GEMM_DIM_BITS"]
+
+MAX_DIM = 256
+"""Largest array side: Trillium's MXU is 256 x 256."""
+
+MAX_ACC_DEPTH = 65536
+"""Largest accumulator memory, in rows of ``cols`` lanes."""
+
+GEMM_DIM_BITS = 16
+"""Width of the M, K and N fields of a GEMM command: each of them is at most 2**16 - 1."""
+
+
+@dataclass(frozen=True)
+class MXUConfig:
+    """Parameters of one MXU: a ``rows`` x ``cols`` weight-stationary array and its accumulators.
+
+    Parameters
+    ----------
+    rows : int
+        Array rows, 1..256: the K extent of one weight tile.
+    cols : int
+        Array columns, 1..256: the N extent of one weight tile and the lanes of a result.
+    fmt : str
+        Number format: ``"int8"`` (int8 x int8 -> int32).
+    acc_depth : int
+        Accumulator rows of ``cols`` lanes, 1..65536. A GEMM needs ``ceil(N/cols) * M`` of them.
+    """
+
+    rows: int = 4
+    cols: int = 4
+    fmt: str = "int8"
+    acc_depth: int = 1024
+
+    def __post_init__(self):
+        check_int("rows", self.rows, 1, MAX_DIM)
+        check_int("cols", self.cols, 1, MAX_DIM)
+        check_choice("fmt", self.fmt, tuple(FORMATS))
+        check_int("acc_depth", self.acc_depth, 1, MAX_ACC_DEPTH)
+
+    @property
+    def format(self):
+        return get_format(self.fmt)
+
+    @property
+    def name(self):
+        """Verilog module name of the MXU top for this configuration."""
+        return f"podium_mxu_{self.rows}x{self.cols}_{self.fmt}_a{self.acc_depth}"
+
+    def to_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown MXU parameter(s): {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(cls.__dataclass_fields__)}")
+        return cls(**d)

@@ -1,0 +1,331 @@
+"""The MXU: a systolic array, an accumulator memory and the sequencing of whole GEMMs.
+
+A command asks for ``C = A x B`` with ``A`` of ``m x k`` and ``B`` of ``k x n``. The unit walks the
+tiles in a fixed order, for each column tile ``j`` (``cols`` wide) and each k-tile ``i`` (``rows``
+deep): it takes the weight tile ``B[iR:(i+1)R, jC:(j+1)C]`` from ``w`` (only its real rows;
+missing rows and lanes are filled with zeros) and ``m`` activation vectors ``A[:, iR:(i+1)R]``
+from ``a`` (lanes past ``k`` are zeroed). Row ``r`` of column tile ``j`` accumulates at
+accumulator row ``acc_addr + j*m + r``: the first k-tile overwrites it unless ``accumulate`` is
+set, later k-tiles add to it. When a column tile's last k-tile is done and ``emit`` is set, its
+rows stream out on ``c`` (lanes past ``n`` read as zero), ``last`` on the final row of the GEMM.
+
+Weights, activations and results are independent streams: the weight walker runs up to two
+tiles ahead of the activations (one in the chain, one committed), the result walker follows the
+array's output, and a drain engine reads finished tiles out while later tiles compute. A result
+row is not written to an accumulator row that a pending drain has yet to read, so back-to-back
+commands may reuse the same accumulator rows.
+
+A command that is malformed (``m``, ``k`` or ``n`` zero) or does not fit the accumulator
+(``acc_addr + ceil(n/cols) * m > acc_depth``) is refused: it consumes no data, it answers with
+one beat on ``c`` with ``error`` and ``last`` set, in command order, and ``cmd_errors`` counts it.
+"""
+
+from amaranth.hdl import Array, Module, Mux, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.hier import convert_hierarchy
+from .array import SystolicArray
+from .config import GEMM_DIM_BITS
+
+__all__ = ["MXU", "command_layout", "output_layout", "COUNTERS"]
+
+RING_DEPTH = 4
+OUT_DEPTH = 4
+COUNTER_WIDTH = 32
+COUNTERS = ("busy", "mac", "weight_load", "stall", "weight_wait", "cmd_errors")
+
+
+def _addr_bits(config):
+    return max(1, (config.acc_depth - 1).bit_length())
+
+
+def command_layout(config):
+    return data.StructLayout({
+        "m": GEMM_DIM_BITS,
+        "k": GEMM_DIM_BITS,
+        "n": GEMM_DIM_BITS,
+        "acc_addr": _addr_bits(config),
+        "accumulate": 1,
+        "emit": 1,
+    })
+
+
+def output_layout(config):
+    return data.StructLayout({
+        "data": data.ArrayLayout(config.format.acc_shape, config.cols),
+        "last": 1,
+        "error": 1,
+    })
+
+
+class _TileWalker:
+    """Position in the tile order of the command at ``ptr``: k and n offsets of the tile."""
+
+    def __init__(self, m, name, ring, wr_ptr, rows, cols):
+        self.ptr = Signal(range(2 * RING_DEPTH), name=f"{name}_ptr")
+        self.koff = Signal(GEMM_DIM_BITS + 1, name=f"{name}_koff")
+        self.noff = Signal(GEMM_DIM_BITS + 1, name=f"{name}_noff")
+        self.entry = ring[self.ptr[: (RING_DEPTH - 1).bit_length()]]
+        self.have = Signal(name=f"{name}_have")
+        m.d.comb += self.have.eq(self.ptr != wr_ptr)
+        self.ok = self.have & self.entry.ok
+        self.skip = self.have & ~self.entry.ok
+        self.k_left = self.entry.cmd.k - self.koff
+        self.n_left = self.entry.cmd.n - self.noff
+        self.last_k = self.koff + rows >= self.entry.cmd.k
+        self.last_n = self.noff + cols >= self.entry.cmd.n
+        self._rows, self._cols = rows, cols
+
+    def next_tile(self, m):
+        """Statements moving to the next tile, and to the next command after the last one."""
+        with m.If(self.last_k):
+            m.d.sync += self.koff.eq(0)
+            with m.If(self.last_n):
+                m.d.sync += [self.noff.eq(0), self.ptr.eq(self.ptr + 1)]
+            with m.Else():
+                m.d.sync += self.noff.eq(self.noff + self._cols)
+        with m.Else():
+            m.d.sync += self.koff.eq(self.koff + self._rows)
+
+
+class MXU(wiring.Component):
+    """Matrix multiply unit: GEMM commands in, result rows out.
+
+    Parameters
+    ----------
+    config : MXUConfig
+
+    Members
+    -------
+    cmd : In(stream of command_layout)
+        GEMM commands {m, k, n, acc_addr, accumulate, emit}; up to four are queued.
+    w : In(stream of ``cols`` weights)
+        Weight tile rows in tile order (see the module docstring).
+    a : In(stream of ``rows`` activations)
+        Activation vectors in tile order.
+    c : Out(stream of output_layout)
+        Result rows {data: ``cols`` accumulators, last, error}.
+    idle : Out(1)
+        No command queued or in flight and nothing left to send.
+    busy, mac, weight_load, stall, weight_wait, cmd_errors : Out(32)
+        Counters since reset: cycles not idle; cycles an activation vector entered the array;
+        cycles a weight row entered; cycles the array was frozen by a full result path; cycles an
+        activation vector waited for its weight tile; refused commands.
+
+    Throughput: one activation vector per cycle; at least ``rows`` vectors per fold (``m >= rows``)
+    hide every weight load. Latency from the last vector of a column tile to its first result on
+    ``c``: ``rows + cols + 4`` cycles.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        fmt = config.format
+        self._array = SystolicArray(fmt, config.rows, config.cols, prefix=config.name)
+        super().__init__({
+            "cmd": In(stream.Signature(command_layout(config))),
+            "w": In(stream.Signature(data.ArrayLayout(fmt.in_shape, config.cols))),
+            "a": In(stream.Signature(data.ArrayLayout(fmt.in_shape, config.rows))),
+            "c": Out(stream.Signature(output_layout(config))),
+            "idle": Out(1),
+            **{name: Out(COUNTER_WIDTH) for name in COUNTERS},
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    def to_verilog(self):
+        """The Verilog of this MXU: its top module and every module below it."""
+        return convert_hierarchy(self, self._config.name, self._array.submodules)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        R, C, fmt = cfg.rows, cfg.cols, cfg.format
+        m.submodules.array = arr = self._array
+
+        # Command ring: written in order, read by three walkers, freed by the result walker.
+        entry_layout = data.StructLayout({"cmd": command_layout(cfg), "ok": 1})
+        ring = Array(Signal(entry_layout, name=f"ring{i}") for i in range(RING_DEPTH))
+        wr_ptr = Signal(range(2 * RING_DEPTH))
+        wk = _TileWalker(m, "wt", ring, wr_ptr, R, C)
+        ak = _TileWalker(m, "act", ring, wr_ptr, R, C)
+        rk = _TileWalker(m, "res", ring, wr_ptr, R, C)
+
+        cmd = self.cmd.payload
+        n_tiles = (cmd.n + (C - 1)) // C
+        cmd_ok = ((cmd.m != 0) & (cmd.k != 0) & (cmd.n != 0)
+                  & (cmd.acc_addr + n_tiles * cmd.m <= cfg.acc_depth))
+        m.d.comb += self.cmd.ready.eq((wr_ptr - rk.ptr)[: (2 * RING_DEPTH - 1).bit_length()]
+                                      != RING_DEPTH)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            slot = ring[wr_ptr[: (RING_DEPTH - 1).bit_length()]]
+            m.d.sync += [slot.cmd.eq(cmd), slot.ok.eq(cmd_ok), wr_ptr.eq(wr_ptr + 1)]
+
+        # Weight walker: real tile rows come from `w`, missing ones are zero rows.
+        w_row = Signal(range(max(R, 2)))
+        real_row = w_row < wk.k_left
+        m.d.comb += [
+            arr.w.valid.eq(wk.ok & (~real_row | self.w.valid)),
+            self.w.ready.eq(wk.ok & real_row & arr.w.ready),
+        ]
+        for c in range(C):
+            m.d.comb += arr.w.payload[c].eq(
+                Mux(real_row & (c < wk.n_left), self.w.payload[c], 0))
+        with m.If(wk.skip):
+            m.d.sync += wk.ptr.eq(wk.ptr + 1)
+        with m.If(arr.w.valid & arr.w.ready):
+            m.d.sync += w_row.eq(Mux(w_row == R - 1, 0, w_row + 1))
+            with m.If(w_row == R - 1):
+                wk.next_tile(m)
+
+        # Activation walker: `m` vectors per fold, lanes past k zeroed, `last` on the final one.
+        a_row = Signal(GEMM_DIM_BITS)
+        a_last = a_row == ak.entry.cmd.m - 1
+        m.d.comb += [
+            arr.a.valid.eq(ak.ok & self.a.valid),
+            self.a.ready.eq(ak.ok & arr.a.ready),
+            arr.a.payload.last.eq(a_last),
+        ]
+        for k in range(R):
+            m.d.comb += arr.a.payload.data[k].eq(Mux(k < ak.k_left, self.a.payload[k], 0))
+        with m.If(ak.skip):
+            m.d.sync += ak.ptr.eq(ak.ptr + 1)
+        with m.If(arr.a.valid & arr.a.ready):
+            m.d.sync += a_row.eq(Mux(a_last, 0, a_row + 1))
+            with m.If(a_last):
+                ak.next_tile(m)
+
+        # Accumulator memory: one read-modify-write port pair, one drain read port.
+        m.submodules.acc = acc = memory.Memory(
+            shape=data.ArrayLayout(fmt.acc_shape, C), depth=cfg.acc_depth, init=[])
+        acc_wr = acc.write_port()
+        acc_rmw = acc.read_port(transparent_for=(acc_wr,))
+        acc_drain = acc.read_port(transparent_for=(acc_wr,))
+
+        # Drain jobs: an active one and a queued one, each an accumulator range to send.
+        job_layout = data.StructLayout({
+            "ptr": _addr_bits(cfg) + 1, "end": _addr_bits(cfg) + 1,
+            "lanes": range(C + 1), "last": 1, "error": 1,
+        })
+        job = [Signal(job_layout, name=f"job{i}") for i in range(2)]
+        job_v = [Signal(name=f"job{i}_valid") for i in range(2)]
+        push, pop = Signal(), Signal()
+        new_job = Signal(job_layout)
+
+        # Result walker, stage 0: place each result row, read its accumulator row.
+        r_row = Signal(GEMM_DIM_BITS)
+        r_base = Signal(_addr_bits(cfg) + 1)    # j * m: the column tile's first row
+        r_tile = rk.entry.cmd.acc_addr + r_base
+        r_addr = r_tile + r_row
+        r_fold_end = r_row == rk.entry.cmd.m - 1
+        r_emits = r_fold_end & rk.last_k & rk.entry.cmd.emit
+
+        def pending_read(j):
+            return job_v[j] & ~job[j].error & (r_addr >= job[j].ptr) & (r_addr < job[j].end)
+        hazard = pending_read(0) | pending_read(1)
+        m.d.comb += arr.o.ready.eq(rk.ok & ~hazard & (~r_emits | ~job_v[1]))
+        r_take = arr.o.valid & arr.o.ready
+        m.d.comb += [acc_rmw.addr.eq(r_addr)]
+
+        s1_valid = Signal()
+        s1_addr = Signal.like(r_addr)
+        s1_data = Signal(data.ArrayLayout(fmt.acc_shape, C))
+        s1_overwrite = Signal()
+        m.d.sync += s1_valid.eq(r_take)
+        with m.If(r_take):
+            m.d.sync += [
+                s1_addr.eq(r_addr),
+                s1_data.eq(arr.o.payload.data),
+                s1_overwrite.eq((rk.koff == 0) & ~rk.entry.cmd.accumulate),
+                r_row.eq(Mux(r_fold_end, 0, r_row + 1)),
+            ]
+            with m.If(r_fold_end):
+                with m.If(rk.last_k):
+                    with m.If(rk.last_n):
+                        m.d.sync += r_base.eq(0)
+                    with m.Else():
+                        m.d.sync += r_base.eq(r_base + rk.entry.cmd.m)
+                rk.next_tile(m)
+
+        with m.If(rk.skip & ~job_v[1]):
+            m.d.sync += rk.ptr.eq(rk.ptr + 1)
+        m.d.comb += [
+            push.eq((r_take & r_emits) | (rk.skip & ~job_v[1])),
+            new_job.ptr.eq(Mux(rk.skip, 0, r_tile)),
+            new_job.end.eq(Mux(rk.skip, 1, r_tile + rk.entry.cmd.m)),
+            new_job.lanes.eq(Mux(rk.n_left > C, C, rk.n_left)),
+            new_job.last.eq(rk.skip | rk.last_n),
+            new_job.error.eq(rk.skip),
+        ]
+
+        # Stage 1: add (or overwrite) and write back.
+        for c in range(C):
+            m.d.comb += acc_wr.data[c].eq(Mux(s1_overwrite, s1_data[c],
+                                              fmt.add(acc_rmw.data[c], s1_data[c])))
+        m.d.comb += [acc_wr.addr.eq(s1_addr), acc_wr.en.eq(s1_valid)]
+
+        # Drain engine: read the active job's rows into the output FIFO.
+        out_layout = output_layout(cfg)
+        m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(width=out_layout.size, depth=OUT_DEPTH)
+        d1_valid = Signal()
+        d1_lanes = Signal(range(C + 1))
+        d1_last = Signal()
+        d1_error = Signal()
+        issue = job_v[0] & (out_fifo.level + d1_valid < OUT_DEPTH)
+        m.d.comb += [
+            acc_drain.addr.eq(job[0].ptr),
+            pop.eq(issue & (job[0].error | (job[0].ptr + 1 == job[0].end))),
+        ]
+        m.d.sync += d1_valid.eq(issue)
+        with m.If(issue):
+            m.d.sync += [
+                d1_lanes.eq(job[0].lanes),
+                d1_last.eq(job[0].last & (job[0].error | (job[0].ptr + 1 == job[0].end))),
+                d1_error.eq(job[0].error),
+                job[0].ptr.eq(job[0].ptr + 1),
+            ]
+
+        with m.If(pop):
+            m.d.sync += [job_v[0].eq(job_v[1] | push), job_v[1].eq(0)]
+            with m.If(job_v[1]):
+                m.d.sync += job[0].eq(job[1])
+            with m.Elif(push):
+                m.d.sync += job[0].eq(new_job)
+        with m.Elif(push):
+            with m.If(~job_v[0]):
+                m.d.sync += [job[0].eq(new_job), job_v[0].eq(1)]
+            with m.Else():
+                m.d.sync += [job[1].eq(new_job), job_v[1].eq(1)]
+
+        out = Signal(out_layout)
+        for c in range(C):
+            m.d.comb += out.data[c].eq(Mux(~d1_error & (c < d1_lanes), acc_drain.data[c], 0))
+        m.d.comb += [
+            out.last.eq(d1_last),
+            out.error.eq(d1_error),
+            out_fifo.w_data.eq(out),
+            out_fifo.w_en.eq(d1_valid),
+            self.c.payload.eq(out_fifo.r_data),
+            self.c.valid.eq(out_fifo.r_rdy),
+            out_fifo.r_en.eq(self.c.ready),
+        ]
+
+        # Status and counters.
+        m.d.comb += self.idle.eq((wr_ptr == rk.ptr) & ~s1_valid & ~job_v[0] & ~d1_valid
+                                 & (out_fifo.level == 0))
+        events = {
+            "busy": ~self.idle,
+            "mac": arr.a_take,
+            "weight_load": arr.w_take,
+            "stall": ~arr.advance,
+            "weight_wait": arr.weight_wait,
+            "cmd_errors": self.cmd.valid & self.cmd.ready & ~cmd_ok,
+        }
+        for name, event in events.items():
+            counter = getattr(self, name)
+            with m.If(event):
+                m.d.sync += counter.eq(counter + 1)
+        return m
+

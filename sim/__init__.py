@@ -1,0 +1,1 @@
+"""Simulator glue: Verilog per configuration, build cache, Verilator/Icarus runs, benchmarks."""

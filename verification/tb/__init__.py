@@ -1,0 +1,1 @@
+"""cocotb testbenches: drivers, monitors, scoreboards, and the tests themselves."""

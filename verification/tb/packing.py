@@ -1,0 +1,67 @@
+"""Packing numpy values into stream payload integers and back, from a design's sidecar.
+
+Amaranth lays out structs and arrays LSB first; the sidecar written by ``hdl.generate``
+describes every payload port (fields with offsets, lanes with element width), so testbenches
+pack beats from that description instead of hard-coding bit positions.
+"""
+
+import json
+import os
+
+__all__ = ["load_sidecar", "Port", "pack_lanes", "unpack_lanes"]
+
+
+def load_sidecar(path=None):
+    with open(path or os.environ["PODIUM_SIDECAR"]) as f:
+        return json.load(f)
+
+
+def pack_lanes(values, width):
+    """Pack integers into lanes of ``width`` bits, element 0 at the LSB (two's complement)."""
+    mask = (1 << width) - 1
+    word = 0
+    for i, v in enumerate(values):
+        word |= (int(v) & mask) << (i * width)
+    return word
+
+
+def unpack_lanes(word, width, count, signed=True):
+    mask = (1 << width) - 1
+    out = []
+    for i in range(count):
+        v = (word >> (i * width)) & mask
+        if signed and v >> (width - 1):
+            v -= 1 << width
+        out.append(v)
+    return out
+
+
+class Port:
+    """A payload port of a design, packed and unpacked by field name."""
+
+    def __init__(self, sidecar, name):
+        ports = {p["name"]: p for p in sidecar["ports"]}
+        self.desc = ports[f"{name}__payload"]
+
+    def field(self, name):
+        return self.desc["fields"][name]
+
+    def pack(self, **values):
+        word = 0
+        for name, value in values.items():
+            f = self.field(name)
+            if "lanes" in f:
+                value = pack_lanes(value, f["lanes"]["width"])
+            word |= (int(value) & ((1 << f["width"]) - 1)) << f["offset"]
+        return word
+
+    def unpack(self, word):
+        out = {}
+        for name, f in self.desc["fields"].items():
+            raw = (word >> f["offset"]) & ((1 << f["width"]) - 1)
+            if "lanes" in f:
+                lanes = f["lanes"]
+                out[name] = unpack_lanes(raw, lanes["width"], lanes["count"], lanes["signed"])
+            else:
+                out[name] = raw
+        return out
