@@ -21,6 +21,7 @@ import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from xml.etree import ElementTree
 
 __all__ = ["ROOT", "BUILD", "SIMULATORS", "Build", "build", "run", "verilator_env",
            "lint", "simulator_available"]
@@ -151,10 +152,11 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
 
 
 def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=None):
-    """Run cocotb ``test_module`` (tests matching the regex ``testcase``) against ``built`` in ``test_dir``.
+    """Run cocotb ``test_module`` (tests matching the regex ``testcase``) against ``built``.
 
-    The design's sidecar path is passed to the testbench as PODIUM_SIDECAR. Raises when a
-    cocotb test fails. Returns the path of the results XML.
+    The design's sidecar path reaches the testbench as PODIUM_SIDECAR. Raises AssertionError
+    naming the failed cocotb tests, the seed and the log when any test fails, and RuntimeError
+    when none ran. Returns the number of cocotb tests that passed.
     """
     from cocotb_tools.runner import get_runner
 
@@ -162,23 +164,37 @@ def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=Non
     if test_dir.exists():
         shutil.rmtree(test_dir)
     test_dir.mkdir(parents=True)
-    env = {"PODIUM_SIDECAR": str(built.sidecar_path), **(extra_env or {})}
-    runner = get_runner(built.sim)
     results = test_dir / "results.xml"
-    runner.test(
-        test_module=test_module,
-        hdl_toplevel=built.design.name,
-        hdl_toplevel_lang="verilog",
-        build_dir=built.directory,
-        test_dir=test_dir,
-        test_filter=testcase,
-        seed=seed,
-        extra_env=env,
-        waves=built.waves and built.sim == "verilator",
-        results_xml=str(results),
-        log_file=str(test_dir / "sim.log"),
-    )
-    return results
+    log = test_dir / "sim.log"
+    runner = get_runner(built.sim)
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=built.design.name,
+            hdl_toplevel_lang="verilog",
+            build_dir=built.directory,
+            test_dir=test_dir,
+            test_filter=testcase,
+            seed=seed,
+            extra_env={"PODIUM_SIDECAR": str(built.sidecar_path), **(extra_env or {})},
+            waves=built.waves and built.sim == "verilator",
+            results_xml=str(results),
+            log_file=str(log),
+        )
+    except SystemExit:
+        pass  # the cocotb runner exits on failures under pytest; the results file says which
+    if not results.exists():
+        raise RuntimeError(f"simulation ended abnormally (seed {seed}); see {log}")
+    cases = ElementTree.parse(results).getroot().iter("testcase")
+    outcomes = {c.get("name"): c.find("failure") is None and c.find("error") is None
+                for c in cases}
+    if not outcomes:
+        raise RuntimeError(f"no cocotb test matched {testcase!r} in {test_module}; see {log}")
+    failed = [name for name, ok in outcomes.items() if not ok]
+    if failed:
+        raise AssertionError(f"{len(failed)} of {len(outcomes)} cocotb tests failed "
+                             f"(seed {seed}): {', '.join(failed)}; see {log}")
+    return len(outcomes)
 
 
 def lint(vpath, top):

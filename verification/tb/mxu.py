@@ -176,6 +176,10 @@ async def test_accumulate(dut, flow):
     R, C = tb.rows, tb.cols
     n = min(2 * C, C * max(1, tb.acc_depth // (R + 1)))
     m = max(1, min(R + 1, tb.acc_depth // -(-n // C)))
+    # A narrower GEMM accumulating onto rows a wider one filled: the lanes past its n hold
+    # stale sums and must read out as zero.
+    tb.submit_random(Gemm(m, R, n, 0, accumulate=False, emit=False))
+    tb.submit_random(Gemm(m, R, max(1, n - C // 2 - 1), 0, accumulate=True, emit=True))
     for step in range(8):
         k = int(tb.rng.integers(1, 2 * R + 2))
         tb.submit_random(Gemm(m, k, n, 0, accumulate=step % 3 != 0, emit=step % 2 == 1))

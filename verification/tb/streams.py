@@ -18,17 +18,18 @@ __all__ = ["StreamBench", "Source", "Sink", "pattern", "PATTERNS", "FLOWS"]
 PATTERNS = ("none", "random", "bursty")
 
 # The idle x backpressure matrix every test runs.
-FLOWS = [("none", "none"), ("random", "none"), ("none", "random"), ("random", "random")]
+FLOWS = [(i, b) for i in ("none", "random") for b in ("none", "random", "bursty")]
 
 
 def pattern(kind, rng):
-    """A hold-back pattern: ``none`` never, ``random`` 30% of cycles, ``bursty`` in runs."""
+    """A hold-back pattern: ``none`` never, ``random`` 30% of cycles, ``bursty`` in long runs
+    (4 cycles go, 12 hold, with random jitter), which fills every buffer on the way."""
     if kind == "none":
         return lambda: False
     if kind == "random":
         return lambda: rng.random() < 0.3
     if kind == "bursty":
-        runs = itertools.cycle([False] * 7 + [True] * 5)
+        runs = itertools.cycle([False] * 4 + [True] * 12)
         return lambda: next(runs) if rng.random() < 0.9 else True
     raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {kind!r}")
 

@@ -1,0 +1,49 @@
+"""pytest glue: seeds, and running a cocotb testbench against a generated configuration.
+
+Seeds: each test's seed is PODIUM_SEED when set (an integer, or ``random`` for a fresh one),
+otherwise a fixed value derived from the test's id, so a run is reproducible by default. The
+seed is printed and is part of every failure message; ``PODIUM_SEED=<n> pytest '<test id>'``
+replays a failure. PODIUM_WAVES=1 builds with tracing and leaves dump.fst in the test directory.
+"""
+
+import os
+import random
+import re
+import zlib
+
+import pytest
+
+from hdl.generate import generate
+from sim.runner import BUILD, build, run, simulator_available
+
+
+def _seed_for(nodeid):
+    value = os.environ.get("PODIUM_SEED")
+    if value is None:
+        return zlib.crc32(nodeid.encode())
+    if value == "random":
+        return random.SystemRandom().getrandbits(31)
+    return int(value)
+
+
+@pytest.fixture
+def seed(request):
+    value = _seed_for(request.node.nodeid)
+    print(f"seed {value} (replay: PODIUM_SEED={value} pytest '{request.node.nodeid}')")
+    return value
+
+
+@pytest.fixture
+def cocotb_run(request, seed):
+    """``cocotb_run(block, config, module, testcase, sim="verilator")``: build and run."""
+    waves = os.environ.get("PODIUM_WAVES") == "1"
+
+    def go(block, config, module, testcase=None, sim="verilator"):
+        if not simulator_available(sim):
+            pytest.skip(f"{sim} is not installed")
+        built = build(generate(block, config), sim, waves=waves)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid.split("::", 1)[1])
+        return run(built, module, test_dir=BUILD / "tests" / sim / name, testcase=testcase,
+                   seed=seed)
+
+    return go
