@@ -33,8 +33,8 @@ class MXUConfig:
         Accumulator rows of ``cols`` lanes, 1..65536. A GEMM needs ``ceil(N/cols) * M`` of them.
     """
 
-    rows: int = 4
-    cols: int = 4
+    rows: int = 8
+    cols: int = 8
     fmt: str = "int8"
     acc_depth: int = 1024
 

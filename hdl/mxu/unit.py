@@ -10,10 +10,11 @@ set, later k-tiles add to it. When a column tile's last k-tile is done and ``emi
 rows stream out on ``c`` (lanes past ``n`` read as zero), ``last`` on the final row of the GEMM.
 
 Weights, activations and results are independent streams: the weight walker runs up to two
-tiles ahead of the activations (one in the chain, one committed), the result walker follows the
-array's output, and a drain engine reads finished tiles out while later tiles compute. A result
-row is not written to an accumulator row that a pending drain has yet to read, so back-to-back
-commands may reuse the same accumulator rows.
+tiles ahead of the activations (one in the chain, one committed), and the result walker follows
+the array's output through a two-stage read-modify-write of the accumulator. A row of a column
+tile's last k-tile is final when it is written, so an emitting command sends it on ``c`` in that
+same cycle: results stream out while the array computes, and backpressure on ``c`` reaches the
+array (which freezes) only when the small output FIFO is full.
 
 A command that is malformed (``m``, ``k`` or ``n`` zero) or does not fit the accumulator
 (``acc_addr + ceil(n/cols) * m > acc_depth``) is refused: it consumes no data, it answers with
@@ -114,8 +115,8 @@ class MXU(wiring.Component):
         activation vector waited for its weight tile; refused commands.
 
     Throughput: one activation vector per cycle; at least ``rows`` vectors per fold (``m >= rows``)
-    hide every weight load. Latency from the last vector of a column tile to its first result on
-    ``c``: ``rows + cols + 4`` cycles.
+    hide every weight load. Latency from an activation vector of a last k-tile to its result row
+    on ``c``: ``rows + cols + 3`` cycles.
     """
 
     def __init__(self, config):
@@ -197,123 +198,82 @@ class MXU(wiring.Component):
             with m.If(a_last):
                 ak.next_tile(m)
 
-        # Accumulator memory: one read-modify-write port pair, one drain read port.
+        # Accumulator memory: a read-modify-write pipeline of two stages.
         m.submodules.acc = acc = memory.Memory(
             shape=data.ArrayLayout(fmt.acc_shape, C), depth=cfg.acc_depth, init=[])
         acc_wr = acc.write_port()
-        acc_rmw = acc.read_port(transparent_for=(acc_wr,))
-        acc_drain = acc.read_port(transparent_for=(acc_wr,))
+        acc_rd = acc.read_port(transparent_for=(acc_wr,))
+        m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(
+            width=output_layout(cfg).size, depth=OUT_DEPTH)
 
-        # Drain jobs: an active one and a queued one, each an accumulator range to send.
-        job_layout = data.StructLayout({
-            "ptr": _addr_bits(cfg) + 1, "end": _addr_bits(cfg) + 1,
-            "lanes": range(C + 1), "last": 1, "error": 1,
-        })
-        job = [Signal(job_layout, name=f"job{i}") for i in range(2)]
-        job_v = [Signal(name=f"job{i}_valid") for i in range(2)]
-        push, pop = Signal(), Signal()
-        new_job = Signal(job_layout)
-
-        # Result walker, stage 0: place each result row, read its accumulator row.
+        # Stage 0: place each result row of the array, read its accumulator row. A row of a
+        # column tile's last k-tile is final once written: if the command emits, it also goes
+        # out, so stage 0 takes it only when the output FIFO is sure to have room (counting
+        # the beat stage 1 may hold). A refused command sends its error beat the same way.
         r_row = Signal(GEMM_DIM_BITS)
         r_base = Signal(_addr_bits(cfg) + 1)    # j * m: the column tile's first row
-        r_tile = rk.entry.cmd.acc_addr + r_base
-        r_addr = r_tile + r_row
+        r_addr = rk.entry.cmd.acc_addr + r_base + r_row
         r_fold_end = r_row == rk.entry.cmd.m - 1
-        r_emits = r_fold_end & rk.last_k & rk.entry.cmd.emit
+        r_emits = rk.last_k & rk.entry.cmd.emit
 
-        def pending_read(j):
-            return job_v[j] & ~job[j].error & (r_addr >= job[j].ptr) & (r_addr < job[j].end)
-        hazard = pending_read(0) | pending_read(1)
-        m.d.comb += arr.o.ready.eq(rk.ok & ~hazard & (~r_emits | ~job_v[1]))
-        r_take = arr.o.valid & arr.o.ready
-        m.d.comb += [acc_rmw.addr.eq(r_addr)]
-
-        s1_valid = Signal()
+        s1_write = Signal()
+        s1_out = Signal()
+        s1_error = Signal()
+        s1_last = Signal()
+        s1_lanes = Signal(range(C + 1))
+        s1_overwrite = Signal()
         s1_addr = Signal.like(r_addr)
         s1_data = Signal(data.ArrayLayout(fmt.acc_shape, C))
-        s1_overwrite = Signal()
-        m.d.sync += s1_valid.eq(r_take)
+
+        room = out_fifo.level + s1_out < OUT_DEPTH
+        m.d.comb += [
+            arr.o.ready.eq(rk.ok & (~r_emits | room)),
+            acc_rd.addr.eq(r_addr),
+        ]
+        r_take = arr.o.valid & arr.o.ready
+        r_refuse = rk.skip & room
+        m.d.sync += [
+            s1_write.eq(r_take),
+            s1_out.eq((r_take & r_emits) | r_refuse),
+            s1_error.eq(r_refuse),
+            s1_last.eq(r_refuse | (r_fold_end & rk.last_k & rk.last_n)),
+            s1_lanes.eq(Mux(rk.n_left > C, C, rk.n_left)),
+            s1_overwrite.eq((rk.koff == 0) & ~rk.entry.cmd.accumulate),
+            s1_addr.eq(r_addr),
+            s1_data.eq(arr.o.payload.data),
+        ]
+        with m.If(r_refuse):
+            m.d.sync += rk.ptr.eq(rk.ptr + 1)
         with m.If(r_take):
-            m.d.sync += [
-                s1_addr.eq(r_addr),
-                s1_data.eq(arr.o.payload.data),
-                s1_overwrite.eq((rk.koff == 0) & ~rk.entry.cmd.accumulate),
-                r_row.eq(Mux(r_fold_end, 0, r_row + 1)),
-            ]
+            m.d.sync += r_row.eq(Mux(r_fold_end, 0, r_row + 1))
             with m.If(r_fold_end):
                 with m.If(rk.last_k):
-                    with m.If(rk.last_n):
-                        m.d.sync += r_base.eq(0)
-                    with m.Else():
-                        m.d.sync += r_base.eq(r_base + rk.entry.cmd.m)
+                    m.d.sync += r_base.eq(Mux(rk.last_n, 0, r_base + rk.entry.cmd.m))
                 rk.next_tile(m)
 
-        with m.If(rk.skip & ~job_v[1]):
-            m.d.sync += rk.ptr.eq(rk.ptr + 1)
-        m.d.comb += [
-            push.eq((r_take & r_emits) | (rk.skip & ~job_v[1])),
-            new_job.ptr.eq(Mux(rk.skip, 0, r_tile)),
-            new_job.end.eq(Mux(rk.skip, 1, r_tile + rk.entry.cmd.m)),
-            new_job.lanes.eq(Mux(rk.n_left > C, C, rk.n_left)),
-            new_job.last.eq(rk.skip | rk.last_n),
-            new_job.error.eq(rk.skip),
-        ]
-
-        # Stage 1: add (or overwrite) and write back.
+        # Stage 1: add (or overwrite), write back, and send the row if it is final.
+        total = Signal(data.ArrayLayout(fmt.acc_shape, C))
+        out = Signal(output_layout(cfg))
         for c in range(C):
-            m.d.comb += acc_wr.data[c].eq(Mux(s1_overwrite, s1_data[c],
-                                              fmt.add(acc_rmw.data[c], s1_data[c])))
-        m.d.comb += [acc_wr.addr.eq(s1_addr), acc_wr.en.eq(s1_valid)]
-
-        # Drain engine: read the active job's rows into the output FIFO.
-        out_layout = output_layout(cfg)
-        m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(width=out_layout.size, depth=OUT_DEPTH)
-        d1_valid = Signal()
-        d1_lanes = Signal(range(C + 1))
-        d1_last = Signal()
-        d1_error = Signal()
-        issue = job_v[0] & (out_fifo.level + d1_valid < OUT_DEPTH)
-        m.d.comb += [
-            acc_drain.addr.eq(job[0].ptr),
-            pop.eq(issue & (job[0].error | (job[0].ptr + 1 == job[0].end))),
-        ]
-        m.d.sync += d1_valid.eq(issue)
-        with m.If(issue):
-            m.d.sync += [
-                d1_lanes.eq(job[0].lanes),
-                d1_last.eq(job[0].last & (job[0].error | (job[0].ptr + 1 == job[0].end))),
-                d1_error.eq(job[0].error),
-                job[0].ptr.eq(job[0].ptr + 1),
+            m.d.comb += [
+                total[c].eq(Mux(s1_overwrite, s1_data[c], fmt.add(acc_rd.data[c], s1_data[c]))),
+                out.data[c].eq(Mux(~s1_error & (c < s1_lanes), total[c], 0)),
             ]
-
-        with m.If(pop):
-            m.d.sync += [job_v[0].eq(job_v[1] | push), job_v[1].eq(0)]
-            with m.If(job_v[1]):
-                m.d.sync += job[0].eq(job[1])
-            with m.Elif(push):
-                m.d.sync += job[0].eq(new_job)
-        with m.Elif(push):
-            with m.If(~job_v[0]):
-                m.d.sync += [job[0].eq(new_job), job_v[0].eq(1)]
-            with m.Else():
-                m.d.sync += [job[1].eq(new_job), job_v[1].eq(1)]
-
-        out = Signal(out_layout)
-        for c in range(C):
-            m.d.comb += out.data[c].eq(Mux(~d1_error & (c < d1_lanes), acc_drain.data[c], 0))
         m.d.comb += [
-            out.last.eq(d1_last),
-            out.error.eq(d1_error),
+            acc_wr.addr.eq(s1_addr),
+            acc_wr.data.eq(total),
+            acc_wr.en.eq(s1_write),
+            out.last.eq(s1_last),
+            out.error.eq(s1_error),
             out_fifo.w_data.eq(out),
-            out_fifo.w_en.eq(d1_valid),
+            out_fifo.w_en.eq(s1_out),
             self.c.payload.eq(out_fifo.r_data),
             self.c.valid.eq(out_fifo.r_rdy),
             out_fifo.r_en.eq(self.c.ready),
         ]
 
         # Status and counters.
-        m.d.comb += self.idle.eq((wr_ptr == rk.ptr) & ~s1_valid & ~job_v[0] & ~d1_valid
+        m.d.comb += self.idle.eq((wr_ptr == rk.ptr) & ~s1_write & ~s1_out
                                  & (out_fifo.level == 0))
         events = {
             "busy": ~self.idle,

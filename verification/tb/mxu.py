@@ -9,6 +9,8 @@ checks every beat, the counters and the stream rules. Every test runs the idle x
 matrix; the seed is printed by cocotb and reproduces any failure (PODIUM_SEED, see README).
 """
 
+import json
+import os
 import random
 
 import cocotb
@@ -236,3 +238,27 @@ async def test_no_bubbles(dut):
     wait, stall = int(dut.weight_wait.value), int(dut.stall.value)
     assert stall == 0, f"array frozen for {stall} cycles with an always-ready consumer"
     assert wait <= R + 1, f"activations waited {wait} cycles for weights, first tile needs {R}"
+
+
+@cocotb.test()
+async def measure_gemm(dut):
+    """One GEMM with streams that never idle, for the demo and the benchmarks (not part of the
+    regression): checks the result like every test, then writes cycles and counters as JSON
+    to the file named in PODIUM_PERF (with m, k, n given there; default 4*rows each)."""
+    spec = json.loads(os.environ.get("PODIUM_PERF", "{}"))
+    tb = MXUBench(dut, "none_none")
+    await tb.start()
+    R, C = tb.rows, tb.cols
+    cmd = Gemm(spec.get("m", 4 * R), spec.get("k", 4 * R), spec.get("n", 4 * C))
+    tb.submit_random(cmd)
+    await tb.finish()
+    report = {
+        "rows": R, "cols": C, "m": cmd.m, "k": cmd.k, "n": cmd.n,
+        "cycles": tb.c.last_cycle + 1,
+        **{name: int(getattr(dut, name).value)
+           for name in ("busy", "mac", "weight_load", "stall", "weight_wait")},
+    }
+    dut._log.info("measured %s", report)
+    if "report" in spec:
+        with open(spec["report"], "w") as f:
+            json.dump(report, f)

@@ -61,7 +61,7 @@ class Source:
         if self._offered:
             self._payload.value = self.queue[self._head]
 
-    def _sample(self):
+    def _sample(self, cycle):
         if self._offered and self._ready.value:
             self._head += 1
             self.sent += 1
@@ -86,12 +86,13 @@ class Sink:
         self._accepting = False
         self._held = None
         self.beats = []
+        self.last_cycle = None
 
     def _drive(self):
         self._accepting = not self._backpressure()
         self._ready.value = int(self._accepting)
 
-    def _sample(self):
+    def _sample(self, cycle):
         valid = bool(self._valid.value)
         payload = self._payload.value.to_unsigned() if valid else None
         if self._held is not None:
@@ -99,11 +100,12 @@ class Sink:
                 f"{self.name}: valid dropped or payload changed while waiting for ready")
         if valid and self._accepting:
             self.beats.append(payload)
+            self.last_cycle = cycle
         self._held = payload if valid and not self._accepting else None
 
 
 class StreamBench:
-    """Clock-driven loop over a DUT's streams; also counts cycles."""
+    """Clock-driven loop over a DUT's streams; counts cycles from its start (cycle 0)."""
 
     def __init__(self, dut, clk):
         self._dut = dut
@@ -135,7 +137,7 @@ class StreamBench:
                 end._drive()
             await ReadOnly()
             for end in ends:
-                end._sample()
+                end._sample(self.cycle)
             for check in self.checks:
                 check()
             await RisingEdge(self._clk)
