@@ -1,0 +1,45 @@
+"""Generate (and optionally lint) the Verilog of every block's default configuration and of
+the configurations the regression uses; one file and sidecar per configuration."""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from hdl.generate import generate
+from hdl.mxu.config import MXUConfig
+from sim.runner import lint
+
+CONFIGS = [
+    ("mxu", MXUConfig()),
+    ("mxu", MXUConfig(rows=1, cols=1)),
+    ("mxu", MXUConfig(rows=2, cols=3)),
+    ("mxu", MXUConfig(rows=5, cols=7, acc_depth=100)),
+    ("mxu", MXUConfig(rows=16, cols=16)),
+]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="build/verilog")
+    p.add_argument("--lint", action="store_true", help="run verilator --lint-only on each")
+    args = p.parse_args(argv)
+    failures = 0
+    for block, config in CONFIGS:
+        start = time.perf_counter()
+        design = generate(block, config)
+        path = design.write(Path(args.out))
+        status = f"{time.perf_counter() - start:5.1f} s"
+        if args.lint:
+            try:
+                lint(path, design.name)
+                status += "  lint clean"
+            except RuntimeError as e:
+                failures += 1
+                status += f"  LINT FAILED\n{e}"
+        print(f"{path}  {status}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
