@@ -10,7 +10,6 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from hdl.generate import generate
 from hdl.mxu.config import MXUConfig

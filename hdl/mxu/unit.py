@@ -116,7 +116,7 @@ class MXU(wiring.Component):
 
     Throughput: one activation vector per cycle; at least ``rows`` vectors per fold (``m >= rows``)
     hide every weight load. Latency from an activation vector of a last k-tile to its result row
-    on ``c``: ``rows + cols + 3`` cycles.
+    on ``c``: ``rows + cols + 2`` cycles.
     """
 
     def __init__(self, config):
