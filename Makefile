@@ -7,7 +7,7 @@ PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 JOBS       ?= 2
 SIM        ?= verilator
-TEST       ?= verification/tests/test_mxu.py::test_gemm_random[4x4]
+TEST       ?= verification/tests/test_mxu.py::test_mxu[4x4-test_gemm_random]
 CONFIG     ?=
 
 .PHONY: help venv demo verilog lint test test-all bench waves ruff clean
@@ -43,9 +43,9 @@ test-all: $(STAMP)  ## the regression plus long sweeps and large configurations
 bench: $(STAMP)  ## benchmarks: tables printed and written to docs/results/
 	$(PY) -m sim.bench
 
-waves: $(STAMP)  ## run one test (TEST=...) with an FST waveform under build/waves
+waves: $(STAMP)  ## run one test (TEST=...) with an FST waveform under build/tests
 	PODIUM_WAVES=1 $(PY) -m pytest -n 0 "$(TEST)"
-	@find build/waves -name '*.fst' -newer $(STAMP) -print
+	@find build/tests -name "*.fst" -newer $(STAMP) -print
 
 clean:  ## remove generated files (keeps .venv)
 	rm -rf build .pytest_cache
