@@ -43,9 +43,9 @@ test-all: $(STAMP)  ## the regression plus long sweeps and large configurations
 bench: $(STAMP)  ## benchmarks: tables printed and written to docs/results/
 	$(PY) -m sim.bench
 
-waves: $(STAMP)  ## run one test (TEST=...) with an FST waveform under build/tests
+waves: $(STAMP)  ## run one test (TEST=...) with a waveform (FST; VCD from Verilator without liblz4)
 	PODIUM_WAVES=1 $(PY) -m pytest -n 0 "$(TEST)"
-	@find build/tests -name "*.fst" -newer $(STAMP) -print
+	@find build/tests \( -name "*.fst" -o -name "*.vcd" \) -newer $(STAMP) -print
 
 clean:  ## remove generated files (keeps .venv)
 	rm -rf build .pytest_cache

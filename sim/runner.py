@@ -84,19 +84,25 @@ class Build:
         return self.directory / f"{self.design.name}.json"
 
 
+def verilator_fst():
+    """Verilator writes FST only when the system has liblz4's header; otherwise VCD."""
+    return Path("/usr/include/lz4.h").exists()
+
+
 def _verilator_commands(design, vpath, directory, waves, jobs):
     import cocotb_tools.config as cfg
 
+    fst = waves and verilator_fst()
     cpp = cfg.share_dir / "lib" / "verilator" / "verilator.cpp"
     verilate = [
         "verilator", *VERILATOR_FLAGS, "-Mdir", str(directory),
         "--top-module", design.name, "--prefix", "Vtop", "-o", design.name,
         "-LDFLAGS", f"-Wl,-rpath,{cfg.libs_dir} -L{cfg.libs_dir} -lcocotbvpi_verilator",
-        *(["--trace-fst", "--trace-structs"] if waves else []),
+        *([("--trace-fst" if fst else "--trace"), "--trace-structs"] if waves else []),
         str(cpp), str(vpath),
     ]
     compile_ = ["make", "-j", str(jobs), "-C", str(directory), "-f", "Vtop.mk",
-                f"VM_TRACE={int(waves)}", f"VM_TRACE_FST={int(waves)}"]
+                f"VM_TRACE={int(waves)}", f"VM_TRACE_FST={int(fst)}"]
     return [verilate, compile_]
 
 
@@ -107,7 +113,7 @@ def _icarus_commands(design, vpath, directory, waves):
     if waves:
         dump.write_text(
             "module waves_dump();\ninitial begin\n"
-            f'  $dumpfile("{directory / "dump.vcd"}");\n'
+            '  $dumpfile("dump.fst");\n'
             f"  $dumpvars(0, {design.name});\nend\nendmodule\n")
         sources.append(str(dump))
         tops += ["-s", "waves_dump"]
@@ -179,6 +185,7 @@ def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=Non
             seed=seed,
             extra_env={"PODIUM_SIDECAR": str(built.sidecar_path), **(extra_env or {})},
             waves=built.waves and built.sim == "verilator",
+            plusargs=["-fst"] if built.waves and built.sim == "icarus" else [],
             results_xml=str(results),
             log_file=str(log),
         )
