@@ -184,8 +184,7 @@ def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=Non
             test_filter=testcase,
             seed=seed,
             extra_env={"PODIUM_SIDECAR": str(built.sidecar_path), **(extra_env or {})},
-            waves=built.waves and built.sim == "verilator",
-            plusargs=["-fst"] if built.waves and built.sim == "icarus" else [],
+            waves=built.waves,
             results_xml=str(results),
             log_file=str(log),
         )
