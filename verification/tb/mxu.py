@@ -130,7 +130,7 @@ class MXUBench:
 def random_gemm(rng, bench, max_m=None, accumulate=False, emit=True):
     """A command that fits the accumulator, with sizes up to about three tiles each way."""
     R, C = bench.rows, bench.cols
-    n = int(rng.integers(1, 3 * C + 1))
+    n = int(rng.integers(1, min(3, bench.acc_depth) * C + 1))
     tiles = -(-n // C)
     max_m = max(1, min(max_m or 3 * R + 2, bench.acc_depth // tiles))
     m = int(rng.integers(1, max_m + 1))

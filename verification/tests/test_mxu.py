@@ -17,12 +17,13 @@ TB = "verification.tb.mxu"
 COCOTB_TESTS = ["test_gemm_random", "test_extremes", "test_accumulate", "test_small_folds",
                 "test_refused_commands", "test_no_bubbles"]
 
-# Array shapes of the regression: square, non-square both ways, and a small accumulator
-# (which makes the refused-command and fit paths bite).
+# Array shapes of the regression: square, non-square both ways, and small accumulators
+# (which make the refused-command and fit paths bite; acc_depth 1 is the smallest accepted).
 CONFIGS = {
     "1x1": MXUConfig(rows=1, cols=1),
     "2x3": MXUConfig(rows=2, cols=3),
     "3x2": MXUConfig(rows=3, cols=2, acc_depth=12),
+    "1x4-acc1": MXUConfig(rows=1, cols=4, acc_depth=1),
     "4x4": MXUConfig(rows=4, cols=4),
     "8x8": MXUConfig(rows=8, cols=8),
     "16x16": MXUConfig(rows=16, cols=16),
