@@ -199,8 +199,9 @@ class MXU(wiring.Component):
                 ak.next_tile(m)
 
         # Accumulator memory: a read-modify-write pipeline of two stages.
+        # (At least two rows: a one-row memory would have a zero-width address port.)
         m.submodules.acc = acc = memory.Memory(
-            shape=data.ArrayLayout(fmt.acc_shape, C), depth=cfg.acc_depth, init=[])
+            shape=data.ArrayLayout(fmt.acc_shape, C), depth=max(2, cfg.acc_depth), init=[])
         acc_wr = acc.write_port()
         acc_rd = acc.read_port(transparent_for=(acc_wr,))
         m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(
