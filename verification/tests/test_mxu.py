@@ -68,6 +68,16 @@ def test_config_refused(params, message):
     assert message in str(info.value)
 
 
+def test_generate_lint_random(seed, tmp_path):
+    """Random accepted configurations generate Verilog that Verilator lints clean."""
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        config = MXUConfig(rows=int(rng.integers(1, 25)), cols=int(rng.integers(1, 25)),
+                           acc_depth=int(rng.integers(1, 5000)))
+        design = generate("mxu", config)
+        lint(design.write(tmp_path), design.name)
+
+
 def test_generate_deterministic():
     a = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
     b = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
