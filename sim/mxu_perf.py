@@ -1,13 +1,16 @@
-"""MXU measurements shared by the demo and the benchmarks: one checked GEMM in simulation,
-its cycle count and counters, and the analytic bounds it is compared with."""
+"""MXU measurements shared by the demo and ``make bench``: one checked GEMM in simulation, its
+cycle count and counters, the analytic bounds it is compared with, and the benchmark tables."""
 
 import json
 import math
+import statistics
 
 from hdl.generate import generate
+from hdl.mxu.config import MXUConfig
+from sim.bench import REPEATS, machine, median_seconds, table, write_results
 from sim.runner import BUILD, build, run
 
-__all__ = ["measure_gemm", "scalesim_cycles", "streaming_cycles"]
+__all__ = ["measure_gemm", "scalesim_cycles", "streaming_cycles", "bench"]
 
 
 def scalesim_cycles(rows, cols, m, k, n):
@@ -43,3 +46,55 @@ def measure_gemm(config, m, k, n, *, tag="bench", seed=1, sim="verilator"):
         "streaming_cycles": streaming_cycles(config.rows, config.cols, m, k, n),
     })
     return result
+
+
+def bench(quick=False):
+    """Utilization over whole GEMMs and tool cost; writes docs/results/mxu.md."""
+    sizes_util, sizes_build = ([4], [4]) if quick else ([8, 16], [8, 16, 32])
+    util_rows = []
+    for n in sizes_util:
+        cfg = MXUConfig(rows=n, cols=n)
+        m, k, nn = 256, 4 * n, 4 * n
+        r = measure_gemm(cfg, m, k, nn)
+        util_rows.append([
+            f"{n}x{n}", f"{m}x{k}x{nn}", r["cycles"], f"{100 * r['utilization']:.1f}%",
+            r["scalesim_cycles"], f"{100 * r['scalesim_utilization']:.1f}%",
+            r["streaming_cycles"], r["weight_wait"], r["stall"],
+        ])
+        print(util_rows[-1], flush=True)
+    cost_rows = []
+    for n in sizes_build:
+        cfg = MXUConfig(rows=n, cols=n)
+        gen = median_seconds(lambda cfg=cfg: generate("mxu", cfg))
+        design = generate("mxu", cfg)
+        builds = [build(design, force=True).seconds for _ in range(REPEATS)]
+        cost_rows.append([f"{n}x{n}", f"{gen:.1f}", f"{statistics.median(builds):.1f}",
+                          " / ".join(f"{b:.1f}" for b in builds)])
+        print(cost_rows[-1], flush=True)
+
+    util = table(["array", "M x K x N", "cycles", "utilization", "SCALE-Sim cycles",
+                   "SCALE-Sim util.", "streaming bound", "weight_wait", "stall"], util_rows)
+    cost = table(["array (int8)", "generate, s (median)", "Verilator build, s (median)",
+                   "builds, s"], cost_rows)
+    text = f"""# MXU benchmark results
+
+Measured by `make bench` on {machine()}.
+
+## Utilization over whole GEMMs
+
+Utilization = M*K*N / (cycles * rows * cols), cycles from the first command offered to the last
+result row taken, streams never idle, every result checked against the golden model. The
+SCALE-Sim column is the stall-free weight-stationary model without weight-load overlap,
+ceil(K/R)*ceil(N/C)*(2R + C + M - 2) (../shared/reference/mxu.md); the streaming bound is
+ceil(K/R)*ceil(N/C)*max(M, R), what any weight-stationary array needs to stream the operands.
+
+{util}
+
+## Tool cost
+
+Generation (Python + Yosys) and Verilator build (verilate + C++ compile, 2 jobs) wall times,
+medians of {REPEATS} runs; builds forced (no cache).
+
+{cost}
+"""
+    write_results("mxu", text, quick)
