@@ -13,6 +13,7 @@ from pathlib import Path
 from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
 
+from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.unit import MXU
 
@@ -20,6 +21,7 @@ __all__ = ["BLOCKS", "Design", "generate", "make_config"]
 
 BLOCKS = {
     "mxu": (MXUConfig, MXU),
+    "fp_units": (FloatUnitsConfig, FloatUnits),
 }
 
 

@@ -23,7 +23,7 @@ condition, so no combinational path runs from ``o.ready`` to the inputs); a stal
 register, so nothing is lost or duplicated.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -193,7 +193,8 @@ class SystolicArray(wiring.Component):
                 row.advance.eq(advance),
                 row.a_in.eq(a_skewed[r]),
                 row.bank_in.eq(a_bank[r]),
-                row.psum_in.eq(rows[r - 1].psum_out if r else 0),
+                row.psum_in.eq(rows[r - 1].psum_out if r else
+                               Cat(*[Const(fmt.psum_init, 32) for _ in range(C)])),
                 row.chain_in.eq(rows[r + 1].chain_out if r + 1 < R else Cat(*w_skewed)),
                 row.shift.eq(Cat(*w_valid)),
                 row.commit.eq(Cat(*commit)),

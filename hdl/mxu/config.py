@@ -28,21 +28,33 @@ class MXUConfig:
     cols : int
         Array columns, 1..256: the N extent of one weight tile and the lanes of a result.
     fmt : str
-        Number format: ``"int8"`` (int8 x int8 -> int32).
+        Operand format: ``"int8"`` (int32 sums), or ``"bfloat16"``, ``"float8_e4m3fn"``,
+        ``"float8_e5m2"`` (fp32 sums in every PE).
     acc_depth : int
         Accumulator rows of ``cols`` lanes, 1..65536. A GEMM needs ``ceil(N/cols) * M`` of them.
+    out_fmt : str or None
+        Result format on ``c``: ``"int32"`` for int8; ``"float32"`` or ``"bfloat16"`` (rounded to
+        nearest even on the way out) for the float formats. ``None``: the accumulator's own.
     """
 
     rows: int = 8
     cols: int = 8
     fmt: str = "int8"
     acc_depth: int = 1024
+    out_fmt: str | None = None
 
     def __post_init__(self):
         check_int("rows", self.rows, 1, MAX_DIM)
         check_int("cols", self.cols, 1, MAX_DIM)
         check_choice("fmt", self.fmt, tuple(FORMATS))
         check_int("acc_depth", self.acc_depth, 1, MAX_ACC_DEPTH)
+        if self.out_fmt is not None:
+            check_choice("out_fmt", self.out_fmt, FORMATS[self.fmt].outputs)
+
+    @property
+    def output(self):
+        """The result format on ``c``."""
+        return self.out_fmt or self.format.outputs[0]
 
     @property
     def format(self):
@@ -51,7 +63,8 @@ class MXUConfig:
     @property
     def name(self):
         """Verilog module name of the MXU top for this configuration."""
-        return f"podium_mxu_{self.rows}x{self.cols}_{self.fmt}_a{self.acc_depth}"
+        out = "" if self.output == self.format.outputs[0] else f"_to_{self.output}"
+        return f"podium_mxu_{self.rows}x{self.cols}_{self.fmt}{out}_a{self.acc_depth}"
 
     def to_dict(self):
         return asdict(self)

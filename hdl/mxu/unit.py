@@ -3,11 +3,12 @@
 A command asks for ``C = A x B`` with ``A`` of ``m x k`` and ``B`` of ``k x n``. The unit walks the
 tiles in a fixed order, for each column tile ``j`` (``cols`` wide) and each k-tile ``i`` (``rows``
 deep): it takes the weight tile ``B[iR:(i+1)R, jC:(j+1)C]`` from ``w`` (only its real rows;
-missing rows and lanes are filled with zeros) and ``m`` activation vectors ``A[:, iR:(i+1)R]``
-from ``a`` (lanes past ``k`` are zeroed). Row ``r`` of column tile ``j`` accumulates at
-accumulator row ``acc_addr + j*m + r``: the first k-tile overwrites it unless ``accumulate`` is
-set, later k-tiles add to it. When a column tile's last k-tile is done and ``emit`` is set, its
-rows stream out on ``c`` (lanes past ``n`` read as zero), ``last`` on the final row of the GEMM.
+missing rows and lanes are filled with the format's padding weight, 0 or -0) and ``m``
+activation vectors ``A[:, iR:(i+1)R]`` from ``a`` (lanes past ``k`` are zeroed). Row ``r`` of
+column tile ``j`` accumulates at accumulator row ``acc_addr + j*m + r``: the first k-tile
+overwrites it unless ``accumulate`` is set, later k-tiles add to it. When a column tile's last
+k-tile is done and ``emit`` is set, its rows stream out on ``c`` (lanes past ``n`` read as
+zero), ``last`` on the final row of the GEMM, in the configured output format.
 
 Weights, activations and results are independent streams: the weight walker runs up to two
 tiles ahead of the activations (one in the chain, one committed), and the result walker follows
@@ -54,7 +55,7 @@ def command_layout(config):
 
 def output_layout(config):
     return data.StructLayout({
-        "data": data.ArrayLayout(config.format.acc_shape, config.cols),
+        "data": data.ArrayLayout(config.format.out_shape(config.output), config.cols),
         "last": 1,
         "error": 1,
     })
@@ -164,7 +165,7 @@ class MXU(wiring.Component):
             slot = ring[wr_ptr[: (RING_DEPTH - 1).bit_length()]]
             m.d.sync += [slot.cmd.eq(cmd), slot.ok.eq(cmd_ok), wr_ptr.eq(wr_ptr + 1)]
 
-        # Weight walker: real tile rows come from `w`, missing ones are zero rows.
+        # Weight walker: real tile rows come from `w`, missing ones are padding rows.
         w_row = Signal(range(max(R, 2)))
         real_row = w_row < wk.k_left
         m.d.comb += [
@@ -173,7 +174,7 @@ class MXU(wiring.Component):
         ]
         for c in range(C):
             m.d.comb += arr.w.payload[c].eq(
-                Mux(real_row & (c < wk.n_left), self.w.payload[c], 0))
+                Mux(real_row & (c < wk.n_left), self.w.payload[c], fmt.pad_weight))
         with m.If(wk.skip):
             m.d.sync += wk.ptr.eq(wk.ptr + 1)
         with m.If(arr.w.valid & arr.w.ready):
@@ -257,8 +258,10 @@ class MXU(wiring.Component):
         out = Signal(output_layout(cfg))
         for c in range(C):
             m.d.comb += [
-                total[c].eq(Mux(s1_overwrite, s1_data[c], fmt.add(acc_rd.data[c], s1_data[c]))),
-                out.data[c].eq(Mux(~s1_error & (c < s1_lanes), total[c], 0)),
+                total[c].eq(Mux(s1_overwrite, s1_data[c],
+                                fmt.add(m, acc_rd.data[c], s1_data[c], name=f"acc{c}"))),
+                out.data[c].eq(Mux(~s1_error & (c < s1_lanes), fmt.cast(cfg.output, total[c]),
+                                   0)),
             ]
         m.d.comb += [
             acc_wr.addr.eq(s1_addr),
