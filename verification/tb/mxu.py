@@ -28,6 +28,22 @@ from verification.tb.streams import FLOWS, StreamBench, pattern
 FLOW_NAMES = [f"{i}_{b}" for i, b in FLOWS]
 
 
+def tile_order(cmd, a, b, rows, cols, garbage):
+    """The operands of ``cmd`` as the MXU takes them: for each column tile, for each k-tile,
+    the weight tile's real rows and the ``m`` activation vectors, with ``garbage(shape)`` in
+    every lane the MXU must ignore (lanes past ``n`` and past ``k``)."""
+    R, C = rows, cols
+    for j in range(-(-cmd.n // C)):
+        for i in range(-(-cmd.k // R)):
+            ks = slice(i * R, min(cmd.k, (i + 1) * R))
+            lanes = min(C, cmd.n - j * C)
+            tile_b = garbage((ks.stop - ks.start, C))
+            tile_b[:, :lanes] = b[ks, j * C: j * C + lanes]
+            tile_a = garbage((cmd.m, R))
+            tile_a[:, : ks.stop - ks.start] = a[:, ks]
+            yield tile_b, tile_a
+
+
 class MXUBench:
     def __init__(self, dut, flow):
         idle, backpressure = flow.split("_")
@@ -39,8 +55,8 @@ class MXUBench:
         self.is_float = self.fmt != "int8"
         self.rng = np.random.default_rng(random.getrandbits(64))
         prng = random.Random(random.getrandbits(64))
-        self.cmd_port = Port(self.sidecar, "cmd")
-        self.c_port = Port(self.sidecar, "c")
+        self.cmd_port = Port.of(self.sidecar, "cmd")
+        self.c_port = Port.of(self.sidecar, "c")
         ports = {x["name"]: x for x in self.sidecar["ports"]}
         self.in_width = ports["a__payload"]["lanes"]["width"]
         self.streams = StreamBench(dut, dut.clk)
@@ -98,20 +114,12 @@ class MXUBench:
         if not self.model.accepts(cmd):
             self.refused += 1
             return
-        k_tiles, n_tiles = -(-cmd.k // R), -(-cmd.n // C)
-        for j in range(n_tiles):
-            for i in range(k_tiles):
-                ks = range(i * R, min(cmd.k, (i + 1) * R))
-                tile_b = self.garbage((len(ks), C))
-                lanes = min(C, cmd.n - j * C)
-                tile_b[:, :lanes] = b[ks.start:ks.stop, j * C: j * C + lanes]
-                self.w.send(pack_lanes(row, self.in_width) for row in tile_b)
-                tile_a = self.garbage((cmd.m, R))
-                tile_a[:, : len(ks)] = a[:, ks.start:ks.stop]
-                self.a.send(pack_lanes(row, self.in_width) for row in tile_a)
-                self.vectors += cmd.m
-                self.weight_rows += R
-                self.budget += 4 * (cmd.m + R) + R + C + 20
+        for tile_b, tile_a in tile_order(cmd, a, b, R, C, self.garbage):
+            self.w.send(pack_lanes(row, self.in_width) for row in tile_b)
+            self.a.send(pack_lanes(row, self.in_width) for row in tile_a)
+            self.vectors += cmd.m
+            self.weight_rows += R
+            self.budget += 4 * (cmd.m + R) + R + C + 20
 
     def submit_random(self, cmd, kind="values"):
         a = self.operands((cmd.m, cmd.k), kind)
