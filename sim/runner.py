@@ -161,7 +161,8 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
         raise ValueError(f"sim must be one of {', '.join(SIMULATORS)}, got {sim!r}")
     jobs = jobs or os.cpu_count() or 1
     key = hashlib.sha256(json.dumps({
-        "verilog": design.verilog, "sim": sim, "waves": waves, "flags": VERILATOR_FLAGS,
+        "verilog": design.verilog, "sidecar": design.sidecar, "sim": sim, "waves": waves,
+        "flags": VERILATOR_FLAGS,
     }, sort_keys=True).encode()).hexdigest()[:16]
     directory = BUILD / "sim" / sim / f"{design.name}-{key}"
     stamp = directory / ".built"
