@@ -81,6 +81,10 @@ class Build:
         self.waves = waves
         self.peak_rss = peak_rss
 
+    @property
+    def sidecar_path(self):
+        return self.directory / f"{self.design.name}.json"
+
 
 def _tree_rss(root):
     """Resident memory of process ``root`` and all its descendants, in bytes."""

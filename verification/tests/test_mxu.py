@@ -60,9 +60,13 @@ def test_mxu_large(cocotb_run, shape):
     cocotb_run("mxu", LARGE[shape], TB)
 
 
+ICARUS = [(shape, test) for shape in ("2x3", "4x4")
+          for test in ("test_gemm_random", "test_accumulate", "test_refused_commands")]
+ICARUS += [("2x3-bf16", "test_gemm_random"), ("2x3-bf16", "test_float_edges")]
+
+
 @pytest.mark.icarus
-@pytest.mark.parametrize("test", ["test_gemm_random", "test_accumulate", "test_refused_commands"])
-@pytest.mark.parametrize("shape", ["2x3", "4x4"])
+@pytest.mark.parametrize("shape, test", ICARUS)
 def test_mxu_icarus(cocotb_run, shape, test):
     cocotb_run("mxu", CONFIGS[shape], TB, rf"\.{test}(/|$)", sim="icarus")
 
