@@ -22,7 +22,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import check_choice
+from ..params import ConfigDict, check_choice
 
 __all__ = ["FloatFormat", "FP32", "BF16", "FP8_E4M3FN", "FP8_E5M2", "FLOAT_FORMATS",
            "multiply_fp32", "add_fp32", "fp32_to_bf16", "FP32_NAN", "BF16_NAN",
@@ -191,8 +191,10 @@ def fp32_to_bf16(x):
 
 
 @dataclass(frozen=True)
-class FloatUnitsConfig:
+class FloatUnitsConfig(ConfigDict):
     """The standalone floating-point units of one input format (a test and reference top)."""
+
+    KIND = "fp_units"
 
     fmt: str = "bfloat16"
 
@@ -202,17 +204,6 @@ class FloatUnitsConfig:
     @property
     def name(self):
         return f"podium_fp_units_{self.fmt}"
-
-    def to_dict(self):
-        return {"fmt": self.fmt}
-
-    @classmethod
-    def from_dict(cls, d):
-        unknown = set(d) - {"fmt"}
-        if unknown:
-            raise ValueError(f"unknown fp_units parameter(s): {', '.join(sorted(unknown))}; "
-                             "allowed: fmt")
-        return cls(**d)
 
 
 class FloatUnits(wiring.Component):

@@ -1,8 +1,8 @@
 """Configuration of the MXU generator, validated on construction."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ..params import check_choice, check_int
+from ..params import ConfigDict, check_choice, check_int
 from .formats import FORMATS, get_format
 
 __all__ = ["MXUConfig", "MAX_DIM", "MAX_ACC_DEPTH", "GEMM_DIM_BITS"]
@@ -18,7 +18,7 @@ GEMM_DIM_BITS = 16
 
 
 @dataclass(frozen=True)
-class MXUConfig:
+class MXUConfig(ConfigDict):
     """Parameters of one MXU: a ``rows`` x ``cols`` weight-stationary array and its accumulators.
 
     Parameters
@@ -36,6 +36,8 @@ class MXUConfig:
         Result format on ``c``: ``"int32"`` for int8; ``"float32"`` or ``"bfloat16"`` (rounded to
         nearest even on the way out) for the float formats. ``None``: the accumulator's own.
     """
+
+    KIND = "MXU"
 
     rows: int = 8
     cols: int = 8
@@ -65,14 +67,3 @@ class MXUConfig:
         """Verilog module name of the MXU top for this configuration."""
         out = "" if self.output == self.format.outputs[0] else f"_to_{self.output}"
         return f"podium_mxu_{self.rows}x{self.cols}_{self.fmt}{out}_a{self.acc_depth}"
-
-    def to_dict(self):
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d):
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown MXU parameter(s): {', '.join(sorted(unknown))}; "
-                             f"allowed: {', '.join(cls.__dataclass_fields__)}")
-        return cls(**d)

@@ -7,14 +7,14 @@ after it (``c_mem``): the testbench pulses ``start``, waits for ``done`` and rea
 counter. Streams run at full rate (results are always taken), so the cycle count is the MXU's.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.hier import convert_hierarchy
-from ..params import check_int
+from ..params import ConfigDict, check_int
 from .config import MXUConfig
 from .unit import MXU, command_layout, output_layout
 
@@ -22,8 +22,10 @@ __all__ = ["MXUHarnessConfig", "MXUHarness"]
 
 
 @dataclass(frozen=True)
-class MXUHarnessConfig:
+class MXUHarnessConfig(ConfigDict):
     """An MXU (its parameters as in MXUConfig) and the depths of the harness memories."""
+
+    KIND = "mxu_harness"
 
     rows: int = 16
     cols: int = 16
@@ -50,17 +52,6 @@ class MXUHarnessConfig:
     @property
     def name(self):
         return self.mxu.name.replace("podium_mxu_", "podium_mxu_harness_")
-
-    def to_dict(self):
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d):
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown mxu_harness parameter(s): {', '.join(sorted(unknown))}; "
-                             f"allowed: {', '.join(cls.__dataclass_fields__)}")
-        return cls(**d)
 
 
 class _MemoryStreamer(wiring.Component):
