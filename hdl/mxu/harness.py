@@ -132,7 +132,7 @@ class MXUHarness(wiring.Component):
         })
 
     def to_verilog(self):
-        return convert_hierarchy(self, self._config.name, self._mxu._array.submodules)
+        return convert_hierarchy(self, self._config.name, self._mxu.submodules)
 
     def elaborate(self, platform):
         m = Module()

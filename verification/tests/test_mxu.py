@@ -100,6 +100,18 @@ def test_generate_lint_random(seed, tmp_path):
         lint(design.write(tmp_path), design.name)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [
+    MXUConfig(rows=1, cols=256), MXUConfig(rows=256, cols=1),
+    MXUConfig(rows=2, cols=256, acc_depth=65536), MXUConfig(rows=64, cols=64),
+    MXUConfig(rows=16, cols=16, fmt="bfloat16", out_fmt="bfloat16"),
+], ids=lambda c: c.name)
+def test_generate_lint_limits(config, tmp_path):
+    """Configurations at the limits of the parameters generate Verilog that lints clean."""
+    design = generate("mxu", config)
+    lint(design.write(tmp_path), design.name)
+
+
 def test_generate_deterministic():
     a = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
     b = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
