@@ -13,6 +13,8 @@ from pathlib import Path
 from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
 
+from .hbm.config import HBMConfig
+from .hbm.controller import HBMController
 from .mxu.config import MXUConfig
 from .mxu.unit import MXU
 
@@ -20,6 +22,7 @@ __all__ = ["BLOCKS", "Design", "generate", "make_config"]
 
 BLOCKS = {
     "mxu": (MXUConfig, MXU),
+    "hbm": (HBMConfig, HBMController),
 }
 
 
