@@ -308,8 +308,9 @@ class HBMConfig:
             return max(1, math.ceil(t / tck - 1e-9))
 
         cycles = {k: v for k, v in p.items() if k != "tck"}
+        # Minimum times round up; tREFI is a maximum interval, so it rounds down.
         return Timing(**cycles, rrd_s=ns(RRD_S_NS), rrd_l=ns(RRD_L_NS), faw=ns(FAW_NS),
-                      rfc=ns(RFC_NS[self.density_gb]), refi=ns(REFI_NS))
+                      rfc=ns(RFC_NS[self.density_gb]), refi=math.floor(REFI_NS / tck + 1e-9))
 
     # Identity -----------------------------------------------------------------------------
 
