@@ -13,7 +13,9 @@ reorder buffer, ``rob_depth / id_lanes`` slots) and its write bursts (``write_bu
 order and answers from its head, so responses of one ID are in order; lanes are served round
 robin as soon as their head is complete, so responses of IDs in different lanes pass each other
 (read beats of different IDs may interleave, which AXI4 allows). A burst's beats issue one per
-cycle, and only while its lane has room: a full lane holds its channel, not the others.
+cycle, and only while its lane has room: a full lane holds its channel, not the others. The
+next burst is accepted in the cycle the previous one's last beat leaves, so single-beat bursts
+also flow at one beat per cycle.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -173,14 +175,6 @@ class AxiPort(wiring.Component):
         b_tail = [Signal(range(WB), name=f"b{lane}_tail") for lane in range(L)]
         b_count = [Signal(range(WB + 1), name=f"b{lane}_count") for lane in range(L)]
 
-        aw_lane = lane_of(self.awid)
-        aw_room = Array(c < WB for c in b_count)[aw_lane]
-        m.d.comb += self.awready.eq(~aw.busy & aw_room)
-        aw_take = self.awvalid & self.awready
-        with m.If(aw_take):
-            aw.start(m, self.awaddr, self.awlen, self.awsize, self.awburst, self.awid)
-            m.d.sync += aw.slot.eq(Array(b_tail)[aw_lane])
-
         w_pc, w_bank, w_row, w_col = _decode(m, cfg, aw.addr, "w")
         w_local = aw.bad | ~aw.in_range()
         w_resp = Mux(aw.bad, RESP["SLVERR"], RESP["DECERR"])
@@ -192,6 +186,15 @@ class AxiPort(wiring.Component):
         with m.If(w_take):
             aw.advance(m)
 
+        # The next burst may start in the cycle the last beat of this one leaves.
+        aw_lane = lane_of(self.awid)
+        aw_room = Array(c < WB for c in b_count)[aw_lane]
+        m.d.comb += self.awready.eq((~aw.busy | ((aw.left == 0) & w_take)) & aw_room)
+        aw_take = self.awvalid & self.awready
+        with m.If(aw_take):
+            aw.start(m, self.awaddr, self.awlen, self.awsize, self.awburst, self.awid)
+            m.d.sync += aw.slot.eq(Array(b_tail)[aw_lane])
+
         # --- Read bursts: per lane a ring of beat slots, data in one memory -----------------
         r_filled = Signal(L * S)
         r_resp = Array(Signal(2, name=f"r{i}_resp") for i in range(L * S))
@@ -202,9 +205,6 @@ class AxiPort(wiring.Component):
         r_tail = [Signal(range(S), name=f"r{lane}_tail") for lane in range(L)]
         r_count = [Signal(range(S + 1), name=f"r{lane}_count") for lane in range(L)]
 
-        m.d.comb += self.arready.eq(~ar.busy)
-        with m.If(self.arvalid & self.arready):
-            ar.start(m, self.araddr, self.arlen, self.arsize, self.arburst, self.arid)
         r_pc, r_bank, r_row, r_col = _decode(m, cfg, ar.addr, "r")
         r_local_beat = ar.bad | ~ar.in_range()
         r_lane = lane_of(ar.id)
@@ -216,6 +216,9 @@ class AxiPort(wiring.Component):
         r_take = r_beat & (r_local_beat | (self.req.ready & (pick.grant == 1)))
         with m.If(r_take):
             ar.advance(m)
+        m.d.comb += self.arready.eq(~ar.busy | ((ar.left == 0) & r_take))
+        with m.If(self.arvalid & self.arready):
+            ar.start(m, self.araddr, self.arlen, self.arsize, self.arburst, self.arid)
 
         m.d.comb += [
             pick.requests.eq(Cat(w_beat & ~w_local, r_beat & ~r_local_beat)),

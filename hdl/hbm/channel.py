@@ -18,8 +18,9 @@ column buses):
   * Row command: ACT for the oldest request of the mode whose bank is closed; PRE for the oldest
     whose bank is open on another row, unless a request of the mode still hits that row; with the
     closed-page policy, PRE of any open row that no queued request hits.
-  * Starvation cap: a request that has waited ``starvation_cap`` cycles restricts both choices to
-    starving requests, so it cannot be passed forever by row hits.
+  * Starvation cap: a request that has waited ``starvation_cap`` cycles goes first in both
+    choices, and nobody else may use its bank until its row is open, so row hits to another row
+    cannot pass it forever.
   * FCFS (for comparison): only the oldest request is considered, reads and writes alike.
   * Hazards: a request is not served while an older request to the same address, one of the two
     a write, is queued, so a read never returns stale data and writes land in order.
@@ -51,7 +52,7 @@ __all__ = ["PseudoChannel", "DfiSignature", "RowOp", "ColOp", "request_layout",
 
 COUNTER_WIDTH = 32
 CHANNEL_COUNTERS = ("data_busy", "reads", "writes", "acts", "pres", "refs", "refresh_busy",
-                    "sbe", "dbe", "rmw")
+                    "sbe", "dbe", "rmw", "queue_full")
 TAG_FIFO_DEPTH = 16
 RRESP_DEPTH = 16
 BRESP_DEPTH = 8
@@ -148,10 +149,11 @@ class PseudoChannel(wiring.Component):
         The device side.
     idle : Out(1)
         No request queued and no read in flight.
-    data_busy, reads, writes, acts, pres, refs, refresh_busy, sbe, dbe, rmw : Out(32)
+    data_busy, reads, writes, acts, pres, refs, refresh_busy, sbe, dbe, rmw, queue_full : Out(32)
         Counters: cycles with data on the bus; RD (including read-modify-write reads), WR, ACT,
         PRE (a PREA counts one), REF commands; cycles with a refresh in progress; words
-        corrected; words found uncorrectable; writes that needed a read-modify-write.
+        corrected; words found uncorrectable; writes that needed a read-modify-write; cycles a
+        request was offered and refused (queue or write buffer full).
     """
 
     def __init__(self, cfg):
@@ -252,11 +254,11 @@ class PseudoChannel(wiring.Component):
                 starving[i].eq(e.wait == cfg.starvation_cap),
             ]
         if frfcfs:
-            any_starving = (of_mode & starving).any()
-            considered = Mux(any_starving, of_mode & starving, of_mode)
+            considered = of_mode
         else:
-            any_starving = Const(0)
             considered = Cat(valid[0], Const(0, Q - 1)) if Q > 1 else valid[:1]
+        urgent = Signal(Q)      # starving requests of the mode: served first
+        m.d.comb += urgent.eq(considered & starving if frfcfs else 0)
 
         # Read/write mode: batches of writes between the watermarks.
         nwrites = Signal(range(Q + 1))
@@ -292,6 +294,12 @@ class PseudoChannel(wiring.Component):
             bfifo.r_en.eq(self.bresp.ready),
         ]
 
+        # Banks a starving request waits to open its row in: nobody else may use them.
+        reserved = Signal(B)
+        for b in range(B):
+            m.d.comb += reserved[b].eq(Cat(*[urgent[i] & ~hit[i] & (q[i].bank == b)
+                                             for i in range(Q)]).any())
+
         # --- Column command choice ---------------------------------------------------------
         col_ok = Signal(Q)
         for i, e in enumerate(q):
@@ -301,8 +309,11 @@ class PseudoChannel(wiring.Component):
             timing_ok = ccd.ready & ccd_l_ok[bg] & Mux(is_rd[i], rd_timing, wr_timing)
             m.d.comb += col_ok[i].eq(
                 considered[i] & (e.cancel | (hit[i] & timing_ok & ~e.rmw_busy
-                                             & ~blocked[i] & ~ref_active)))
-        col_idx, col_any = _first(m, "col", col_ok)
+                                             & ~blocked[i] & ~ref_active
+                                             & (urgent[i] | ~reserved.bit_select(e.bank, 1)))))
+        col_pick = Signal(Q)
+        m.d.comb += col_pick.eq(Mux((col_ok & urgent).any(), col_ok & urgent, col_ok))
+        col_idx, col_any = _first(m, "col", col_pick)
         col_e = Signal(entry_layout)
         m.d.comb += col_e.eq(Array(q)[col_idx])
         col_cancel = col_any & col_e.cancel
@@ -334,15 +345,20 @@ class PseudoChannel(wiring.Component):
         need_pre = Signal(Q)
         for i, e in enumerate(q):
             bank_open = is_open.bit_select(e.bank, 1)
-            pre_allowed = ~hit_of_mode.bit_select(e.bank, 1) | starving[i] | (not frfcfs)
+            pre_allowed = ~hit_of_mode.bit_select(e.bank, 1) | urgent[i] | (not frfcfs)
+            mine = urgent[i] | ~reserved.bit_select(e.bank, 1)
             m.d.comb += [
                 need_act[i].eq(considered[i] & ~e.cancel & ~bank_open & act_ok[e.bank]
-                               & act_ready & rrd_l_ok[bg_of(e.bank)]),
+                               & act_ready & rrd_l_ok[bg_of(e.bank)] & mine),
                 need_pre[i].eq(considered[i] & ~e.cancel & bank_open & ~hit[i]
-                               & pre_ok[e.bank] & pre_allowed & ~ref_active
+                               & pre_ok[e.bank] & pre_allowed & ~ref_active & mine
                                & ~(col_issue & (col_e.bank == e.bank))),
             ]
-        row_idx, row_any = _first(m, "row", need_act | need_pre)
+        row_need = Signal(Q)
+        m.d.comb += row_need.eq(need_act | need_pre)
+        row_pick = Signal(Q)
+        m.d.comb += row_pick.eq(Mux((row_need & urgent).any(), row_need & urgent, row_need))
+        row_idx, row_any = _first(m, "row", row_pick)
         row_e = Signal(entry_layout)
         m.d.comb += row_e.eq(Array(q)[row_idx])
         row_is_act = ~is_open.bit_select(row_e.bank, 1)
@@ -550,6 +566,7 @@ class PseudoChannel(wiring.Component):
             "sbe": sbe_add,
             "dbe": dbe_add,
             "rmw": take & new.rmw,
+            "queue_full": self.req.valid & ~self.req.ready,
         }
         for name, inc in events.items():
             counter = getattr(self, name)

@@ -23,7 +23,7 @@ from hdl.hbm.config import HBMConfig
 from verification.models.hbm import HBMDeviceModel
 from verification.tb.packing import load_sidecar
 
-__all__ = ["HBMBench", "FLOWS"]
+__all__ = ["HBMBench", "Saturator", "FLOWS", "PATTERNS"]
 
 # Idle on the request channels x backpressure on the response channels.
 FLOWS = ["none_none", "random_random", "none_bursty"]
@@ -58,7 +58,7 @@ class _Device:
 
 
 class HBMBench:
-    def __init__(self, dut, flow="random_random"):
+    def __init__(self, dut, flow="random_random", masters=True):
         self.dut = dut
         self.sidecar = load_sidecar()
         self.cfg = HBMConfig.from_dict(self.sidecar["parameters"])
@@ -70,9 +70,11 @@ class HBMBench:
         self.golden = {}                        # byte address -> value (absent: zero)
         self.cycle = 0
         self.error = None
+        trace = os.environ.get("PODIUM_HBM_TRACE")      # a file: every command, for debugging
+        self.trace = open(trace, "w") if trace else None
         idle, backpressure = flow.split("_")
         self.masters = []
-        for p in range(cfg.ports):
+        for p in range(cfg.ports if masters else 0):
             master = AxiMaster(AxiBus.from_prefix(dut, f"s{p}_axi"), dut.clk, dut.rst)
             prng = random.Random(self.rng.getrandbits(64))
             for ch in (master.write_if.aw_channel, master.write_if.w_channel,
@@ -119,6 +121,11 @@ class HBMBench:
         model, cycle = self.model, self.cycle
         wv = int(d.wrdata_valid.value)
         model.write_data(i, cycle, wv, d.wrdata.value.to_unsigned() if wv else 0)
+        if self.trace and (int(d.row_valid.value) or int(d.col_valid.value)):
+            self.trace.write(f"{cycle} pc{i} row {int(d.row_valid.value)}:"
+                             f"{int(d.row_op.value)}:{int(d.row_bank.value)}:"
+                             f"{int(d.row_addr.value)} col {int(d.col_valid.value)}:"
+                             f"{int(d.col_op.value)}:{int(d.col_bank.value)}\n")
         if int(d.row_valid.value):
             op = ROW_OPS[int(d.row_op.value)]
             if op == "act":
@@ -215,6 +222,149 @@ class HBMBench:
 
 def env_int(name, default):
     return int(os.environ.get(name, default))
+
+
+class Saturator:
+    """A lean AXI master for saturating traffic: one clocked loop per port keeps AR and AW/W
+    valid whenever commands wait, and R and B always ready, so the controller, not Python,
+    sets the pace. Read data is checked against the bench's golden memory; every response
+    must be OKAY.
+
+    Commands are ``(kind, id, address, beats)`` with kind ``"r"`` or ``"w"``; full-width,
+    access-aligned INCR bursts; write data is random and enters the golden memory.
+    """
+
+    def __init__(self, tb, port=0):
+        self.tb = tb
+        dut = tb.dut
+
+        def sig(name):
+            return getattr(dut, f"s{port}_axi_{name}")
+
+        self.s = {n: sig(n) for n in (
+            "awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "awready", "wdata",
+            "wstrb", "wlast", "wvalid", "wready", "bid", "bresp", "bvalid", "bready", "arid",
+            "araddr", "arlen", "arsize", "arburst", "arvalid", "arready", "rid", "rdata",
+            "rresp", "rlast", "rvalid", "rready")}
+        self.reads, self.writes = [], []
+        self.w_beats = []                   # (data, last) in AW order
+        self.expected = {}                  # id -> list of expected read beats (ints)
+        self.outstanding = 0
+        self.first_cycle = None
+        self.last_cycle = None
+        self.r_beats = self.b_count = 0
+
+    def add(self, kind, ident, address, beats):
+        ab = self.tb.cfg.access_bytes
+        if kind == "r":
+            self.reads.append((ident, address, beats))
+            want = self.expected.setdefault(ident, [])
+            for k in range(beats):
+                want.append(int.from_bytes(self.tb.expect(address + k * ab, ab), "little"))
+        else:
+            self.writes.append((ident, address, beats))
+            for k in range(beats):
+                data = self.tb.rng.getrandbits(8 * ab)
+                for j, b in enumerate(data.to_bytes(ab, "little")):
+                    self.tb.golden[address + k * ab + j] = b
+                self.w_beats.append((data, k == beats - 1))
+        self.outstanding += 1
+
+    async def run(self):
+        s, tb = self.s, self.tb
+        ab = tb.cfg.access_bytes
+        size = (ab - 1).bit_length()
+        for name in ("awsize", "arsize"):
+            s[name].value = size
+        s["awburst"].value = s["arburst"].value = 1
+        s["wstrb"].value = (1 << ab) - 1
+        s["rready"].value = s["bready"].value = 1
+        ar = aw = w = 0
+        while self.outstanding:
+            await FallingEdge(tb.dut.clk)
+            s["arvalid"].value = int(ar < len(self.reads))
+            if ar < len(self.reads):
+                ident, address, beats = self.reads[ar]
+                s["arid"].value, s["araddr"].value, s["arlen"].value = ident, address, beats - 1
+            s["awvalid"].value = int(aw < len(self.writes))
+            if aw < len(self.writes):
+                ident, address, beats = self.writes[aw]
+                s["awid"].value, s["awaddr"].value, s["awlen"].value = ident, address, beats - 1
+            s["wvalid"].value = int(w < len(self.w_beats))
+            if w < len(self.w_beats):
+                s["wdata"].value, s["wlast"].value = self.w_beats[w]
+            await ReadOnly()
+            if self.first_cycle is None and (s["arvalid"].value or s["awvalid"].value):
+                self.first_cycle = tb.cycle
+            if s["arvalid"].value and s["arready"].value:
+                if tb.trace:
+                    tb.trace.write(f"{tb.cycle} AR {self.reads[ar]} "
+                                   f"{tb.cfg.decode(self.reads[ar][1])}\n")
+                ar += 1
+            if s["awvalid"].value and s["awready"].value:
+                aw += 1
+            if s["wvalid"].value and s["wready"].value:
+                w += 1
+            if s["rvalid"].value:
+                ident = int(s["rid"].value)
+                assert int(s["rresp"].value) == 0, f"read id {ident}: rresp {s['rresp'].value}"
+                got = s["rdata"].value.to_unsigned()
+                want = self.expected[ident].pop(0)
+                assert got == want, f"read id {ident}: {got:#x}, expected {want:#x}"
+                self.r_beats += 1
+                self.last_cycle = tb.cycle
+                if s["rlast"].value:
+                    self.outstanding -= 1
+            if s["bvalid"].value:
+                assert int(s["bresp"].value) == 0, f"write: bresp {s['bresp'].value}"
+                self.b_count += 1
+                self.outstanding -= 1
+                self.last_cycle = tb.cycle
+            await RisingEdge(tb.dut.clk)
+        await FallingEdge(tb.dut.clk)
+        for name in ("arvalid", "awvalid", "wvalid"):
+            s[name].value = 0
+
+
+def _pattern(tb, name, accesses, port=0, ports=1):
+    """The commands of a benchmark pattern (see sim/hbm_perf.py), for one port of ``ports``."""
+    cfg, rng = tb.cfg, tb.rng
+    ab = cfg.access_bytes
+    ids = 1 << cfg.id_width
+    cmds = []
+    if name in ("seq_read", "seq_write", "stream"):
+        region = accesses * ab
+        base = port * region
+        burst = 32
+        for k in range(0, accesses, burst):
+            kind = "w" if name == "seq_write" else "r"
+            cmds.append((kind, (k // burst) % 2, base + k * ab, min(burst, accesses - k)))
+    elif name == "rand_read":
+        for k in range(accesses):
+            cmds.append(("r", k % ids, rng.randrange(cfg.capacity // ab) * ab, 1))
+    elif name == "rand_mix":
+        # Distinct addresses: a read never races a write to the same bytes.
+        pairs = cfg.capacity // (2 * ab)
+        used = set()
+        for k in range(accesses // 2):
+            kind = "w" if k % 3 == 2 else "r"
+            pair = rng.randrange(pairs)
+            while pair in used:
+                pair = rng.randrange(pairs)
+            used.add(pair)
+            cmds.append((kind, k % ids, pair * 2 * ab, 2))
+    elif name == "row_walk":
+        # Reads in column order within a row, rows in turn in one bank: each row a new ACT.
+        per_row = 1 << cfg.col_bits
+        for k in range(accesses):
+            row, col = divmod(k, per_row)
+            cmds.append(("r", 0, cfg.encode(0, 0, row % (1 << cfg.row_bits), col), 1))
+    else:
+        raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {name!r}")
+    return cmds
+
+
+PATTERNS = ("seq_read", "seq_write", "rand_read", "rand_mix", "stream", "row_walk")
 
 
 # Tests ----------------------------------------------------------------------------------------
@@ -429,3 +579,56 @@ async def test_refresh_soak(dut):
         assert due - 8 <= refs <= due, f"pc{pc}: {refs} refreshes in {tb.cycle} cycles"
     for a in sorted(tb.golden)[:: max(1, len(tb.golden) // 64)]:
         await tb.read(a, 1, arid=0)
+
+
+@cocotb.test()
+async def test_refresh_under_load(dut):
+    """Saturating sequential reads for 10 x tREFI: the queue never empties, so every refresh
+    is a forced one, and the device model checks none is overdue and no timing is broken."""
+    tb = HBMBench(dut, masters=False)
+    await tb.start()
+    cfg = tb.cfg
+    accesses = 10 * cfg.timing.refi * cfg.pseudo_channels // 2
+    drivers = [Saturator(tb, p) for p in range(cfg.ports)]
+    for p, drv in enumerate(drivers):
+        for cmd in _pattern(tb, "stream", accesses // cfg.ports, p, cfg.ports):
+            drv.add(*cmd)
+    tasks = [cocotb.start_soon(d.run()) for d in drivers]
+    for task in tasks:
+        await task
+    await tb.finish()
+    refs = tb.counter("refs")
+    assert refs >= cfg.pseudo_channels * (tb.cycle // cfg.timing.refi - 8), f"{refs} refreshes"
+
+
+@cocotb.test(skip=os.environ.get("PODIUM_PERF") is None)
+async def measure(dut):
+    """A benchmark pattern (PODIUM_PERF: {"pattern", "accesses", "report"}) at saturation, with
+    the device model checking every command and the read data checked; writes cycles and
+    counters as JSON to the report file. Not part of the regression."""
+    import json
+
+    spec = json.loads(os.environ["PODIUM_PERF"])
+    tb = HBMBench(dut, masters=False)
+    await tb.start()
+    cfg = tb.cfg
+    drivers = [Saturator(tb, p) for p in range(cfg.ports)]
+    for p, drv in enumerate(drivers):
+        for cmd in _pattern(tb, spec["pattern"], spec["accesses"] // cfg.ports, p, cfg.ports):
+            drv.add(*cmd)
+    start = {name: tb.counter(name) for name in ("data_busy", "refresh_busy")}
+    tasks = [cocotb.start_soon(d.run()) for d in drivers]
+    for task in tasks:
+        await task
+    first = min(d.first_cycle for d in drivers)
+    last = max(d.last_cycle for d in drivers)
+    counters = {name: tb.counter(name) - start.get(name, 0) for name in (
+        "data_busy", "refresh_busy", "reads", "writes", "acts", "refs", "queue_full")}
+    counters["busy_per_pc"] = [tb.counter("data_busy", pc)
+                               for pc in range(cfg.pseudo_channels)]
+    await tb.finish()
+    report = {"pattern": spec["pattern"], "accesses": spec["accesses"],
+              "cycles": last - first + 1, **counters}
+    dut._log.info("measured %s", report)
+    with open(spec["report"], "w") as f:
+        json.dump(report, f)
