@@ -13,7 +13,7 @@ from verification.models.hbm import MAX_POSTPONED, HBMDeviceModel, Violation
 
 TB = "verification.tb.hbm"
 COCOTB_TESTS = ["test_random_mix", "test_read_after_write", "test_long_bursts", "test_ecc",
-                "test_bad_requests", "test_refresh_soak"]
+                "test_bad_requests", "test_refresh_soak", "test_refresh_under_load"]
 
 CONFIGS = {
     "default": HBMConfig(),
