@@ -28,9 +28,10 @@ column buses):
     the access first (RD, the data corrected), merges it under the strobes, then writes it. If
     that read finds an uncorrectable word, the write is dropped and answered with an error.
 
-Refresh: every tREFI one refresh becomes owed. Owed refreshes are done when the queue is empty,
-or forced when ``refresh_postpone`` are owed (JEDEC allows 8): ACT and column commands stop,
-PREA closes the banks when their timing allows, and REF issues when tRP has passed.
+Refresh: every tREFI one refresh becomes owed. Owed refreshes are done when the queue has been
+empty for 16 cycles, or forced when ``refresh_postpone`` are owed (JEDEC allows 8): ACT and
+column commands stop, PREA closes the banks when their timing allows, and REF issues when tRP
+has passed.
 
 Responses: read data goes out on ``rresp`` with its tag (``err`` for an uncorrectable word),
 write completions on ``bresp`` when the WR command issues; a read or write is only issued when
@@ -52,10 +53,11 @@ __all__ = ["PseudoChannel", "DfiSignature", "RowOp", "ColOp", "request_layout",
 
 COUNTER_WIDTH = 32
 CHANNEL_COUNTERS = ("data_busy", "reads", "writes", "acts", "pres", "refs", "refresh_busy",
-                    "sbe", "dbe", "rmw", "queue_full")
+                    "sbe", "dbe", "rmw", "queue_full", "forced_refs")
 TAG_FIFO_DEPTH = 16
 RRESP_DEPTH = 16
 BRESP_DEPTH = 8
+IDLE_REFRESH = 16       # empty-queue cycles before an owed refresh is done early
 
 
 class RowOp(enum.Enum, shape=2):
@@ -149,11 +151,13 @@ class PseudoChannel(wiring.Component):
         The device side.
     idle : Out(1)
         No request queued and no read in flight.
-    data_busy, reads, writes, acts, pres, refs, refresh_busy, sbe, dbe, rmw, queue_full : Out(32)
+    data_busy, reads, writes, acts, pres, refs, refresh_busy, sbe, dbe, rmw, queue_full,
+    forced_refs : Out(32)
         Counters: cycles with data on the bus; RD (including read-modify-write reads), WR, ACT,
         PRE (a PREA counts one), REF commands; cycles with a refresh in progress; words
         corrected; words found uncorrectable; writes that needed a read-modify-write; cycles a
-        request was offered and refused (queue or write buffer full).
+        request was offered and refused (queue or write buffer full); refreshes forced ahead of
+        traffic (``refresh_postpone`` owed).
     """
 
     def __init__(self, cfg):
@@ -377,11 +381,19 @@ class PseudoChannel(wiring.Component):
         tick = Signal()
         ref_issue = Signal()
         prea_issue = Signal()
+        forced = Signal()
         if cfg.refresh:
             m.d.comb += tick.eq(refi == t.refi - 1)
             m.d.sync += refi.eq(Mux(tick, 0, refi + 1))
             m.d.sync += owed.eq(owed + tick - ref_issue)
-            start = ~ref_active & (owed != 0) & ((owed >= cfg.refresh_postpone) | (count == 0))
+            # Early refresh only after the queue has been empty a while, so that a brief drain
+            # under load does not start a refresh that then blocks the next tRFC of traffic.
+            idle_for = Signal(range(IDLE_REFRESH + 1))
+            empty = (count == 0) & ~self.req.valid
+            m.d.sync += idle_for.eq(Mux(empty, Mux(idle_for == IDLE_REFRESH, idle_for,
+                                                   idle_for + 1), 0))
+            m.d.comb += forced.eq(~ref_active & (owed >= cfg.refresh_postpone))
+            start = forced | (~ref_active & (owed != 0) & (idle_for == IDLE_REFRESH))
             with m.If(start):
                 m.d.sync += ref_active.eq(1)
             with m.If(ref_issue):
@@ -567,6 +579,7 @@ class PseudoChannel(wiring.Component):
             "dbe": dbe_add,
             "rmw": take & new.rmw,
             "queue_full": self.req.valid & ~self.req.ready,
+            "forced_refs": forced,
         }
         for name, inc in events.items():
             counter = getattr(self, name)
