@@ -61,10 +61,12 @@ def measure(cfg, pattern, accesses, *, seed=1, tag="bench"):
     run(built, "verification.tb.hbm", test_dir=test_dir, testcase=r"\.measure$", seed=seed,
         extra_env={"PODIUM_PERF": json.dumps(spec)})
     r = json.loads(report.read_text())
-    pcs = 1 if pattern == "row_walk" else cfg.pseudo_channels
-    busy = r["busy_per_pc"][0] if pattern == "row_walk" else r["data_busy"]
+    if pattern == "row_walk":       # one pseudo-channel only
+        pcs, busy, refs = 1, r["data_busy_per_pc"][0], r["refs_per_pc"][0]
+    else:
+        pcs, busy, refs = cfg.pseudo_channels, r["data_busy"], r["refs"]
     r["efficiency"] = busy / (r["cycles"] * pcs)
-    r["refresh_share"] = r["refs"] / cfg.pseudo_channels * cfg.timing.rfc / r["cycles"]
+    r["refresh_share"] = refs / pcs * cfg.timing.rfc / r["cycles"]
     r["build_seconds"] = built.seconds
     return r
 

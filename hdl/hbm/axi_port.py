@@ -118,22 +118,24 @@ class AxiPort(wiring.Component):
     Members
     -------
     (AXI4 slave signals) : see :func:`axi_members`
-    req : Out(stream of port_request_layout)
-        One request per in-range beat, tagged with the lane and slot of its response.
+    wreq, rreq : Out(stream of port_request_layout)
+        One request per in-range write / read beat, tagged with the lane and slot of its
+        response; separate, so that a write the memory cannot take yet never holds up reads.
     rret, bret : In(stream of rresp_layout / bresp_layout)
         Responses for this port (tags as sent); always accepted.
     decerr, slverr : Out(32)
         Beats answered DECERR (past the capacity) and SLVERR (unsupported burst type, or an
         uncorrectable ECC error), reads and writes.
 
-    Throughput: one beat per cycle, reads and writes alternating when both wait.
+    Throughput: one read beat and one write beat per cycle.
     """
 
     def __init__(self, cfg):
         self._cfg = cfg
         super().__init__({
             **axi_members(cfg),
-            "req": Out(stream.Signature(port_request_layout(cfg))),
+            "wreq": Out(stream.Signature(port_request_layout(cfg))),
+            "rreq": Out(stream.Signature(port_request_layout(cfg))),
             "rret": In(stream.Signature(rresp_layout(cfg))),
             "bret": In(stream.Signature(bresp_layout(cfg))),
             **{name: Out(32) for name in PORT_COUNTERS},
@@ -162,8 +164,6 @@ class AxiPort(wiring.Component):
             return lane, slot
 
         aw, ar = _Burst(cfg, "aw"), _Burst(cfg, "ar")
-        m.submodules.pick = pick = RoundRobin(2)     # 0: write beat, 1: read beat
-        req = self.req.payload.req
 
         # --- Write bursts: per lane a ring of entries {id, beats expected, beats done, resp}
         b_id = [[Signal(cfg.id_width, name=f"b{lane}_{k}_id") for k in range(WB)]
@@ -180,8 +180,7 @@ class AxiPort(wiring.Component):
         w_resp = Mux(aw.bad, RESP["SLVERR"], RESP["DECERR"])
         w_beat = aw.busy & self.wvalid
         w_lane = lane_of(aw.id)
-        w_to_xbar = w_beat & ~w_local & (pick.grant == 0)
-        m.d.comb += self.wready.eq(aw.busy & (w_local | (self.req.ready & (pick.grant == 0))))
+        m.d.comb += self.wready.eq(aw.busy & (w_local | self.wreq.ready))
         w_take = self.wvalid & self.wready
         with m.If(w_take):
             aw.advance(m)
@@ -212,27 +211,24 @@ class AxiPort(wiring.Component):
         r_slot = Signal(range(S))
         m.d.comb += r_slot.eq(Array(r_tail)[r_lane])
         r_beat = ar.busy & r_room
-        r_to_xbar = r_beat & ~r_local_beat & (pick.grant == 1)
-        r_take = r_beat & (r_local_beat | (self.req.ready & (pick.grant == 1)))
+        r_take = r_beat & (r_local_beat | self.rreq.ready)
         with m.If(r_take):
             ar.advance(m)
         m.d.comb += self.arready.eq(~ar.busy | ((ar.left == 0) & r_take))
         with m.If(self.arvalid & self.arready):
             ar.start(m, self.araddr, self.arlen, self.arsize, self.arburst, self.arid)
 
+        wreq, rreq = self.wreq.payload.req, self.rreq.payload.req
         m.d.comb += [
-            pick.requests.eq(Cat(w_beat & ~w_local, r_beat & ~r_local_beat)),
-            pick.advance.eq(self.req.valid & self.req.ready),
-            self.req.valid.eq(w_to_xbar | r_to_xbar),
-            self.req.payload.pc.eq(Mux(pick.grant == 0, w_pc, r_pc)),
-            req.write.eq(pick.grant == 0),
-            req.bank.eq(Mux(pick.grant == 0, w_bank, r_bank)),
-            req.row.eq(Mux(pick.grant == 0, w_row, r_row)),
-            req.col.eq(Mux(pick.grant == 0, w_col, r_col)),
-            req.tag.eq(Mux(pick.grant == 0, tag(w_lane, aw.slot, wslot_bits),
-                           tag(r_lane, r_slot, slot_bits))),
-            req.data.eq(self.wdata),
-            req.strb.eq(self.wstrb),
+            self.wreq.valid.eq(w_beat & ~w_local),
+            self.wreq.payload.pc.eq(w_pc),
+            wreq.write.eq(1), wreq.bank.eq(w_bank), wreq.row.eq(w_row), wreq.col.eq(w_col),
+            wreq.tag.eq(tag(w_lane, aw.slot, wslot_bits)),
+            wreq.data.eq(self.wdata), wreq.strb.eq(self.wstrb),
+            self.rreq.valid.eq(r_beat & ~r_local_beat),
+            self.rreq.payload.pc.eq(r_pc),
+            rreq.write.eq(0), rreq.bank.eq(r_bank), rreq.row.eq(r_row), rreq.col.eq(r_col),
+            rreq.tag.eq(tag(r_lane, r_slot, slot_bits)),
         ]
 
         # --- Write completions -------------------------------------------------------------

@@ -7,22 +7,28 @@ and one controller per pseudo-channel.
 
 Each port decodes the address of every beat (pseudo-channel, bank, row, column: the mapping
 interleaves pseudo-channels at access granularity by default) and hands it to the crossbar.
-The crossbar gives each pseudo-channel, round robin, a request from one of the ports that
-address it; responses go back through a round-robin choice per port. The port number rides in
+The crossbar keeps, per port and per direction (reads, writes), a two-entry queue for each
+pseudo-channel (virtual output queues: a port's reads or writes stall only when the queue for
+their next request's pseudo-channel is full, so a write the memory cannot take yet does not hold
+up reads, and ports that stream in lockstep over the same pseudo-channels do not hold each other
+back), and gives each pseudo-channel, round robin, the oldest request of one of those queues;
+responses go back through a round-robin choice per port. The port number rides in
 the top bits of the tag. The port and the pseudo-channel controller are emitted once each as
 Verilog modules and instantiated by name.
 """
 
-from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Array, Cat, Module, Signal
+from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import Out
 
 from ..lib.arbiter import RoundRobin
 from ..lib.hier import Submodule, convert_hierarchy
 from .axi_port import PORT_COUNTERS, AxiPort, axi_members, local_tag_bits
-from .channel import CHANNEL_COUNTERS, DfiSignature, PseudoChannel
+from .channel import CHANNEL_COUNTERS, DfiSignature, PseudoChannel, request_layout
 
 __all__ = ["HBMController"]
+
+VOQ_DEPTH = 2
 
 
 class HBMController(wiring.Component):
@@ -94,22 +100,31 @@ class HBMController(wiring.Component):
                 m.d.comb += getattr(self, f"pc{i}_{name}").eq(getattr(chan, name))
         m.d.comb += self.idle.eq(Cat(*[c.idle for c in chans]).all())
 
-        # Requests: per pseudo-channel, round robin over the ports addressing it.
-        granted = [[Signal(name=f"req_p{p}_c{i}") for i in range(C)] for p in range(P)]
+        # Requests: each port sorts its requests into one small queue per pseudo-channel
+        # (virtual output queues), so a busy pseudo-channel holds back only the requests for it;
+        # each pseudo-channel takes from the ports' queues round robin.
+        sources = [(p, kind) for p in range(P) for kind in ("rreq", "wreq")]
+        voq = {src: [fifo.SyncFIFO(width=request_layout(cfg).size, depth=VOQ_DEPTH)
+                     for _ in range(C)] for src in sources}
+        for p, kind in sources:
+            req = getattr(ports[p], kind)
+            target = req.payload.pc if C > 1 else 0
+            for i, q in enumerate(voq[p, kind]):
+                m.submodules[f"voq_{kind}{p}_c{i}"] = q
+                m.d.comb += [q.w_en.eq(req.valid & (target == i)),
+                             q.w_data.eq(req.payload.req)]
+                if P > 1:      # the port number rides in the top bits of the tag
+                    tag = data.View(request_layout(cfg), q.w_data).tag
+                    m.d.comb += tag[low:].eq(p)
+            m.d.comb += req.ready.eq(Array(q.w_rdy for q in voq[p, kind])[target])
         for i, chan in enumerate(chans):
-            m.submodules[f"req_pick{i}"] = pick = RoundRobin(P)
-            asks = Cat(*[port.req.valid & (port.req.payload.pc == i) if C > 1
-                         else port.req.valid for port in ports])
-            m.d.comb += [pick.requests.eq(asks), chan.req.valid.eq(pick.valid),
-                         pick.advance.eq(chan.req.ready)]
-            for p, port in enumerate(ports):
-                with m.If(pick.grant == p):
-                    m.d.comb += chan.req.payload.eq(port.req.payload.req)
-                    if P > 1:
-                        m.d.comb += chan.req.payload.tag[low:].eq(p)
-                m.d.comb += granted[p][i].eq(asks[p] & (pick.grant == p) & chan.req.ready)
-        for p, port in enumerate(ports):
-            m.d.comb += port.req.ready.eq(Cat(*granted[p]).any())
+            m.submodules[f"req_pick{i}"] = pick = RoundRobin(len(sources))
+            m.d.comb += [pick.requests.eq(Cat(*[voq[src][i].r_rdy for src in sources])),
+                         chan.req.valid.eq(pick.valid), pick.advance.eq(chan.req.ready)]
+            for k, src in enumerate(sources):
+                with m.If(pick.grant == k):
+                    m.d.comb += chan.req.payload.eq(voq[src][i].r_data)
+                m.d.comb += voq[src][i].r_en.eq((pick.grant == k) & chan.req.ready)
 
         # Responses: per port, round robin over the pseudo-channels answering it.
         for kind in ("r", "b"):

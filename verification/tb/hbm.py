@@ -13,6 +13,7 @@ cocotb and reproduces any failure (PODIUM_SEED, see README).
 
 import os
 import random
+from collections import Counter
 
 import cocotb
 from cocotb.clock import Clock
@@ -195,7 +196,10 @@ class HBMBench:
         violation."""
         await self.settle()
         assert self.error is None, str(self.error)
-        cmds = self.model.commands
+        # At a falling edge the counters hold every command up to the cycle before, and the
+        # model has checked exactly those (it takes a cycle's commands later, at ReadOnly).
+        await FallingEdge(self.dut.clk)
+        cmds = Counter(self.model.commands)
         assert self.counter("reads") == cmds["RD"], f"reads {self.counter('reads')} vs {cmds}"
         assert self.counter("writes") == cmds["WR"], f"writes {self.counter('writes')} vs {cmds}"
         assert self.counter("acts") == cmds["ACT"], f"acts {self.counter('acts')} vs {cmds}"
@@ -302,6 +306,8 @@ class Saturator:
                                    f"{tb.cfg.decode(self.reads[ar][1])}\n")
                 ar += 1
             if s["awvalid"].value and s["awready"].value:
+                if tb.trace:
+                    tb.trace.write(f"{tb.cycle} AW {self.writes[aw]}\n")
                 aw += 1
             if s["wvalid"].value and s["wready"].value:
                 w += 1
@@ -585,14 +591,15 @@ async def test_refresh_soak(dut):
 async def test_refresh_under_load(dut):
     """Sequential writes offered faster than the pseudo-channels can take them, for 10 x tREFI:
     the queues never empty, so refreshes are forced (``forced_refs``); the device model checks
-    none is overdue and no timing is broken. Then part of the data is read back and checked."""
+    none is overdue and no timing is broken. Then part of the data is read back and checked,
+    and random reads at saturation issue ACTs as fast as tRRD and tFAW allow."""
     tb = HBMBench(dut, masters=False)
     await tb.start()
     cfg = tb.cfg
     accesses = 10 * cfg.timing.refi * cfg.pseudo_channels // 2
-    for phase in ("seq_write", "seq_read"):
+    for phase in ("seq_write", "seq_read", "rand_read"):
         drivers = [Saturator(tb, p) for p in range(cfg.ports)]
-        n = accesses if phase == "seq_write" else accesses // 8
+        n = {"seq_write": accesses, "seq_read": accesses // 8, "rand_read": 2000}[phase]
         for p, drv in enumerate(drivers):
             for cmd in _pattern(tb, phase, n // cfg.ports, p, cfg.ports):
                 drv.add(*cmd)
@@ -631,8 +638,8 @@ async def measure(dut):
     last = max(d.last_cycle for d in drivers)
     counters = {name: tb.counter(name) - start.get(name, 0) for name in (
         "data_busy", "refresh_busy", "reads", "writes", "acts", "refs", "queue_full")}
-    counters["busy_per_pc"] = [tb.counter("data_busy", pc)
-                               for pc in range(cfg.pseudo_channels)]
+    for name in ("data_busy", "refs"):
+        counters[f"{name}_per_pc"] = [tb.counter(name, pc) for pc in range(cfg.pseudo_channels)]
     await tb.finish()
     report = {"pattern": spec["pattern"], "accesses": spec["accesses"],
               "cycles": last - first + 1, **counters}
