@@ -8,9 +8,9 @@ on HBM's separate row and column command buses, and data moves two beats (DDR) p
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
-from ..params import check_bool, check_choice, check_int
+from ..params import ConfigDict, check_bool, check_choice, check_int
 
 __all__ = ["HBMConfig", "Timing", "PRESETS", "MAPPINGS", "BURST_LENGTH", "WORD_BITS",
            "CHECK_BITS"]
@@ -92,7 +92,7 @@ class Timing:
 
 
 @dataclass(frozen=True)
-class HBMConfig:
+class HBMConfig(ConfigDict):
     """Parameters of one HBM controller: AXI ports, pseudo-channels and their scheduling.
 
     Parameters
@@ -151,6 +151,8 @@ class HBMConfig:
     refresh_postpone : int
         Refreshes owed before refresh is forced ahead of traffic, 1..8 (JEDEC allows 8).
     """
+
+    KIND = "HBM"
 
     speed: str = "2000"
     pseudo_channels: int = 2
@@ -321,14 +323,3 @@ class HBMConfig:
         return (f"podium_hbm{self.speed}_pc{self.pseudo_channels}_p{self.ports}_"
                 f"{digest.hexdigest()[:8]}")
 
-    def to_dict(self):
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d):
-        names = [f.name for f in fields(cls)]
-        unknown = set(d) - set(names)
-        if unknown:
-            raise ValueError(f"unknown HBM parameter(s): {', '.join(sorted(unknown))}; "
-                             f"allowed: {', '.join(names)}")
-        return cls(**d)
