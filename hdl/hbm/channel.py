@@ -408,12 +408,17 @@ class PseudoChannel(wiring.Component):
         act_issue = Signal()
         pre_issue = Signal()
         pre_bank = Signal(cfg.bank_bits)
-        with m.If(ref_active):
-            with m.If(prea_issue):
-                m.d.comb += [dfi.row_valid.eq(1), dfi.row_op.eq(RowOp.PREA)]
-            with m.Elif(ref_issue):
-                m.d.comb += [dfi.row_valid.eq(1), dfi.row_op.eq(RowOp.REF)]
-        with m.Elif(row_any):
+        # Without refresh the refresh branch is left out: its constant-false condition would
+        # give Verilator overlapping case items.
+        row_first = m.If
+        if cfg.refresh:
+            with m.If(ref_active):
+                with m.If(prea_issue):
+                    m.d.comb += [dfi.row_valid.eq(1), dfi.row_op.eq(RowOp.PREA)]
+                with m.Elif(ref_issue):
+                    m.d.comb += [dfi.row_valid.eq(1), dfi.row_op.eq(RowOp.REF)]
+            row_first = m.Elif
+        with row_first(row_any):
             m.d.comb += [dfi.row_valid.eq(1), dfi.row_bank.eq(row_e.bank),
                          dfi.row_addr.eq(row_e.row)]
             with m.If(row_is_act):
