@@ -13,6 +13,8 @@ from pathlib import Path
 from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
 
+from .hbm.config import HBMConfig
+from .hbm.controller import HBMController
 from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.harness import MXUHarness, MXUHarnessConfig
@@ -22,6 +24,7 @@ __all__ = ["BLOCKS", "Design", "generate", "make_config", "describe_shape"]
 
 BLOCKS = {
     "mxu": (MXUConfig, MXU),
+    "hbm": (HBMConfig, HBMController),
     "mxu_harness": (MXUHarnessConfig, MXUHarness),
     "fp_units": (FloatUnitsConfig, FloatUnits),
 }

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from hdl.generate import generate
+from hdl.hbm.config import HBMConfig
 from hdl.mxu.config import MXUConfig
 from sim.runner import lint
 
@@ -16,6 +17,11 @@ CONFIGS = [
     ("mxu", MXUConfig(rows=2, cols=3)),
     ("mxu", MXUConfig(rows=5, cols=7, acc_depth=100)),
     ("mxu", MXUConfig(rows=16, cols=16)),
+    ("hbm", HBMConfig()),
+    ("hbm", HBMConfig(speed="1600", ports=2, page_policy="closed", scheduler="fcfs",
+                      xor_bank=True, mapping="RoCoBaBgPc", queue_depth=8, write_buffer=4,
+                      write_high=3, write_low=1, id_lanes=2, rob_depth=16, row_bits=10,
+                      refresh_postpone=2)),
 ]
 
 

@@ -1,0 +1,146 @@
+"""The HBM controller top: AXI4 ports, the crossbar that joins them to the pseudo-channels,
+and one controller per pseudo-channel.
+
+    s0_axi ─► AxiPort ─┐                 ┌─► PseudoChannel 0 ─► pc0 (command/data interface)
+    s1_axi ─► AxiPort ─┼─► crossbar ─────┼─► PseudoChannel 1 ─► pc1
+       ...             └─◄ responses ◄───┘   ...
+
+Each port decodes the address of every beat (pseudo-channel, bank, row, column: the mapping
+interleaves pseudo-channels at access granularity by default) and hands it to the crossbar.
+The crossbar keeps, per port and per direction (reads, writes), a two-entry queue for each
+pseudo-channel (virtual output queues: a port's reads or writes stall only when the queue for
+their next request's pseudo-channel is full, so a write the memory cannot take yet does not hold
+up reads, and ports that stream in lockstep over the same pseudo-channels do not hold each other
+back), and gives each pseudo-channel, round robin, the oldest request of one of those queues;
+responses go back through a round-robin choice per port. The port number rides in
+the top bits of the tag. The port and the pseudo-channel controller are emitted once each as
+Verilog modules and instantiated by name.
+"""
+
+from amaranth.hdl import Array, Cat, Module, Signal
+from amaranth.lib import data, fifo, wiring
+from amaranth.lib.wiring import Out
+
+from ..lib.arbiter import RoundRobin
+from ..lib.hier import Submodule, convert_hierarchy
+from .axi_port import PORT_COUNTERS, AxiPort, axi_members, local_tag_bits
+from .channel import CHANNEL_COUNTERS, DfiSignature, PseudoChannel, request_layout
+
+__all__ = ["HBMController"]
+
+VOQ_DEPTH = 2
+
+
+class HBMController(wiring.Component):
+    """AXI4 slave ports in, pseudo-channel command/data interfaces out.
+
+    Parameters
+    ----------
+    config : HBMConfig
+
+    Members
+    -------
+    s<p>_axi_<signal> : AXI4 slave port ``p`` (``awid`` ... ``rready``), one per port;
+        cocotbext-axi's ``AxiBus.from_prefix(dut, "s<p>_axi")`` finds them.
+    pc<i> : Out(DfiSignature)
+        Pseudo-channel ``i``'s command and data interface (``pc<i>__row_valid`` ...).
+    pc<i>_<counter> : Out(32)
+        That pseudo-channel's counters (see :class:`PseudoChannel`).
+    s<p>_decerr, s<p>_slverr : Out(32)
+        Port ``p``'s error responses, in beats.
+    idle : Out(1)
+        Every pseudo-channel is idle.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        cfg = config
+        members = {}
+        for p in range(cfg.ports):
+            members.update({f"s{p}_axi_{name}": member
+                            for name, member in axi_members(cfg).items()})
+            members.update({f"s{p}_{name}": Out(32) for name in PORT_COUNTERS})
+        for i in range(cfg.pseudo_channels):
+            members[f"pc{i}"] = Out(DfiSignature(cfg))
+            members.update({f"pc{i}_{name}": Out(32) for name in CHANNEL_COUNTERS})
+        members["idle"] = Out(1)
+        self._port = Submodule(f"{cfg.name}_port", AxiPort(cfg))
+        self._channel = Submodule(f"{cfg.name}_channel", PseudoChannel(cfg))
+        super().__init__(members)
+
+    @property
+    def config(self):
+        return self._config
+
+    def to_verilog(self):
+        """The Verilog of this controller: its top module and the two modules below it."""
+        return convert_hierarchy(self, self._config.name, [self._port, self._channel])
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        P, C = cfg.ports, cfg.pseudo_channels
+        ports = [self._port.instance(m, f"port{p}") for p in range(P)]
+        chans = [self._channel.instance(m, f"channel{i}") for i in range(C)]
+        low = local_tag_bits(cfg)
+
+        for p, port in enumerate(ports):
+            for name in axi_members(cfg):
+                outer = getattr(self, f"s{p}_axi_{name}")
+                inner = getattr(port, name)
+                if axi_members(cfg)[name].flow == Out:
+                    m.d.comb += outer.eq(inner)
+                else:
+                    m.d.comb += inner.eq(outer)
+            for name in PORT_COUNTERS:
+                m.d.comb += getattr(self, f"s{p}_{name}").eq(getattr(port, name))
+        for i, chan in enumerate(chans):
+            wiring.connect(m, chan.dfi, wiring.flipped(getattr(self, f"pc{i}")))
+            for name in CHANNEL_COUNTERS:
+                m.d.comb += getattr(self, f"pc{i}_{name}").eq(getattr(chan, name))
+        m.d.comb += self.idle.eq(Cat(*[c.idle for c in chans]).all())
+
+        # Requests: each port sorts its requests into one small queue per pseudo-channel
+        # (virtual output queues), so a busy pseudo-channel holds back only the requests for it;
+        # each pseudo-channel takes from the ports' queues round robin.
+        sources = [(p, kind) for p in range(P) for kind in ("rreq", "wreq")]
+        voq = {src: [fifo.SyncFIFO(width=request_layout(cfg).size, depth=VOQ_DEPTH)
+                     for _ in range(C)] for src in sources}
+        for p, kind in sources:
+            req = getattr(ports[p], kind)
+            target = req.payload.pc if C > 1 else 0
+            for i, q in enumerate(voq[p, kind]):
+                m.submodules[f"voq_{kind}{p}_c{i}"] = q
+                m.d.comb += [q.w_en.eq(req.valid & (target == i)),
+                             q.w_data.eq(req.payload.req)]
+                if P > 1:      # the port number rides in the top bits of the tag
+                    tag = data.View(request_layout(cfg), q.w_data).tag
+                    m.d.comb += tag[low:].eq(p)
+            m.d.comb += req.ready.eq(Array(q.w_rdy for q in voq[p, kind])[target])
+        for i, chan in enumerate(chans):
+            m.submodules[f"req_pick{i}"] = pick = RoundRobin(len(sources))
+            m.d.comb += [pick.requests.eq(Cat(*[voq[src][i].r_rdy for src in sources])),
+                         chan.req.valid.eq(pick.valid), pick.advance.eq(chan.req.ready)]
+            for k, src in enumerate(sources):
+                with m.If(pick.grant == k):
+                    m.d.comb += chan.req.payload.eq(voq[src][i].r_data)
+                m.d.comb += voq[src][i].r_en.eq((pick.grant == k) & chan.req.ready)
+
+        # Responses: per port, round robin over the pseudo-channels answering it.
+        for kind in ("r", "b"):
+            taken = [[Signal(name=f"{kind}ret_c{i}_p{p}") for p in range(P)] for i in range(C)]
+            for p, port in enumerate(ports):
+                ret = getattr(port, f"{kind}ret")
+                m.submodules[f"{kind}ret_pick{p}"] = pick = RoundRobin(C)
+                streams = [getattr(chan, f"{kind}resp") for chan in chans]
+                asks = Cat(*[s.valid & (s.payload.tag[low:] == p) if P > 1 else s.valid
+                             for s in streams])
+                m.d.comb += [pick.requests.eq(asks), ret.valid.eq(pick.valid),
+                             pick.advance.eq(1)]
+                for i, s in enumerate(streams):
+                    with m.If(pick.grant == i):
+                        m.d.comb += ret.payload.eq(s.payload)
+                    m.d.comb += taken[i][p].eq(asks[i] & (pick.grant == i))
+            for i, chan in enumerate(chans):
+                m.d.comb += getattr(chan, f"{kind}resp").ready.eq(Cat(*taken[i]).any())
+        return m
