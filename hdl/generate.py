@@ -13,6 +13,8 @@ from pathlib import Path
 from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
 
+from .ici.config import ICIConfig
+from .ici.top import ici_top
 from .mxu.config import MXUConfig
 from .mxu.unit import MXU
 
@@ -20,6 +22,7 @@ __all__ = ["BLOCKS", "Design", "generate", "make_config"]
 
 BLOCKS = {
     "mxu": (MXUConfig, MXU),
+    "ici": (ICIConfig, ici_top),
 }
 
 
