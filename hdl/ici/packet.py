@@ -29,7 +29,9 @@ def coord_layout(cfg):
 
 
 def wire_layout(cfg):
-    """A flit on a link, as the sender drives it (``crc`` covers every field but ``valid``)."""
+    """A flit on a link, as the sender drives it. ``crc`` covers every other field, ``valid``
+    included: the sender's register keeps its last flit while idle, and a flipped ``valid``
+    must not turn that stale copy into a frame the receiver would take."""
     return data.StructLayout({
         "valid": 1,
         "data": cfg.flit_bits,
@@ -61,7 +63,7 @@ def link_signature(cfg):
 
 
 def wire_crc(wire):
-    return crc_value(Cat(wire.data, wire.head, wire.tail, wire.vc, wire.seq))
+    return crc_value(Cat(wire.valid, wire.data, wire.head, wire.tail, wire.vc, wire.seq))
 
 
 def reverse_crc(rev):
