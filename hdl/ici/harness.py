@@ -401,8 +401,10 @@ class Harness(wiring.Component):
             m.d.comb += getattr(self, out).eq(sum(getattr(u, name) for u in units))
         m.d.comb += self.busy.eq(reduce(lambda a, b: a | b, [g.busy for g in gens]))
         lat_max = Const(0, TIMESTAMP_BITS)
-        for c in chks:
-            lat_max = Mux(c.lat_max > lat_max, c.lat_max, lat_max)
+        for e, c in enumerate(chks):
+            step = Signal(TIMESTAMP_BITS, name=f"lat_max{e}")   # a signal: no tree blow-up
+            m.d.comb += step.eq(Mux(c.lat_max > lat_max, c.lat_max, lat_max))
+            lat_max = step
         m.d.comb += self.lat_max.eq(lat_max)
         for e in reversed(range(E)):
             with m.If(chks[e].errors != 0):

@@ -234,8 +234,13 @@ class Router(wiring.Component):
             m.d.comb += [self.eject[lp].valid.eq(ej.r_rdy), ej.r_en.eq(self.eject[lp].ready),
                          self.eject[lp].payload.eq(ej.r_data)]
         out_ready = Array([tx.ready for tx in txs] + [ej.w_rdy for ej in ejects])
-        credit_ok = Array([credits[p][v] != 0 for p in range(NP) for v in range(V)]
-                          + [ejects[lp].w_rdy for lp in range(L) for v in range(V)])
+        # Signals, not expressions, in the Arrays: every indexed access copies its elements.
+        credit_ok = [Signal(name=f"cok{p}_{v}") for p in range(P) for v in range(V)]
+        for p in range(P):
+            for v in range(V):
+                ok = credits[p][v] != 0 if p < NP else ejects[p - NP].w_rdy
+                m.d.comb += credit_ok[p * V + v].eq(ok)
+        credit_ok = Array(credit_ok)
         vc_busy = Array([busy[p][v] for p in range(P) for v in range(V)])
 
         # Per input VC: owner state, request, target.

@@ -3,11 +3,8 @@
 The CRC is the remainder of the message (most significant bit first) divided by the generator
 polynomial, register initialised to zero and no final XOR. With a zero initial value the CRC is
 linear in the message, so each CRC bit is the XOR of a fixed set of message bits, computed here
-once in Python and emitted as one XOR tree per bit: one cycle, any message width.
+once in Python and emitted as one masked reduction XOR per bit: one cycle, any message width.
 """
-
-from functools import reduce
-from operator import xor
 
 from amaranth.hdl import Cat, Const
 
@@ -37,9 +34,14 @@ def crc_taps(nbits, width, poly):
 
 
 def crc_value(message, width=CRC16_CCITT[0], poly=CRC16_CCITT[1]):
-    """Amaranth value: the CRC of ``message`` (any value; its width is the message length)."""
+    """Amaranth value: the CRC of ``message`` (any value; its width is the message length).
+
+    Each CRC bit is the reduction XOR of the message under a constant mask: one compact
+    expression per bit in the Verilog, rather than a tree of two-input gates.
+    """
     bits = len(message)
     out = []
     for taps in crc_taps(bits, width, poly):
-        out.append(reduce(xor, (message[i] for i in taps)) if taps else Const(0, 1))
+        mask = sum(1 << i for i in taps)
+        out.append((message & Const(mask, bits)).xor())
     return Cat(*out)
