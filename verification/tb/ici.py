@@ -224,10 +224,14 @@ async def test_zero_load_latency(dut):
         dst = coords_of(cfg, dst_ep // cfg.local_ports)
         length = rng.randint(1, cfg.max_packet)
         flits = tb.packet(e, dst, dst_ep % cfg.local_ports, length=length)
+        src, taken = tb.src[e], []
+        before = src.sent
+        # Runs after every cycle's sampling: note the cycle the head was taken.
+        tb.streams.checks[:] = [lambda src=src, before=before, taken=taken: taken.append(
+            tb.streams.cycle) if src.sent > before and not taken else None]
         tb.send(e, flits)
-        start = tb.streams.cycle
         await tb.finish()
-        head_cycle = start + 1     # the first handshake (never idle, always ready)
+        head_cycle = taken[0]
         hops = min_hops(cfg, coords_of(cfg, e // cfg.local_ports), dst)
         got = tb.snk[dst_ep].last_cycle - head_cycle
         assert got == zero_load_latency(hops, length), (
