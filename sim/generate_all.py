@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from hdl.generate import generate
+from hdl.ici.config import ICIConfig
 from hdl.mxu.config import MXUConfig
 from sim.runner import lint
 
@@ -16,6 +17,10 @@ CONFIGS = [
     ("mxu", MXUConfig(rows=2, cols=3)),
     ("mxu", MXUConfig(rows=5, cols=7, acc_depth=100)),
     ("mxu", MXUConfig(rows=16, cols=16)),
+    ("ici", ICIConfig()),
+    ("ici", ICIConfig(top="router")),
+    ("ici", ICIConfig(dims=(2, 2, 2), wrap=(True, False, True), classes=2, local_ports=2)),
+    ("ici", ICIConfig(dims=(4, 4), faults=True, top="harness")),
 ]
 
 

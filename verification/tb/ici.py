@@ -332,36 +332,36 @@ async def test_soak(dut):
 
 @cocotb.test()
 async def measure_load(dut):
-    """Benchmark point (not in the regression): uniform traffic at the offered load in
-    PODIUM_PERF, warm-up then a measured window; writes accepted throughput and latency."""
+    """Benchmark sweep (not in the regression): uniform traffic at each offered load of
+    PODIUM_PERF (ascending), each a warm-up then a measured window; writes, per load, the
+    offered and accepted throughput (flits/endpoint/cycle) and the mean packet latency (tail
+    ejection minus creation, cycles)."""
     spec = json.loads(os.environ.get("PODIUM_PERF", "{}"))
     tb = TrafficBench(dut)
     await tb.start()
-    cfg = tb.cfg
-    length, load = spec.get("length", 1), spec.get("load", 0.1)
+    length = spec.get("length", 1)
     warm, window = spec.get("warmup", 2000), spec.get("window", 10000)
     dut.pattern.value = 0
-    dut.rate.value = min(65535, int(load / length * 65536))
     dut.length.value = length
     dut.enable.value = 1
-    await Timer(warm * 10, "ns")
-    a = tb.counters()
-    await Timer(window * 10, "ns")
-    b = tb.counters()
-    dut.enable.value = 0
-    nodes = cfg.endpoints
-    packets = b["ej_packets"] - a["ej_packets"]
-    report = {
-        "load": load, "length": length,
-        "offered": (b["created"] + b["throttled"] - a["created"] - a["throttled"]) * length
-        / (nodes * window),
-        "accepted": (b["ej_flits"] - a["ej_flits"]) / (nodes * window),
-        "latency": (b["lat_sum"] - a["lat_sum"]) / max(1, packets),
-        "throttled": b["throttled"] - a["throttled"], "errors": b["errors"],
-    }
-    dut._log.info("measured %s", report)
-    assert b["errors"] == 0, b
+    points = []
+    for load in spec.get("loads", [0.1]):
+        dut.rate.value = min(65535, round(load / length * 65536))
+        await Timer(warm * 10, "ns")
+        a = tb.counters()
+        await Timer(window * 10, "ns")
+        b = tb.counters()
+        packets = b["ej_packets"] - a["ej_packets"]
+        offered = b["created"] + b["throttled"] - a["created"] - a["throttled"]
+        points.append({
+            "load": load,
+            "offered": offered * length / (tb.E * window),
+            "accepted": (b["ej_flits"] - a["ej_flits"]) / (tb.E * window),
+            "latency": (b["lat_sum"] - a["lat_sum"]) / max(1, packets),
+            "packets": packets,
+        })
+        dut._log.info("measured %s", points[-1])
+        assert b["errors"] == 0, b
     if "report" in spec:
         with open(spec["report"], "w") as f:
-            json.dump(report, f)
-
+            json.dump(points, f)

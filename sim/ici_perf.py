@@ -1,0 +1,164 @@
+"""ICI measurements for ``make bench ici``: latency against offered load and saturation
+throughput of uniform random traffic on 4x4 and 8x8 tori with 2 and 4 VCs, 1- and 4-flit
+packets, beside the ideal bound and BookSim's figures (../shared/reference/ici.md); a PNG plot
+of latency against load; generation and build cost."""
+
+import json
+import time
+
+from hdl.generate import generate
+from hdl.ici.config import ICIConfig
+from sim.bench import RESULTS, machine, median_seconds, table, write_results
+from sim.runner import BUILD, build, run
+from verification.models.ici import average_hops, ideal_throughput, zero_load_latency
+
+__all__ = ["sweep", "bench", "BOOKSIM_8X8_TORUS"]
+
+BOOKSIM_8X8_TORUS = {2: "~0.26", 4: "0.50-0.55", 8: "~0.68"}
+"""BookSim 2 saturation, 8x8 torus, DOR + dateline, uniform, 1-flit packets, 8-flit VC
+buffers (flits/node/cycle), from ../shared/reference/ici.md."""
+
+# Source-queue entry and preparation in the harness's generator: a packet created in cycle t
+# is offered on the injection port at t + 2 at zero load.
+GENERATOR_CYCLES = 2
+
+
+def bench_config(dims, vcs):
+    return ICIConfig(dims=dims, vcs=vcs, buffer_depth=8, max_packet=4, top="harness")
+
+
+def sweep(cfg, length, loads, *, warmup=2000, window=8000, tag="bench", seed=1):
+    """Measured points (dicts) of one latency-vs-load curve."""
+    built = build(generate("ici", cfg))
+    test_dir = BUILD / tag / f"{cfg.name}-len{length}"
+    report = test_dir.parent / f"{test_dir.name}.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    spec = {"length": length, "loads": loads, "warmup": warmup, "window": window,
+            "report": str(report)}
+    start = time.perf_counter()
+    run(built, "verification.tb.ici", test_dir=test_dir, testcase=r"\.measure_load$",
+        seed=seed, extra_env={"PODIUM_PERF": json.dumps(spec)})
+    seconds = time.perf_counter() - start
+    cycles = len(loads) * (warmup + window)
+    return json.loads(report.read_text()), built.seconds, cycles / seconds
+
+
+def _saturation(points):
+    """Highest accepted throughput of the sweep (accepted load stops following offered)."""
+    return max(p["accepted"] for p in points)
+
+
+def _plot(curves, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nets = sorted({c["net"] for c in curves}, key=lambda n: len(n))
+    fig, axes = plt.subplots(1, len(nets), figsize=(6 * len(nets), 4.5), squeeze=False)
+    for ax, net in zip(axes[0], nets, strict=True):
+        for c in (c for c in curves if c["net"] == net):
+            pts = c["points"]
+            ax.plot([p["accepted"] for p in pts], [p["latency"] for p in pts], marker="o",
+                    ms=3, label=f"{c['vcs']} VCs, {c['length']}-flit packets")
+            bound = c["ideal"]
+        ax.axvline(bound, color="grey", ls="--", lw=1, label=f"ideal bound {bound:.2f}")
+        if net == "8x8":
+            for vcs, x in ((2, 0.26), (4, 0.525)):
+                ax.axvline(x, color="red", ls=":", lw=1)
+                ax.text(x, ax.get_ylim()[1] * 0.9, f" BookSim {vcs} VCs", color="red",
+                        fontsize=8)
+        ax.set_xlabel("accepted throughput (flits/node/cycle)")
+        ax.set_ylabel("mean packet latency (cycles)")
+        ax.set_title(f"{net} torus, uniform random, 8-flit VC buffers")
+        ax.set_ylim(0, 150)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def bench(quick=False):
+    """Latency vs load, saturation, zero-load latency and tool cost; docs/results/ici.md."""
+    nets = [(4, 4)] if quick else [(4, 4), (8, 8)]
+    vcs_list = [2] if quick else [2, 4]
+    lengths = [1] if quick else [1, 4]
+    loads = [0.05, 0.3, 0.6, 1.0] if quick else [
+        0.02, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 1.0]
+    window = 2000 if quick else 8000
+    curves, sat_rows, cost_rows = [], [], []
+    for dims in nets:
+        net = "x".join(map(str, dims))
+        for vcs in vcs_list:
+            cfg = bench_config(dims, vcs)
+            for length in lengths:
+                points, build_s, speed = sweep(cfg, length, loads, window=window)
+                ideal = ideal_throughput(cfg)
+                hops = average_hops(cfg)
+                zl_model = GENERATOR_CYCLES + zero_load_latency(hops, length)
+                curves.append({"net": net, "vcs": vcs, "length": length, "points": points,
+                               "ideal": ideal})
+                sat = _saturation(points)
+                booksim = BOOKSIM_8X8_TORUS[vcs] if dims == (8, 8) and length == 1 else "-"
+                sat_rows.append([f"{net} torus", vcs, length, f"{points[0]['latency']:.1f}",
+                                 f"{zl_model:.1f}", f"{sat:.3f}",
+                                 f"{points[-1]['accepted']:.3f}", f"{ideal:.2f}", booksim])
+                print(sat_rows[-1], flush=True)
+            cost_rows.append([cfg.name, f"{build_s:.0f}", f"{speed:,.0f}"])
+    gen_rows = []
+    for dims in ([(4, 4)] if quick else [(4, 4), (8, 8), (16, 16)]):
+        cfg = ICIConfig(dims=dims, vcs=4)
+        seconds = median_seconds(lambda cfg=cfg: generate("ici", cfg))
+        size = len(generate("ici", cfg).verilog)
+        gen_rows.append([cfg.name, f"{seconds:.1f}", f"{size / 1e6:.1f}"])
+        print(gen_rows[-1], flush=True)
+
+    out_dir = BUILD / "results" if quick else RESULTS
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _plot(curves, out_dir / "ici_latency.png")
+    curve_rows = []
+    for c in curves:
+        for p in c["points"]:
+            curve_rows.append([f"{c['net']}", c["vcs"], c["length"], f"{p['load']:.2f}",
+                               f"{p['offered']:.3f}", f"{p['accepted']:.3f}",
+                               f"{p['latency']:.1f}"])
+    sat = table(["network", "VCs", "packet flits", "zero-load latency (lowest load)",
+                 "zero-load model", "saturation throughput", "accepted at offered 1.0",
+                 "ideal bound", "BookSim 2 (8x8, 1 flit)"], sat_rows)
+    points = table(["network", "VCs", "flits", "load set", "offered", "accepted",
+                    "latency"], curve_rows)
+    cost = table(["harness top", "Verilator build, s (one build)", "simulated cycles/s"],
+                 cost_rows)
+    gens = table(["network top", "generate, s (median of 3)", "Verilog, MB"], gen_rows)
+    text = f"""# ICI benchmark results
+
+Measured by `make bench` on {machine()}.
+
+Uniform random traffic (every destination equally likely, the source included), from the
+test harness's synthesizable generators (Bernoulli packet creation, 16-entry source queue) and
+checkers (every packet checked); 8-flit buffers per VC, 64-bit flits, one local port per node.
+Each load: {2000} cycles of warm-up, then a {window}-cycle window. Offered and accepted
+throughput in flits/node/cycle; latency = tail ejection - packet creation in cycles (source
+queueing included, as BookSim counts it). Saturation throughput = the highest accepted
+throughput of the sweep. The zero-load model is {GENERATOR_CYCLES} generator cycles +
+2 + 2 x (average hops) + (flits - 1). Ideal bound: the busiest channel of uniform traffic (or
+the injection port) at one flit per cycle, computed from the routes (8/k for a k x k torus,
+capped at 1).
+
+![latency vs load](ici_latency.png)
+
+## Saturation and zero-load latency
+
+{sat}
+
+## Every point
+
+{points}
+
+## Tool cost
+
+{cost}
+
+{gens}
+"""
+    write_results("ici", text, quick)
