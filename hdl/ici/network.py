@@ -82,7 +82,7 @@ class Network(wiring.Component):
 
     def __init__(self, config):
         self._config = cfg = config
-        self._router = Submodule(cfg.router_name, Router(cfg))
+        self._router = Submodule(cfg.router_name, Router(cfg), hier_block=True)
         self._subs = [self._router]
         if cfg.faults:
             self._faults = Submodule(f"{cfg.router_name}_faults", FaultInjector(cfg))
