@@ -27,7 +27,10 @@ def bench_config(dims, vcs):
     return ICIConfig(dims=dims, vcs=vcs, buffer_depth=8, max_packet=4, top="harness")
 
 
-def sweep(cfg, length, loads, *, warmup=2000, window=8000, tag="bench", seed=1):
+WARMUP = 1500
+
+
+def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, tag="bench", seed=1):
     """Measured points (dicts) of one latency-vs-load curve."""
     built = build(generate("ici", cfg))
     test_dir = BUILD / tag / f"{cfg.name}-len{length}"
@@ -84,8 +87,8 @@ def bench(quick=False):
     vcs_list = [2] if quick else [2, 4]
     lengths = [1] if quick else [1, 4]
     loads = [0.05, 0.3, 0.6, 1.0] if quick else [
-        0.02, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 1.0]
-    window = 2000 if quick else 8000
+        0.02, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0]
+    window = 2000 if quick else 5000
     curves, sat_rows, cost_rows = [], [], []
     for dims in nets:
         net = "x".join(map(str, dims))
@@ -137,7 +140,7 @@ Measured by `make bench` on {machine()}.
 Uniform random traffic (every destination equally likely, the source included), from the
 test harness's synthesizable generators (Bernoulli packet creation, 16-entry source queue) and
 checkers (every packet checked); 8-flit buffers per VC, 64-bit flits, one local port per node.
-Each load: {2000} cycles of warm-up, then a {window}-cycle window. Offered and accepted
+Each load: {WARMUP} cycles of warm-up, then a {window}-cycle window. Offered and accepted
 throughput in flits/node/cycle; latency = tail ejection - packet creation in cycles (source
 queueing included, as BookSim counts it). Saturation throughput = the highest accepted
 throughput of the sweep. The zero-load model is {GENERATOR_CYCLES} generator cycles +

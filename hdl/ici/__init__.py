@@ -4,3 +4,5 @@
 retry), ``router`` (one router), ``network`` (the k1 x k2 [x k3] top), ``harness`` (test-only
 top with synthesizable traffic generators and checkers), ``top`` (the block's entry point).
 """
+
+__all__ = []

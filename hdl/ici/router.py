@@ -233,15 +233,15 @@ class Router(wiring.Component):
             ejects.append(ej)
             m.d.comb += [self.eject[lp].valid.eq(ej.r_rdy), ej.r_en.eq(self.eject[lp].ready),
                          self.eject[lp].payload.eq(ej.r_data)]
-        out_ready = Array([tx.ready for tx in txs] + [ej.w_rdy for ej in ejects])
-        # Signals, not expressions, in the Arrays: every indexed access copies its elements.
-        credit_ok = [Signal(name=f"cok{p}_{v}") for p in range(P) for v in range(V)]
+        # Packed vectors indexed with bit_select: one shift each in the Verilog (an Array
+        # would be a case statement per access, and Verilator emits its code per instance).
+        out_ready = Cat(*[tx.ready for tx in txs], *[ej.w_rdy for ej in ejects])
+        credit_ok = Signal(P * V, name="credit_ok")
         for p in range(P):
             for v in range(V):
                 ok = credits[p][v] != 0 if p < NP else ejects[p - NP].w_rdy
                 m.d.comb += credit_ok[p * V + v].eq(ok)
-        credit_ok = Array(credit_ok)
-        vc_busy = Array([busy[p][v] for p in range(P) for v in range(V)])
+        vc_busy = Cat(*[busy[p][v] for p in range(P) for v in range(V)])
 
         # Per input VC: owner state, request, target.
         active = [[Signal(name=f"act{i}_{v}") for v in range(V)] for i in range(P)]
@@ -256,10 +256,12 @@ class Router(wiring.Component):
                 tovc = Signal(range(V), name=f"tovc{i}_{v}")
                 m.d.comb += [top.eq(Mux(active[i][v], aop[i][v], f.op)),
                              tovc.eq(Mux(active[i][v], aovc[i][v], f.ovc))]
-                slot = top * V + tovc
+                slot = Signal(range(P * V), name=f"slot{i}_{v}")
+                m.d.comb += slot.eq(top * V + tovc)
                 req = Signal(name=f"req{i}_{v}")
-                m.d.comb += req.eq(unit.nonempty[v] & out_ready[top] & credit_ok[slot]
-                                   & (active[i][v] | (f.head & ~vc_busy[slot])))
+                m.d.comb += req.eq(unit.nonempty[v] & out_ready.bit_select(top, 1)
+                                   & credit_ok.bit_select(slot, 1)
+                                   & (active[i][v] | (f.head & ~vc_busy.bit_select(slot, 1))))
                 reqs.append(req)
                 tops.append(top)
                 tovcs.append(tovc)
@@ -315,8 +317,10 @@ class Router(wiring.Component):
             sent = Signal(name=f"sent{o}")
             m.d.comb += sent.eq(g != 0)
             flit = Signal(cfg.flit_bits, name=f"xdata{o}")
-            raw = Array(unit.rp.data for unit in inputs)[src]
-            f = Array(fronts)[src]
+            raw = Signal(cfg.flit_bits, name=f"xraw{o}")
+            f = Signal(_meta_layout(cfg), name=f"xfront{o}")
+            m.d.comb += [raw.eq(Array(unit.rp.data for unit in inputs)[src]),
+                         f.eq(Array(fronts)[src])]
             ovc = Signal(range(V), name=f"xovc{o}")
             m.d.comb += ovc.eq(Array(pick_ovc)[src])
             if o < NP:

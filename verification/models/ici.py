@@ -24,7 +24,8 @@
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-__all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc", "coords_of", "index_of", "min_hops", "route_step", "path", "lane",
+__all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc", "coords_of", "index_of",
+           "min_hops", "route_step", "path", "lane",
            "channel_dependency_graph", "find_cycle", "zero_load_latency", "average_hops",
            "channel_loads", "ideal_throughput", "Delivery", "pattern_destination",
            "PATTERN_NAMES"]

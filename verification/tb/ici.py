@@ -19,6 +19,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
 from hdl.ici.config import ICIConfig
+from hdl.ici.harness import ERRORS, PATTERNS
 from verification.models.ici import (
     PATTERN_NAMES,
     Delivery,
@@ -35,8 +36,6 @@ FLOW_NAMES = [f"{i}_{b}" for i, b in FLOWS]
 COUNTERS = ("created", "throttled", "inj_packets", "inj_flits", "ej_packets", "ej_flits",
             "lat_sum", "lat_max", "errors", "error_code", "error_endpoint", "crc_errors",
             "retries", "dropped", "busy")
-ERRORS = {1: "wrong destination", 2: "bad source, class or length", 3: "hop count",
-          4: "sequence number", 5: "head payload", 6: "body payload", 7: "tail position"}
 
 
 class _Harness:
@@ -264,7 +263,7 @@ class TrafficBench(_Harness):
         """Offer ``load`` flits/endpoint/cycle for ``cycles``, stop, drain; return counters."""
         dut, cfg = self.dut, self.cfg
         mean_len = length or (cfg.max_packet + 1) / 2
-        dut.pattern.value = PATTERN_NAMES.index(traffic)
+        dut.pattern.value = PATTERNS.index(traffic)
         dut.rate.value = min(65535, int(load / mean_len * 65536))
         dut.length.value = length
         dut.stall_rate.value = int(stall * 65536)

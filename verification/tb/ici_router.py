@@ -18,7 +18,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 
 from hdl.ici.config import ICIConfig
-from verification.models.ici import Header, coords_of, crc16, out_vc_of, pack_fields
+from verification.models.ici import Header, crc16, out_vc_of, pack_fields
 from verification.tb.packing import load_sidecar
 from verification.tb.streams import StreamBench, pattern
 
