@@ -3,8 +3,8 @@
 Every router is the same Verilog module (emitted once, instantiated by name, see
 ``hdl.lib.hier``), its coordinates tied to constants. Output port (d, +) of a router drives
 input port (d, +) of its + neighbour and takes that port's reverse channel back; likewise for
-(d, -). Ports that face the edge of a mesh are tied off (no flit, an all-zero reverse message,
-whose CRC is valid); dimension-order routing never uses them.
+(d, -). Ports that face the edge of a mesh are tied off (an input sees no flit, an output an
+all-zero reverse message, whose CRC is valid); dimension-order routing never uses them.
 
 With ``faults`` (test only), every link passes through a fault injector, a module that flips
 one random bit of the flit wire and, independently, of the reverse message, each with
@@ -124,6 +124,7 @@ class Network(wiring.Component):
             routers.append(r)
 
         fault_events = []
+        fed = set()     # (node, port) of every input port a neighbour drives
         for n, r in enumerate(routers):
             coords = node_coords(cfg, n)
             for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
@@ -131,10 +132,11 @@ class Network(wiring.Component):
                     p = 2 * d + s
                     c = coords[d] + step
                     if not wrap and not 0 <= c < k:
-                        m.d.comb += [r.link_out[p].rev.eq(0), r.link_in[p].flit.eq(0)]
+                        m.d.comb += r.link_out[p].rev.eq(0)
                         continue
                     to = list(coords)
                     to[d] = c % k
+                    fed.add((node_index(cfg, to), p))
                     peer = routers[node_index(cfg, to)]
                     src, dst = r.link_out[p], peer.link_in[p]
                     if cfg.faults:
@@ -149,6 +151,12 @@ class Network(wiring.Component):
                         fault_events += [fi.event[0], fi.event[1]]
                     else:
                         m.d.comb += [dst.flit.eq(src.flit), src.rev.eq(dst.rev)]
+
+        # Mesh edges: an input port with no neighbour behind it sees no flit.
+        for n, r in enumerate(routers):
+            for p in range(cfg.net_ports):
+                if (n, p) not in fed:
+                    m.d.comb += r.link_in[p].flit.eq(0)
 
         for name in COUNTERS:
             m.d.comb += getattr(self, name).eq(sum(getattr(r, name) for r in routers))

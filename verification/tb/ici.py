@@ -307,11 +307,11 @@ async def test_generated_traffic(dut, traffic):
     at every ejection port, link faults, then a full drain; the checkers find no error."""
     tb = TrafficBench(dut)
     await tb.start()
-    c = await tb.run(traffic=traffic, load=0.4, cycles=4000, stall=0.3,
+    c = await tb.run(traffic=traffic, load=0.4, cycles=2500, stall=0.3,
                      fault_rate=500 if tb.faults else 0, hot_fraction=0.3)
     dut._log.info("%s: %s", traffic, c)
     check_clean(c)
-    assert c["ej_packets"] > 50 * tb.E // 16
+    assert c["ej_packets"] > 50 * tb.E, c
 
 
 @cocotb.test()

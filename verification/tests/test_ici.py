@@ -46,8 +46,20 @@ LARGE = {
 }
 
 
-@pytest.mark.parametrize("test", COCOTB_TESTS)
-@pytest.mark.parametrize("net", CONFIGS)
+# The 200k-cycle soak of the 2x2 torus runs in `make test`; the others (a 4x4 torus soak takes
+# several minutes) in `make test-all`.
+FAST_SOAK = {"2x2t"}
+
+
+def _cases():
+    for net in CONFIGS:
+        for test in COCOTB_TESTS:
+            slow = test == "test_soak" and net not in FAST_SOAK
+            yield pytest.param(net, test, marks=[pytest.mark.slow] if slow else [],
+                               id=f"{net}-{test}")
+
+
+@pytest.mark.parametrize("net, test", _cases())
 def test_ici(cocotb_run, net, test):
     cocotb_run("ici", CONFIGS[net], TB, rf"\.{test}(/|$)")
 
