@@ -18,11 +18,13 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 
 from hdl.ici.config import ICIConfig
+from hdl.ici.link import REPLAY_TIMEOUT
 from verification.models.ici import Header, crc16, out_vc_of, pack_fields
 from verification.tb.packing import load_sidecar
 from verification.tb.streams import StreamBench, pattern
 
 TAG_BITS = 20
+REV_DELAY = 3
 
 
 def _fields(sidecar, name):
@@ -47,6 +49,8 @@ class Upstream:
         self.current = {}                     # vc -> flits left of the packet being sent
         self.corrupt = 0.0
         self.corrupted = 0
+        self.rev_line = deque()
+        self.idle = 0
 
     def pending(self):
         return sum(len(q) for q in self.packets.values()) + sum(
@@ -54,7 +58,12 @@ class Upstream:
 
     def _read_rev(self):
         cfg = self.cfg
-        word = self.rev.value.to_unsigned()
+        # The reverse channel reaches this sender REV_DELAY cycles late, as over a real wire,
+        # so flits sent after one the router refused arrive before the rewind takes effect.
+        self.rev_line.append(self.rev.value.to_unsigned())
+        if len(self.rev_line) <= REV_DELAY:
+            return
+        word = self.rev_line.popleft()
         S, cb, V = cfg.seq_bits, cfg.credit_bits, cfg.total_vcs
         ack, nak = word & (self.M - 1), (word >> S) & 1
         credits = [(word >> (S + 1 + cb * v)) & ((1 << cb) - 1) for v in range(V)]
@@ -65,6 +74,8 @@ class Upstream:
         if (ack - self.ack) % self.M <= outstanding:
             if nak and not self.nak_seen:
                 self.send = ack
+            if ack != self.ack:
+                self.idle = 0
             self.ack = ack
         self.nak_seen = bool(nak)
         for v in range(V):
@@ -86,6 +97,10 @@ class Upstream:
 
     def step(self, rng):
         self._read_rev()
+        # Replay timeout (a retransmission lost while nak stays up), as the sender's spec.
+        self.idle = 0 if self.ack == self.wr else self.idle + 1
+        if self.idle > REPLAY_TIMEOUT:
+            self.send, self.idle = self.ack, 0
         frame = None
         if self.send != self.wr:
             frame = self.frames[self.send]
