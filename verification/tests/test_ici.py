@@ -59,7 +59,7 @@ def _cases():
                                id=f"{net}-{test}")
 
 
-@pytest.mark.parametrize("net, test", _cases())
+@pytest.mark.parametrize("net, test", list(_cases()))
 def test_ici(cocotb_run, net, test):
     cocotb_run("ici", CONFIGS[net], TB, rf"\.{test}(/|$)")
 
