@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)  ## create .venv and install the project into it
 
 demo: $(STAMP)  ## generate the default MXU, run a GEMM in Verilator, check it, report
-	$(PY) -m sim.demo $(if $(CONFIG),--config $(CONFIG))
+	$(PY) -m sim.demo $(if $(CONFIG),--config $(CONFIG)) $(ARGS)
 
 verilog: $(STAMP)  ## generate the Verilog of every block's default configuration into build/verilog
 	$(PY) -m sim.generate_all --out build/verilog

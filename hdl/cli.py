@@ -1,6 +1,7 @@
 """The ``podium`` command line: generate the Verilog of a block.
 
     podium generate mxu --rows 16 --cols 16 --format int8 -o build/mxu16
+    podium generate mxu --rows 8 --cols 8 --format bfloat16 --out-format bfloat16 -o build/bf
     podium generate --config configs/mxu.json -o build/mxu
 """
 
@@ -23,7 +24,10 @@ def _parser():
     g.add_argument("--config", help="JSON file: {\"block\": ..., \"parameters\": {...}}")
     g.add_argument("--rows", type=int, help="MXU array rows")
     g.add_argument("--cols", type=int, help="MXU array columns")
-    g.add_argument("--format", dest="fmt", help="MXU number format")
+    g.add_argument("--format", dest="fmt", help="MXU operand format (int8, bfloat16, "
+                   "float8_e4m3fn, float8_e5m2)")
+    g.add_argument("--out-format", dest="out_fmt", help="MXU result format (int32; float32 "
+                   "or bfloat16)")
     g.add_argument("--acc-depth", type=int, help="MXU accumulator rows")
     g.add_argument("-o", "--out", required=True, help="output directory")
     return p
@@ -39,7 +43,7 @@ def _params(args):
         block, params = args.block, {}
     if block is None:
         raise ValueError("give a block name or --config")
-    for key in ("rows", "cols", "fmt", "acc_depth"):
+    for key in ("rows", "cols", "fmt", "out_fmt", "acc_depth"):
         value = getattr(args, key)
         if value is not None:
             params[key] = value

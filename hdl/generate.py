@@ -15,13 +15,17 @@ from amaranth.lib import data, wiring
 
 from .ici.config import ICIConfig
 from .ici.top import ici_top
+from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
+from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
 
-__all__ = ["BLOCKS", "Design", "generate", "make_config"]
+__all__ = ["BLOCKS", "Design", "generate", "make_config", "describe_shape"]
 
 BLOCKS = {
     "mxu": (MXUConfig, MXU),
+    "mxu_harness": (MXUHarnessConfig, MXUHarness),
+    "fp_units": (FloatUnitsConfig, FloatUnits),
     "ici": (ICIConfig, ici_top),
 }
 
@@ -52,13 +56,13 @@ def make_config(block, params):
     return BLOCKS[block][0].from_dict(params)
 
 
-def _describe(shape):
+def describe_shape(shape):
     """Width and, for a layout, its fields (LSB first) or lanes, as plain JSON."""
     desc = {"width": Shape.cast(shape).width}
     if isinstance(shape, data.ArrayLayout):
-        desc["lanes"] = {"count": shape.length, **_describe(shape.elem_shape)}
+        desc["lanes"] = {"count": shape.length, **describe_shape(shape.elem_shape)}
     elif isinstance(shape, data.Layout):
-        desc["fields"] = {name: {"offset": field.offset, **_describe(field.shape)}
+        desc["fields"] = {name: {"offset": field.offset, **describe_shape(field.shape)}
                           for name, field in shape}
     else:
         desc["signed"] = Shape.cast(shape).signed
@@ -72,7 +76,7 @@ def _ports(component):
         ports.append({
             "name": "__".join(map(str, path)),
             "direction": "in" if member.flow == wiring.In else "out",
-            **_describe(member.shape),
+            **describe_shape(member.shape),
         })
     return ports
 

@@ -4,7 +4,9 @@ Every configuration object in ``hdl`` checks its fields with these helpers, so a
 configuration is refused in Python with a message naming the parameter and what it allows.
 """
 
-__all__ = ["check_int", "check_choice", "check_bool"]
+from dataclasses import asdict
+
+__all__ = ["check_int", "check_choice", "check_bool", "ConfigDict"]
 
 
 def check_int(name, value, lo, hi=None):
@@ -30,3 +32,22 @@ def check_bool(name, value):
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return value
+
+
+class ConfigDict:
+    """Mixin for the frozen dataclass configurations: a round trip through plain dicts (JSON
+    configuration files, sidecars) that refuses unknown parameters by name. ``KIND`` names the
+    configuration in messages."""
+
+    KIND = "configuration"
+
+    def to_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown {cls.KIND} parameter(s): {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(cls.__dataclass_fields__)}")
+        return cls(**d)

@@ -1,7 +1,7 @@
 """The main job: generate the default MXU, run a GEMM on it in Verilator, check the result
 against numpy, and report cycles and utilization.
 
-    python -m sim.demo [--rows R --cols C] [--m M --k K --n N] [--config FILE.json]
+    python -m sim.demo [--rows R --cols C] [--format F] [--m M --k K --n N] [--config FILE.json]
 """
 
 import argparse
@@ -19,6 +19,8 @@ def main(argv=None):
     p.add_argument("--config", help='JSON file {"block": "mxu", "parameters": {...}}')
     p.add_argument("--rows", type=int)
     p.add_argument("--cols", type=int)
+    p.add_argument("--format", dest="fmt", help="operand format (default int8)")
+    p.add_argument("--out-format", dest="out_fmt", help="result format")
     p.add_argument("--m", type=int, help="GEMM rows of A (default 256)")
     p.add_argument("--k", type=int, help="GEMM inner dimension (default 4 * rows)")
     p.add_argument("--n", type=int, help="GEMM columns of B (default 4 * cols)")
@@ -28,7 +30,7 @@ def main(argv=None):
     if args.config:
         with open(args.config) as f:
             params = json.load(f).get("parameters", {})
-    for key in ("rows", "cols"):
+    for key in ("rows", "cols", "fmt", "out_fmt"):
         if getattr(args, key) is not None:
             params[key] = getattr(args, key)
     try:
@@ -51,7 +53,8 @@ def main(argv=None):
         f"- Verilog: {vpath} ({len(design.verilog)} bytes, generated in {gen_seconds:.1f} s)",
         f"- Verilator build: {r['build_seconds']:.1f} s"
         + (" (cached)" if r["build_seconds"] == 0 else ""),
-        f"- GEMM: C[{m}x{n}] = A[{m}x{k}] x B[{k}x{n}], int8 -> int32, random operands",
+        f"- GEMM: C[{m}x{n}] = A[{m}x{k}] x B[{k}x{n}], {config.fmt} -> {config.output}, "
+        "random operands",
         "- result: every row matches the numpy golden model",
         "",
         "| measure | value |",

@@ -4,13 +4,15 @@ cycle count and counters, the analytic bounds it is compared with, and the bench
 import json
 import math
 import statistics
+import time
 
 from hdl.generate import generate
 from hdl.mxu.config import MXUConfig
+from hdl.mxu.harness import MXUHarnessConfig
 from sim.bench import REPEATS, machine, median_seconds, table, write_results
-from sim.runner import BUILD, build, run
+from sim.runner import BUILD, build, lint, run
 
-__all__ = ["measure_gemm", "scalesim_cycles", "streaming_cycles", "bench"]
+__all__ = ["measure_gemm", "measure_sim_speed", "scalesim_cycles", "streaming_cycles", "bench"]
 
 
 def scalesim_cycles(rows, cols, m, k, n):
@@ -48,34 +50,101 @@ def measure_gemm(config, m, k, n, *, tag="bench", seed=1, sim="verilator"):
     return result
 
 
+def measure_sim_speed(config, m, k, n, *, runs=REPEATS, seed=1):
+    """Cycles per second of Verilator on the self-running MXU (hdl/mxu/harness.py): one GEMM
+    from preloaded memories, ``runs`` times, every result checked. Returns the measurement."""
+    folds = math.ceil(k / config.rows) * math.ceil(n / config.cols)
+    harness = MXUHarnessConfig(**config.to_dict(), cmd_depth=2, w_depth=folds * config.rows,
+                               a_depth=folds * m, c_depth=m * math.ceil(n / config.cols))
+    built = build(generate("mxu_harness", harness))
+    test_dir = BUILD / "bench" / f"{harness.name}-{m}x{k}x{n}"
+    report = test_dir.parent / f"{test_dir.name}.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    spec = {"m": m, "k": k, "n": n, "runs": runs, "report": str(report)}
+    run(built, "verification.tb.mxu_harness", test_dir=test_dir, seed=seed,
+        extra_env={"PODIUM_PERF": json.dumps(spec)})
+    return json.loads(report.read_text())
+
+
+def _tool_cost(config, repeats):
+    """Generation and forced Verilator build wall times (medians) and peak build memory."""
+    gen = median_seconds(lambda: generate("mxu", config), repeats)
+    design = generate("mxu", config)
+    builds = [build(design, force=True) for _ in range(repeats)]
+    return gen, statistics.median(b.seconds for b in builds), max(b.peak_rss for b in builds), \
+        [b.seconds for b in builds]
+
+
+def _generate_and_lint(config, repeats):
+    """Median generation time of a (large) configuration and the time of one lint."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        design = generate("mxu", config)
+        times.append(time.perf_counter() - start)
+    path = design.write(BUILD / "bench" / "generated")
+    start = time.perf_counter()
+    lint(path, design.name)
+    return statistics.median(times), time.perf_counter() - start, len(design.verilog), times
+
+
 def bench(quick=False):
-    """Utilization over whole GEMMs and tool cost; writes docs/results/mxu.md."""
-    sizes_util, sizes_build = ([4], [4]) if quick else ([8, 16], [8, 16, 32])
+    """Utilization, tool cost and simulation speed by format and size; writes
+    docs/results/mxu.md."""
+    formats = ["int8", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
+    sizes_util = [4] if quick else [8, 16]
+    cost_plan = ([("int8", 4)] if quick else
+                 [("int8", 8), ("int8", 16), ("int8", 32), ("int8", 64)]
+                 + [(f, s) for f in formats[1:] for s in (8, 16)])
+    speed_sizes = [4] if quick else [16]
+    repeats = 1 if quick else REPEATS
+
     util_rows = []
-    for n in sizes_util:
-        cfg = MXUConfig(rows=n, cols=n)
-        m, k, nn = 256, 4 * n, 4 * n
-        r = measure_gemm(cfg, m, k, nn)
-        util_rows.append([
-            f"{n}x{n}", f"{m}x{k}x{nn}", r["cycles"], f"{100 * r['utilization']:.1f}%",
-            r["scalesim_cycles"], f"{100 * r['scalesim_utilization']:.1f}%",
-            r["streaming_cycles"], r["weight_wait"], r["stall"],
-        ])
-        print(util_rows[-1], flush=True)
+    for fmt in formats:
+        for size in sizes_util:
+            cfg = MXUConfig(rows=size, cols=size, fmt=fmt)
+            m, k, n = 256, 4 * size, 4 * size
+            r = measure_gemm(cfg, m, k, n)
+            util_rows.append([
+                fmt, f"{size}x{size}", f"{m}x{k}x{n}", r["cycles"],
+                f"{100 * r['utilization']:.1f}%", r["scalesim_cycles"],
+                f"{100 * r['scalesim_utilization']:.1f}%", r["streaming_cycles"],
+                r["weight_wait"], r["stall"]])
+            print(util_rows[-1], flush=True)
+
     cost_rows = []
-    for n in sizes_build:
-        cfg = MXUConfig(rows=n, cols=n)
-        gen = median_seconds(lambda cfg=cfg: generate("mxu", cfg))
-        design = generate("mxu", cfg)
-        builds = [build(design, force=True).seconds for _ in range(REPEATS)]
-        cost_rows.append([f"{n}x{n}", f"{gen:.1f}", f"{statistics.median(builds):.1f}",
-                          " / ".join(f"{b:.1f}" for b in builds)])
+    for fmt, size in cost_plan:
+        gen, median_build, peak, builds = _tool_cost(MXUConfig(rows=size, cols=size, fmt=fmt),
+                                                     repeats)
+        cost_rows.append([fmt, f"{size}x{size}", f"{gen:.1f}", f"{median_build:.1f}",
+                          f"{peak / 2**30:.2f}", " / ".join(f"{b:.1f}" for b in builds)])
         print(cost_rows[-1], flush=True)
 
-    util = table(["array", "M x K x N", "cycles", "utilization", "SCALE-Sim cycles",
-                   "SCALE-Sim util.", "streaming bound", "weight_wait", "stall"], util_rows)
-    cost = table(["array (int8)", "generate, s (median)", "Verilator build, s (median)",
-                   "builds, s"], cost_rows)
+    speed_rows = []
+    for fmt in formats:
+        for size in speed_sizes:
+            cfg = MXUConfig(rows=size, cols=size, fmt=fmt, acc_depth=8192)
+            m, k, n = 2048, 4 * size, 4 * size
+            r = measure_sim_speed(cfg, m, k, n, runs=repeats)
+            speed_rows.append([fmt, f"{size}x{size}", f"{m}x{k}x{n}", r["cycles"],
+                               f"{r['seconds']:.3f}", f"{r['cycles_per_second']:,.0f}"])
+            print(speed_rows[-1], flush=True)
+
+    big = []
+    if not quick:
+        gen, lint_s, size, times = _generate_and_lint(MXUConfig(rows=256, cols=256), repeats)
+        big = [["int8", "256x256", f"{gen:.0f}", " / ".join(f"{t:.0f}" for t in times),
+                f"{size / 2**20:.0f} MiB", f"{lint_s:.0f}"]]
+        print(big[-1], flush=True)
+
+    util = table(["format", "array", "M x K x N", "cycles", "utilization", "SCALE-Sim cycles",
+                  "SCALE-Sim util.", "streaming bound", "weight_wait", "stall"], util_rows)
+    cost = table(["format", "array", "generate, s", "Verilator build, s", "peak build memory, GiB",
+                  "builds, s"], cost_rows)
+    speed = table(["format", "array", "M x K x N", "cycles", "wall, s (median)", "cycles/s"],
+                  speed_rows)
+    big_table = table(["format", "array", "generate, s (median)", "runs, s", "Verilog",
+                       "verilator --lint-only, s"], big) if big else "(not run with --quick)"
     text = f"""# MXU benchmark results
 
 Measured by `make bench` on {machine()}.
@@ -93,8 +162,23 @@ ceil(K/R)*ceil(N/C)*max(M, R), what any weight-stationary array needs to stream 
 ## Tool cost
 
 Generation (Python + Yosys) and Verilator build (verilate + C++ compile, 2 jobs) wall times,
-medians of {REPEATS} runs; builds forced (no cache).
+medians of {repeats} runs, builds forced (no cache); peak memory of all build processes together
+(sampled every 0.25 s), the largest of the runs.
 
 {cost}
+
+## Simulation speed
+
+Verilator on the self-running MXU (hdl/mxu/harness.py): operands preloaded into memories through
+VPI, one start, the testbench waits for done (no Python per cycle), results checked after;
+median of {repeats} runs.
+
+{speed}
+
+## Trillium-size generation
+
+`podium generate` of a 256 x 256 MXU and `verilator --lint-only` of its Verilog.
+
+{big_table}
 """
     write_results("mxu", text, quick)

@@ -70,15 +70,51 @@ def _locked(path):
 
 
 class Build:
-    """A built design: where it lives and how long its build took (0 when it was cached)."""
+    """A built design: where it lives, how long its build took and the peak memory of the
+    build's processes together, in bytes (both 0 when it was cached)."""
 
-    def __init__(self, design, sim, directory, seconds, cached, waves):
+    def __init__(self, design, sim, directory, seconds, cached, waves, peak_rss=0):
         self.design = design
         self.sim = sim
         self.directory = directory
         self.seconds = seconds
         self.cached = cached
         self.waves = waves
+        self.peak_rss = peak_rss
+
+    @property
+    def sidecar_path(self):
+        return self.directory / f"{self.design.name}.json"
+
+
+def _tree_rss(root):
+    """Resident memory of process ``root`` and all its descendants, in bytes."""
+    children, rss = {}, {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+            rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+def _run_sampling_memory(cmd, log, env, period=0.25):
+    """Run ``cmd``; return its exit code and the peak memory of its process tree."""
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(proc.pid))
+        time.sleep(period)
+    return proc.returncode, peak
 
     @property
     def sidecar_path(self):
@@ -132,7 +168,8 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
         raise ValueError(f"sim must be one of {', '.join(SIMULATORS)}, got {sim!r}")
     jobs = jobs or os.cpu_count() or 1
     key = hashlib.sha256(json.dumps({
-        "verilog": design.verilog, "sim": sim, "waves": waves, "flags": VERILATOR_FLAGS,
+        "verilog": design.verilog, "sidecar": design.sidecar, "sim": sim, "waves": waves,
+        "flags": VERILATOR_FLAGS,
     }, sort_keys=True).encode()).hexdigest()[:16]
     directory = BUILD / "sim" / sim / f"{design.name}-{key}"
     stamp = directory / ".built"
@@ -150,15 +187,17 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
             commands = _icarus_commands(design, vpath, directory, waves)
             env = dict(os.environ)
         start = time.perf_counter()
+        peak = 0
         with open(directory / "build.log", "w") as log:
             for cmd in commands:
-                done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-                if done.returncode:
+                returncode, rss = _run_sampling_memory(cmd, log, env)
+                peak = max(peak, rss)
+                if returncode:
                     raise RuntimeError(f"{sim} build of {design.name} failed "
-                                       f"(exit {done.returncode}); see {directory / 'build.log'}")
+                                       f"(exit {returncode}); see {directory / 'build.log'}")
         seconds = time.perf_counter() - start
         stamp.write_text(f"{seconds:.3f}\n")
-        return Build(design, sim, directory, seconds, False, waves)
+        return Build(design, sim, directory, seconds, False, waves, peak)
 
 
 def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=None):

@@ -2,9 +2,9 @@
 construction."""
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ..params import check_bool, check_choice, check_int
+from ..params import ConfigDict, check_bool, check_choice, check_int
 
 __all__ = ["ICIConfig", "TOPS", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS"]
 
@@ -17,7 +17,7 @@ TIMESTAMP_BITS = 16
 
 
 @dataclass(frozen=True)
-class ICIConfig:
+class ICIConfig(ConfigDict):
     """Parameters of an ICI network and of the one router it repeats.
 
     Parameters
@@ -61,6 +61,8 @@ class ICIConfig:
     retry_depth: int = 8
     faults: bool = False
     top: str = "network"
+
+    KIND = "ICI"
 
     def __post_init__(self):
         dims, wrap = tuple(self.dims), tuple(self.wrap) or (True,) * len(tuple(self.dims))
@@ -194,20 +196,14 @@ class ICIConfig:
         return ICIConfig(**{**self.to_dict(), **changes})
 
     def to_dict(self):
-        d = asdict(self)
+        d = super().to_dict()
         d["dims"], d["wrap"] = list(self.dims), list(self.wrap)
         return d
 
     @classmethod
     def from_dict(cls, d):
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown ICI parameter(s): {', '.join(sorted(unknown))}; "
-                             f"allowed: {', '.join(cls.__dataclass_fields__)}")
         d = dict(d)
         for key in ("dims", "wrap"):
-            if key in d:
-                if not isinstance(d[key], list | tuple):
-                    raise ValueError(f"{key} must be a list, got {d[key]!r}")
-                d[key] = tuple(d[key])
-        return cls(**d)
+            if key in d and not isinstance(d[key], list | tuple):
+                raise ValueError(f"{key} must be a list, got {d[key]!r}")
+        return super().from_dict(d)

@@ -23,11 +23,11 @@ condition, so no combinational path runs from ``o.ready`` to the inputs); a stal
 register, so nothing is lost or duplicated.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.delay import delay_taps
+from ..lib.delay import delay_taps, skew
 from ..lib.hier import Submodule
 from .pe import ProcessingElement
 
@@ -179,13 +179,11 @@ class SystolicArray(wiring.Component):
         commit = delay_taps(m, commit_now, C - 1, enable=advance, name="commit",
                             reset_less=False)
         cbank = delay_taps(m, commit_bank, C - 1, enable=advance, name="cbank")
-        w_skewed = [delay_taps(m, self.w.payload[c], c, enable=advance, name=f"w{c}")[-1]
-                    for c in range(C)]
+        w_skewed = skew(m, [self.w.payload[c] for c in range(C)], enable=advance, name="w")
 
         # Activation skew: row k sees its element and the fold's bank k cycles after row 0.
         a_bank = delay_taps(m, act_bank, R - 1, enable=advance, name="a_bank")
-        a_skewed = [delay_taps(m, self.a.payload.data[k], k, enable=advance, name=f"a{k}")[-1]
-                    for k in range(R)]
+        a_skewed = skew(m, [self.a.payload.data[k] for k in range(R)], enable=advance, name="a")
 
         rows = [self._row.instance(m, f"row{r}") for r in range(R)]
         for r, row in enumerate(rows):
@@ -193,7 +191,8 @@ class SystolicArray(wiring.Component):
                 row.advance.eq(advance),
                 row.a_in.eq(a_skewed[r]),
                 row.bank_in.eq(a_bank[r]),
-                row.psum_in.eq(rows[r - 1].psum_out if r else 0),
+                row.psum_in.eq(rows[r - 1].psum_out if r else
+                               Cat(*[Const(fmt.psum_init, 32) for _ in range(C)])),
                 row.chain_in.eq(rows[r + 1].chain_out if r + 1 < R else Cat(*w_skewed)),
                 row.shift.eq(Cat(*w_valid)),
                 row.commit.eq(Cat(*commit)),
@@ -203,8 +202,7 @@ class SystolicArray(wiring.Component):
         # De-skew: column c waits cols - 1 - c cycles more; valid and last ride a line of the
         # whole latency.
         bottom = rows[-1].psum_out
-        result = [delay_taps(m, bottom[c], C - 1 - c, enable=advance, name=f"o{c}")[-1]
-                  for c in range(C)]
+        result = skew(m, [bottom[c] for c in range(C)], enable=advance, name="o", reverse=True)
         o_valid = delay_taps(m, self.a_take, R + C - 1, enable=advance, name="o_valid",
                              reset_less=False)[-1]
         o_last = delay_taps(m, self.a.payload.last, R + C - 1, enable=advance, name="o_last")[-1]

@@ -1,8 +1,8 @@
 """Configuration of the MXU generator, validated on construction."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ..params import check_choice, check_int
+from ..params import ConfigDict, check_choice, check_int
 from .formats import FORMATS, get_format
 
 __all__ = ["MXUConfig", "MAX_DIM", "MAX_ACC_DEPTH", "GEMM_DIM_BITS"]
@@ -18,7 +18,7 @@ GEMM_DIM_BITS = 16
 
 
 @dataclass(frozen=True)
-class MXUConfig:
+class MXUConfig(ConfigDict):
     """Parameters of one MXU: a ``rows`` x ``cols`` weight-stationary array and its accumulators.
 
     Parameters
@@ -28,21 +28,35 @@ class MXUConfig:
     cols : int
         Array columns, 1..256: the N extent of one weight tile and the lanes of a result.
     fmt : str
-        Number format: ``"int8"`` (int8 x int8 -> int32).
+        Operand format: ``"int8"`` (int32 sums), or ``"bfloat16"``, ``"float8_e4m3fn"``,
+        ``"float8_e5m2"`` (fp32 sums in every PE).
     acc_depth : int
         Accumulator rows of ``cols`` lanes, 1..65536. A GEMM needs ``ceil(N/cols) * M`` of them.
+    out_fmt : str or None
+        Result format on ``c``: ``"int32"`` for int8; ``"float32"`` or ``"bfloat16"`` (rounded to
+        nearest even on the way out) for the float formats. ``None``: the accumulator's own.
     """
+
+    KIND = "MXU"
 
     rows: int = 8
     cols: int = 8
     fmt: str = "int8"
     acc_depth: int = 1024
+    out_fmt: str | None = None
 
     def __post_init__(self):
         check_int("rows", self.rows, 1, MAX_DIM)
         check_int("cols", self.cols, 1, MAX_DIM)
         check_choice("fmt", self.fmt, tuple(FORMATS))
         check_int("acc_depth", self.acc_depth, 1, MAX_ACC_DEPTH)
+        if self.out_fmt is not None:
+            check_choice("out_fmt", self.out_fmt, FORMATS[self.fmt].outputs)
+
+    @property
+    def output(self):
+        """The result format on ``c``."""
+        return self.out_fmt or self.format.outputs[0]
 
     @property
     def format(self):
@@ -51,15 +65,5 @@ class MXUConfig:
     @property
     def name(self):
         """Verilog module name of the MXU top for this configuration."""
-        return f"podium_mxu_{self.rows}x{self.cols}_{self.fmt}_a{self.acc_depth}"
-
-    def to_dict(self):
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d):
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown MXU parameter(s): {', '.join(sorted(unknown))}; "
-                             f"allowed: {', '.join(cls.__dataclass_fields__)}")
-        return cls(**d)
+        out = "" if self.output == self.format.outputs[0] else f"_to_{self.output}"
+        return f"podium_mxu_{self.rows}x{self.cols}_{self.fmt}{out}_a{self.acc_depth}"

@@ -69,7 +69,7 @@ class ProcessingElement(wiring.Component):
             m.d.sync += [
                 a.eq(self.a_in),
                 bank.eq(self.bank_in),
-                psum.eq(fmt.mac(self.psum_in, self.a_in, weight)),
+                psum.eq(fmt.mac(m, self.psum_in, self.a_in, weight)),
             ]
             with m.If(self.shift):
                 m.d.sync += chain.eq(self.chain_in)

@@ -3,11 +3,12 @@
 A command asks for ``C = A x B`` with ``A`` of ``m x k`` and ``B`` of ``k x n``. The unit walks the
 tiles in a fixed order, for each column tile ``j`` (``cols`` wide) and each k-tile ``i`` (``rows``
 deep): it takes the weight tile ``B[iR:(i+1)R, jC:(j+1)C]`` from ``w`` (only its real rows;
-missing rows and lanes are filled with zeros) and ``m`` activation vectors ``A[:, iR:(i+1)R]``
-from ``a`` (lanes past ``k`` are zeroed). Row ``r`` of column tile ``j`` accumulates at
-accumulator row ``acc_addr + j*m + r``: the first k-tile overwrites it unless ``accumulate`` is
-set, later k-tiles add to it. When a column tile's last k-tile is done and ``emit`` is set, its
-rows stream out on ``c`` (lanes past ``n`` read as zero), ``last`` on the final row of the GEMM.
+missing rows and lanes are filled with the format's padding weight, 0 or -0) and ``m``
+activation vectors ``A[:, iR:(i+1)R]`` from ``a`` (lanes past ``k`` are zeroed). Row ``r`` of
+column tile ``j`` accumulates at accumulator row ``acc_addr + j*m + r``: the first k-tile
+overwrites it unless ``accumulate`` is set, later k-tiles add to it. When a column tile's last
+k-tile is done and ``emit`` is set, its rows stream out on ``c`` (lanes past ``n`` read as
+zero), ``last`` on the final row of the GEMM, in the configured output format.
 
 Weights, activations and results are independent streams: the weight walker runs up to two
 tiles ahead of the activations (one in the chain, one committed), and the result walker follows
@@ -22,10 +23,11 @@ one beat on ``c`` with ``error`` and ``last`` set, in command order, and ``cmd_e
 """
 
 from amaranth.hdl import Array, Module, Mux, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.hier import convert_hierarchy
+from ..lib.sram import SRAM
 from .array import SystolicArray
 from .config import GEMM_DIM_BITS
 
@@ -54,7 +56,7 @@ def command_layout(config):
 
 def output_layout(config):
     return data.StructLayout({
-        "data": data.ArrayLayout(config.format.acc_shape, config.cols),
+        "data": data.ArrayLayout(config.format.out_shape(config.output), config.cols),
         "last": 1,
         "error": 1,
     })
@@ -123,6 +125,8 @@ class MXU(wiring.Component):
         self._config = config
         fmt = config.format
         self._array = SystolicArray(fmt, config.rows, config.cols, prefix=config.name)
+        self._acc = SRAM(f"{config.name}_acc", width=32 * config.cols,
+                         depth=max(2, config.acc_depth))
         super().__init__({
             "cmd": In(stream.Signature(command_layout(config))),
             "w": In(stream.Signature(data.ArrayLayout(fmt.in_shape, config.cols))),
@@ -138,7 +142,12 @@ class MXU(wiring.Component):
 
     def to_verilog(self):
         """The Verilog of this MXU: its top module and every module below it."""
-        return convert_hierarchy(self, self._config.name, self._array.submodules)
+        return convert_hierarchy(self, self._config.name, self.submodules)
+
+    @property
+    def submodules(self):
+        """Modules emitted once and instantiated by name: the array's, the accumulator SRAM."""
+        return [*self._array.submodules, self._acc]
 
     def elaborate(self, platform):
         m = Module()
@@ -164,7 +173,7 @@ class MXU(wiring.Component):
             slot = ring[wr_ptr[: (RING_DEPTH - 1).bit_length()]]
             m.d.sync += [slot.cmd.eq(cmd), slot.ok.eq(cmd_ok), wr_ptr.eq(wr_ptr + 1)]
 
-        # Weight walker: real tile rows come from `w`, missing ones are zero rows.
+        # Weight walker: real tile rows come from `w`, missing ones are padding rows.
         w_row = Signal(range(max(R, 2)))
         real_row = w_row < wk.k_left
         m.d.comb += [
@@ -173,7 +182,7 @@ class MXU(wiring.Component):
         ]
         for c in range(C):
             m.d.comb += arr.w.payload[c].eq(
-                Mux(real_row & (c < wk.n_left), self.w.payload[c], 0))
+                Mux(real_row & (c < wk.n_left), self.w.payload[c], fmt.pad_weight))
         with m.If(wk.skip):
             m.d.sync += wk.ptr.eq(wk.ptr + 1)
         with m.If(arr.w.valid & arr.w.ready):
@@ -198,12 +207,14 @@ class MXU(wiring.Component):
             with m.If(a_last):
                 ak.next_tile(m)
 
-        # Accumulator memory: a read-modify-write pipeline of two stages.
-        # (At least two rows: a one-row memory would have a zero-width address port.)
-        m.submodules.acc = acc = memory.Memory(
-            shape=data.ArrayLayout(fmt.acc_shape, C), depth=max(2, cfg.acc_depth), init=[])
-        acc_wr = acc.write_port()
-        acc_rd = acc.read_port(transparent_for=(acc_wr,))
+        # Accumulator memory (an SRAM macro, hdl/lib/sram.py): a read-modify-write pipeline of
+        # two stages; its read port is transparent, so a row written and read in the same cycle
+        # (m = 1 folds on a one-row array) reads the new sum.
+        acc_row = data.ArrayLayout(fmt.acc_shape, C)
+        rd_addr, rd_data = Signal(_addr_bits(cfg)), Signal(acc_row)
+        wr_en, wr_addr, wr_data = Signal(), Signal(_addr_bits(cfg)), Signal(acc_row)
+        self._acc.instance(m, "acc", we=wr_en, waddr=wr_addr, wdata=wr_data, raddr=[rd_addr],
+                           rdata=[rd_data])
         m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(
             width=output_layout(cfg).size, depth=OUT_DEPTH)
 
@@ -229,7 +240,7 @@ class MXU(wiring.Component):
         room = out_fifo.level + s1_out < OUT_DEPTH
         m.d.comb += [
             arr.o.ready.eq(rk.ok & (~r_emits | room)),
-            acc_rd.addr.eq(r_addr),
+            rd_addr.eq(r_addr),
         ]
         r_take = arr.o.valid & arr.o.ready
         r_refuse = rk.skip & room
@@ -257,13 +268,15 @@ class MXU(wiring.Component):
         out = Signal(output_layout(cfg))
         for c in range(C):
             m.d.comb += [
-                total[c].eq(Mux(s1_overwrite, s1_data[c], fmt.add(acc_rd.data[c], s1_data[c]))),
-                out.data[c].eq(Mux(~s1_error & (c < s1_lanes), total[c], 0)),
+                total[c].eq(Mux(s1_overwrite, s1_data[c],
+                                fmt.add(m, rd_data[c], s1_data[c], name=f"acc{c}"))),
+                out.data[c].eq(Mux(~s1_error & (c < s1_lanes), fmt.cast(cfg.output, total[c]),
+                                   0)),
             ]
         m.d.comb += [
-            acc_wr.addr.eq(s1_addr),
-            acc_wr.data.eq(total),
-            acc_wr.en.eq(s1_write),
+            wr_addr.eq(s1_addr),
+            wr_data.eq(total),
+            wr_en.eq(s1_write),
             out.last.eq(s1_last),
             out.error.eq(s1_error),
             out_fifo.w_data.eq(out),

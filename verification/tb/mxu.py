@@ -14,15 +14,34 @@ import os
 import random
 
 import cocotb
+import ml_dtypes
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
+from hdl.lib.fp import FLOAT_FORMATS
+from verification.models import fp
 from verification.models.mxu import Gemm, MXUModel
 from verification.tb.packing import Port, load_sidecar, pack_lanes
 from verification.tb.streams import FLOWS, StreamBench, pattern
 
 FLOW_NAMES = [f"{i}_{b}" for i, b in FLOWS]
+
+
+def tile_order(cmd, a, b, rows, cols, garbage):
+    """The operands of ``cmd`` as the MXU takes them: for each column tile, for each k-tile,
+    the weight tile's real rows and the ``m`` activation vectors, with ``garbage(shape)`` in
+    every lane the MXU must ignore (lanes past ``n`` and past ``k``)."""
+    R, C = rows, cols
+    for j in range(-(-cmd.n // C)):
+        for i in range(-(-cmd.k // R)):
+            ks = slice(i * R, min(cmd.k, (i + 1) * R))
+            lanes = min(C, cmd.n - j * C)
+            tile_b = garbage((ks.stop - ks.start, C))
+            tile_b[:, :lanes] = b[ks, j * C: j * C + lanes]
+            tile_a = garbage((cmd.m, R))
+            tile_a[:, : ks.stop - ks.start] = a[:, ks]
+            yield tile_b, tile_a
 
 
 class MXUBench:
@@ -32,10 +51,12 @@ class MXUBench:
         self.sidecar = load_sidecar()
         p = self.sidecar["parameters"]
         self.rows, self.cols, self.acc_depth = p["rows"], p["cols"], p["acc_depth"]
+        self.fmt = p["fmt"]
+        self.is_float = self.fmt != "int8"
         self.rng = np.random.default_rng(random.getrandbits(64))
         prng = random.Random(random.getrandbits(64))
-        self.cmd_port = Port(self.sidecar, "cmd")
-        self.c_port = Port(self.sidecar, "c")
+        self.cmd_port = Port.of(self.sidecar, "cmd")
+        self.c_port = Port.of(self.sidecar, "c")
         ports = {x["name"]: x for x in self.sidecar["ports"]}
         self.in_width = ports["a__payload"]["lanes"]["width"]
         self.streams = StreamBench(dut, dut.clk)
@@ -43,7 +64,7 @@ class MXUBench:
         self.w = self.streams.source("w", pattern(idle, prng))
         self.a = self.streams.source("a", pattern(idle, prng))
         self.c = self.streams.sink("c", pattern(backpressure, prng))
-        self.model = MXUModel(self.rows, self.cols, self.acc_depth)
+        self.model = MXUModel(self.rows, self.cols, self.acc_depth, self.fmt, p["out_fmt"])
         self.expected = []
         self.vectors = 0        # activation vectors the MXU must take
         self.weight_rows = 0    # weight rows the array must shift in
@@ -59,7 +80,30 @@ class MXUBench:
         cocotb.start_soon(self.streams.run())
 
     def garbage(self, shape):
+        """Random lanes the MXU must ignore: any bit pattern (NaNs and infinities included)."""
+        if self.is_float:
+            return self.rng.integers(0, 1 << self.in_width, size=shape)
         return self.rng.integers(-128, 128, size=shape)
+
+    def operands(self, shape, kind="values"):
+        """Random operands. ``values``: int8 uniform, floats normally distributed at a random
+        scale (so sums are meaningful and rounding is exercised); ``bits``: any bit pattern."""
+        if not self.is_float:
+            return self.rng.integers(-128, 128, size=shape)
+        if kind == "bits":
+            return self.garbage(shape)
+        scale = 2.0 ** int(self.rng.integers(-12, 8))
+        return fp.bits_of(self.rng.standard_normal(shape) * scale, self.fmt).astype(np.int64)
+
+    def extremes(self):
+        """The format's extreme operands: largest magnitudes of both signs, for floats also the
+        smallest subnormals."""
+        if not self.is_float:
+            return [-128, 127]
+        fl = FLOAT_FORMATS[self.fmt]
+        top = (fl.max_exp_field << fl.man_bits) | ((1 << fl.man_bits) - (1 if fl.ieee else 2))
+        sign = 1 << (fl.width - 1)
+        return [top, top | sign, 1, 1 | sign]
 
     def submit(self, cmd, a=None, b=None):
         """Queue one command and its operands; record what the MXU must answer."""
@@ -70,24 +114,16 @@ class MXUBench:
         if not self.model.accepts(cmd):
             self.refused += 1
             return
-        k_tiles, n_tiles = -(-cmd.k // R), -(-cmd.n // C)
-        for j in range(n_tiles):
-            for i in range(k_tiles):
-                ks = range(i * R, min(cmd.k, (i + 1) * R))
-                tile_b = self.garbage((len(ks), C))
-                lanes = min(C, cmd.n - j * C)
-                tile_b[:, :lanes] = b[ks.start:ks.stop, j * C: j * C + lanes]
-                self.w.send(pack_lanes(row, self.in_width) for row in tile_b)
-                tile_a = self.garbage((cmd.m, R))
-                tile_a[:, : len(ks)] = a[:, ks.start:ks.stop]
-                self.a.send(pack_lanes(row, self.in_width) for row in tile_a)
-                self.vectors += cmd.m
-                self.weight_rows += R
-                self.budget += 4 * (cmd.m + R) + R + C + 20
+        for tile_b, tile_a in tile_order(cmd, a, b, R, C, self.garbage):
+            self.w.send(pack_lanes(row, self.in_width) for row in tile_b)
+            self.a.send(pack_lanes(row, self.in_width) for row in tile_a)
+            self.vectors += cmd.m
+            self.weight_rows += R
+            self.budget += 4 * (cmd.m + R) + R + C + 20
 
-    def submit_random(self, cmd, lo=-128, hi=127):
-        a = self.rng.integers(lo, hi + 1, size=(cmd.m, cmd.k))
-        b = self.rng.integers(lo, hi + 1, size=(cmd.k, cmd.n))
+    def submit_random(self, cmd, kind="values"):
+        a = self.operands((cmd.m, cmd.k), kind)
+        b = self.operands((cmd.k, cmd.n), kind)
         self.submit(cmd, a, b)
         return a, b
 
@@ -145,26 +181,27 @@ async def test_gemm_random(dut, flow):
     """Random GEMMs of random shape, including sizes that are not multiples of the array."""
     tb = MXUBench(dut, flow)
     await tb.start()
-    for _ in range(6):
-        tb.submit_random(random_gemm(tb.rng, tb))
+    for i in range(6):
+        tb.submit_random(random_gemm(tb.rng, tb), kind="bits" if i % 3 == 2 else "values")
     await tb.finish()
 
 
 @cocotb.test()
 @cocotb.parametrize(flow=FLOW_NAMES)
 async def test_extremes(dut, flow):
-    """Operands at the int8 extremes (-128 and 127) in every sign combination."""
+    """Operands at the format's extremes in every combination (int8: -128 and 127; floats:
+    the largest finite magnitudes and the smallest subnormals of both signs), then mixed."""
     tb = MXUBench(dut, flow)
     await tb.start()
     R, C = tb.rows, tb.cols
     n = 2 * C if tb.acc_depth >= 2 else C
     m, k = max(1, min(2 * R + 1, tb.acc_depth // -(-n // C))), 3 * R
-    for av in (-128, 127):
-        for bv in (-128, 127):
+    ext = tb.extremes()
+    for av in ext:
+        for bv in ext:
             tb.submit(Gemm(m, k, n), np.full((m, k), av), np.full((k, n), bv))
-    tb.submit_random(Gemm(m, k, n), lo=-128, hi=-127)
-    tb.submit(Gemm(m, k, n), tb.rng.choice([-128, 127], size=(m, k)),
-              tb.rng.choice([-128, 127], size=(k, n)))
+    for _ in range(2):
+        tb.submit(Gemm(m, k, n), tb.rng.choice(ext, size=(m, k)), tb.rng.choice(ext, size=(k, n)))
     await tb.finish()
 
 
@@ -262,3 +299,42 @@ async def measure_gemm(dut):
     if "report" in spec:
         with open(spec["report"], "w") as f:
             json.dump(report, f)
+
+
+def float_edge_cases(fmt):
+    """Pairs (activation row, weight column) of length 4 whose dot products hit the hard cases
+    of fp32 accumulation; values are rounded into ``fmt``, so some cases degrade gracefully in
+    the small formats (e4m3fn has no infinity: its overflow cases saturate to NaN inputs)."""
+    big = float(ml_dtypes.finfo(fp.DTYPES[fmt]).max)
+    tiny = float(ml_dtypes.finfo(fp.DTYPES[fmt]).smallest_subnormal)
+    inf, nan = float("inf"), float("nan")
+    return [
+        ([1, 1, 0, 0], [inf, -inf, 0, 0]),               # inf - inf: NaN
+        ([big, big, big, 0], [big, big, big, 0]),        # overflow to inf (bfloat16)
+        ([1, 1, 1, 1], [1 + 2.0**-3, -1, 0, 0]),         # catastrophic cancellation
+        ([1, 2.0**-9, 2.0**-9, 1], [1, 2.0**-15, 2.0**-15, -1]),  # ties and near-ties
+        ([tiny, tiny, tiny, 1], [1, -2, 0.5, tiny]),     # subnormal inputs and results
+        ([-1, -2, 1, 3], [0, 0, -0.0, -0.0]),            # signed zeros: -0 sum
+        ([nan, 1, 1, 1], [1, 1, 1, 1]),                  # NaN input
+        ([1, 2.0**-24 / 4, 1, 1], [1, 1, -1, 2.0**-23]),  # sticky bits through cancellation
+    ]
+
+
+@cocotb.test(skip=load_sidecar()["parameters"]["fmt"] == "int8")
+@cocotb.parametrize(flow=FLOW_NAMES)
+async def test_float_edges(dut, flow):
+    """Directed fp cases: NaN and inf propagation, overflow, cancellation, ties to even,
+    subnormal inputs and results, signed zero. Every (case row, case column) pair is computed,
+    so each case also meets every other one, and k = 4 crosses k-tiles on small arrays."""
+    tb = MXUBench(dut, flow)
+    await tb.start()
+    cases = float_edge_cases(tb.fmt)
+    a = fp.bits_of(np.array([row for row, _ in cases], dtype=np.float64), tb.fmt)
+    b = fp.bits_of(np.array([col for _, col in cases], dtype=np.float64).T, tb.fmt)
+    m, n = len(cases), len(cases)
+    if -(-n // tb.cols) * m <= tb.acc_depth:
+        tb.submit(Gemm(m, 4, n), a.astype(np.int64), b.astype(np.int64))
+        tb.submit(Gemm(m, 4, n, accumulate=True), b.T.astype(np.int64), a.T.astype(np.int64))
+    for i in range(len(cases)):
+        tb.submit(Gemm(1, 4, 1), a[i:i + 1].astype(np.int64), b[:, i:i + 1].astype(np.int64))
+    await tb.finish()

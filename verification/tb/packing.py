@@ -37,11 +37,17 @@ def unpack_lanes(word, width, count, signed=True):
 
 
 class Port:
-    """A payload port of a design, packed and unpacked by field name."""
+    """A struct payload, packed and unpacked by field name, from its description (the form
+    ``hdl.generate.describe_shape`` gives and the sidecar holds)."""
 
-    def __init__(self, sidecar, name):
+    def __init__(self, desc):
+        self.desc = desc
+
+    @classmethod
+    def of(cls, sidecar, name):
+        """The payload of stream ``name`` of a design, from its sidecar."""
         ports = {p["name"]: p for p in sidecar["ports"]}
-        self.desc = ports[f"{name}__payload"]
+        return cls(ports[f"{name}__payload"])
 
     def field(self, name):
         return self.desc["fields"][name]

@@ -27,7 +27,15 @@ CONFIGS = {
     "4x4": MXUConfig(rows=4, cols=4),
     "8x8": MXUConfig(rows=8, cols=8),
     "16x16": MXUConfig(rows=16, cols=16),
+    "2x3-bf16": MXUConfig(rows=2, cols=3, fmt="bfloat16"),
+    "4x4-bf16-to-bf16": MXUConfig(rows=4, cols=4, fmt="bfloat16", out_fmt="bfloat16"),
+    "8x8-bf16": MXUConfig(rows=8, cols=8, fmt="bfloat16"),
+    "4x4-e4m3": MXUConfig(rows=4, cols=4, fmt="float8_e4m3fn"),
+    "3x2-e5m2-to-bf16": MXUConfig(rows=3, cols=2, fmt="float8_e5m2", out_fmt="bfloat16",
+                                  acc_depth=40),
+    "1x5-e5m2": MXUConfig(rows=1, cols=5, fmt="float8_e5m2"),
 }
+FLOAT_TESTS = ["test_float_edges"]
 LARGE = {
     "5x7": MXUConfig(rows=5, cols=7, acc_depth=100),
     "32x32": MXUConfig(rows=32, cols=32),
@@ -40,15 +48,25 @@ def test_mxu(cocotb_run, shape, test):
     cocotb_run("mxu", CONFIGS[shape], TB, rf"\.{test}(/|$)")
 
 
+@pytest.mark.parametrize("test", FLOAT_TESTS)
+@pytest.mark.parametrize("shape", [s for s, c in CONFIGS.items() if c.fmt != "int8"])
+def test_mxu_float(cocotb_run, shape, test):
+    cocotb_run("mxu", CONFIGS[shape], TB, rf"\.{test}(/|$)")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", LARGE)
 def test_mxu_large(cocotb_run, shape):
     cocotb_run("mxu", LARGE[shape], TB)
 
 
+ICARUS = [(shape, test) for shape in ("2x3", "4x4")
+          for test in ("test_gemm_random", "test_accumulate", "test_refused_commands")]
+ICARUS += [("2x3-bf16", "test_gemm_random"), ("2x3-bf16", "test_float_edges")]
+
+
 @pytest.mark.icarus
-@pytest.mark.parametrize("test", ["test_gemm_random", "test_accumulate", "test_refused_commands"])
-@pytest.mark.parametrize("shape", ["2x3", "4x4"])
+@pytest.mark.parametrize("shape, test", ICARUS)
 def test_mxu_icarus(cocotb_run, shape, test):
     cocotb_run("mxu", CONFIGS[shape], TB, rf"\.{test}(/|$)", sim="icarus")
 
@@ -57,7 +75,11 @@ def test_mxu_icarus(cocotb_run, shape, test):
     ({"rows": 0}, "rows must be an integer in 1..256, got 0"),
     ({"cols": 257}, "cols must be an integer in 1..256, got 257"),
     ({"rows": 2.5}, "rows must be an integer in 1..256, got 2.5"),
-    ({"fmt": "int4"}, "fmt must be one of 'int8', got 'int4'"),
+    ({"fmt": "int4"}, "fmt must be one of 'int8', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2', "
+                      "got 'int4'"),
+    ({"out_fmt": "bfloat16"}, "out_fmt must be one of 'int32', got 'bfloat16'"),
+    ({"fmt": "bfloat16", "out_fmt": "int32"},
+     "out_fmt must be one of 'float32', 'bfloat16', got 'int32'"),
     ({"acc_depth": 0}, "acc_depth must be an integer in 1..65536, got 0"),
     ({"acc_depth": 65537}, "acc_depth must be an integer in 1..65536, got 65537"),
     ({"depth": 3}, "unknown MXU parameter(s): depth"),
@@ -78,6 +100,18 @@ def test_generate_lint_random(seed, tmp_path):
         lint(design.write(tmp_path), design.name)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [
+    MXUConfig(rows=1, cols=256), MXUConfig(rows=256, cols=1),
+    MXUConfig(rows=2, cols=256, acc_depth=65536), MXUConfig(rows=64, cols=64),
+    MXUConfig(rows=16, cols=16, fmt="bfloat16", out_fmt="bfloat16"),
+], ids=lambda c: c.name)
+def test_generate_lint_limits(config, tmp_path):
+    """Configurations at the limits of the parameters generate Verilog that lints clean."""
+    design = generate("mxu", config)
+    lint(design.write(tmp_path), design.name)
+
+
 def test_generate_deterministic():
     a = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
     b = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
@@ -90,7 +124,8 @@ def test_cli_generate(tmp_path):
            "--format", "int8", "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True)
     sidecar = json.loads((out / "podium_mxu_2x3_int8_a1024.json").read_text())
-    assert sidecar["parameters"] == {"rows": 2, "cols": 3, "fmt": "int8", "acc_depth": 1024}
+    assert sidecar["parameters"] == {"rows": 2, "cols": 3, "fmt": "int8", "acc_depth": 1024,
+                                     "out_fmt": None}
     ports = {p["name"]: p for p in sidecar["ports"]}
     assert ports["a__payload"]["width"] == 16 and ports["w__payload"]["width"] == 24
     assert ports["c__payload"]["fields"]["data"]["lanes"] == {

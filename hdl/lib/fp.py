@@ -1,0 +1,235 @@
+"""Floating-point arithmetic: the MXU's products and fp32 sums (and later the VPU's).
+
+Everything here is combinational and IEEE 754 binary32 with round-to-nearest-even:
+
+* ``multiply_fp32(m, fmt, a, b)``: the product of two values of a small format (bfloat16, fp8),
+  rounded to fp32. For the fp8 formats every product is exact in fp32; for bfloat16 only
+  products that overflow fp32 (to infinity) or fall below its normal range (rounded to a
+  subnormal or to zero) are inexact, and they are rounded exactly as IEEE (and numpy) do.
+* ``add_fp32(m, x, y)``: the fp32 sum, rounded to nearest even.
+* ``fp32_to_bf16(x)``: round to nearest even into bfloat16.
+
+Policy, mirrored by the golden models: subnormal inputs and results are supported (no flush to
+zero); an infinity has its sign; ``inf - inf``, ``0 * inf`` and any NaN input give the one
+canonical NaN (``0x7FC00000`` in fp32, ``0x7FC0`` in bfloat16); an exact zero sum is ``+0``
+unless both addends are ``-0``; a product's sign is the XOR of its operands' signs.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.back import verilog
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import ConfigDict, check_choice
+
+__all__ = ["FloatFormat", "FP32", "BF16", "FP8_E4M3FN", "FP8_E5M2", "FLOAT_FORMATS",
+           "multiply_fp32", "add_fp32", "fp32_to_bf16", "FP32_NAN", "BF16_NAN",
+           "FloatUnitsConfig", "FloatUnits"]
+
+FP32_NAN = 0x7FC00000
+BF16_NAN = 0x7FC0
+_FP32_INF = 0x7F800000
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary floating-point format: sign, ``exp_bits`` exponent, ``man_bits`` fraction.
+
+    ``ieee`` formats have infinities (exponent all ones, fraction zero) and NaNs (exponent all
+    ones, fraction non-zero). ``fn`` formats (float8_e4m3fn) have no infinities and one NaN
+    pattern per sign (all exponent and fraction bits set).
+    """
+
+    name: str
+    exp_bits: int
+    man_bits: int
+    ieee: bool = True
+
+    @property
+    def width(self):
+        return 1 + self.exp_bits + self.man_bits
+
+    @property
+    def bias(self):
+        return (1 << (self.exp_bits - 1)) - 1
+
+    @property
+    def max_exp_field(self):
+        """Largest exponent field of a finite value."""
+        return (1 << self.exp_bits) - (2 if self.ieee else 1)
+
+
+FP32 = FloatFormat("float32", 8, 23)
+BF16 = FloatFormat("bfloat16", 8, 7)
+FP8_E4M3FN = FloatFormat("float8_e4m3fn", 4, 3, ieee=False)
+FP8_E5M2 = FloatFormat("float8_e5m2", 5, 2)
+FLOAT_FORMATS = {f.name: f for f in (BF16, FP8_E4M3FN, FP8_E5M2)}
+
+
+def _sig(m, name, shape, value):
+    s = Signal(shape, name=name)
+    m.d.comb += s.eq(value)
+    return s
+
+
+def _decode(m, fmt, x, name):
+    """Sign, effective exponent field (subnormals as 1), significand with its hidden bit, and
+    the special-value flags of ``x``."""
+    man = x[: fmt.man_bits]
+    exp = x[fmt.man_bits: fmt.man_bits + fmt.exp_bits]
+    sign = x[fmt.width - 1]
+    exp_ones = exp == (1 << fmt.exp_bits) - 1
+    if fmt.ieee:
+        is_nan = exp_ones & (man != 0)
+        is_inf = exp_ones & (man == 0)
+    else:
+        is_nan = exp_ones & (man == (1 << fmt.man_bits) - 1)
+        is_inf = Const(0)
+    eff_exp = _sig(m, f"{name}_exp", fmt.exp_bits, Mux(exp == 0, 1, exp))
+    sig = _sig(m, f"{name}_sig", fmt.man_bits + 1, Cat(man, exp != 0))
+    return sign, eff_exp, sig, is_nan, is_inf, (exp == 0) & (man == 0)
+
+
+def _clz(value, width):
+    """Leading zeros of ``value[:width]`` (``width`` when it is zero)."""
+    count = Const(width, range(width + 1))
+    for i in range(width):
+        count = Mux(value[i], width - 1 - i, count)
+    return count
+
+
+def _shift_right_sticky(value, amount, width, max_amount):
+    """``value >> amount`` with every bit shifted out OR-ed into bit 0."""
+    bits = max_amount.bit_length()
+    amount = Mux(amount > max_amount, max_amount, amount).as_unsigned()[:bits]
+    shifted = (value >> amount)[:width]
+    lost = (shifted << amount)[:width] != value
+    return shifted | lost
+
+
+def _normalize_round(m, name, sign, exp, sig, exp_lo, exp_hi, carry):
+    """Pack ``sig`` (28 bits: carry at 27, leading bit at 26, guard/round/sticky at 2..0) with
+    biased exponent ``exp`` (of bit 26, a signed value in ``exp_lo..exp_hi``) into fp32, rounding
+    to nearest even. Handles a carry out of bit 26, leading zeros, subnormal results and
+    overflow to infinity; a zero ``sig`` is not handled here."""
+    if carry:
+        exp_lo, exp_hi = exp_lo, exp_hi + 1
+        over = sig[27]
+        exp = Mux(over, exp + 1, exp)
+        sig = Mux(over, Cat(sig[1] | sig[0], sig[2:28]), sig[:27])
+    sig = _sig(m, f"{name}_s1", 27, sig[:27])
+    exp = _sig(m, f"{name}_e1", signed(max(exp_hi.bit_length(), (-exp_lo).bit_length()) + 2),
+               exp)
+    lz = _sig(m, f"{name}_lz", range(28), _clz(sig, 27))
+
+    # Normal: shift the leading one to bit 26. Not enough exponent for that: shift only down
+    # to exponent 1 (subnormal). Exponent below 1: shift right into the subnormal range.
+    left = Mux(exp - lz >= 1, lz, Mux(exp >= 1, exp - 1, 0)).as_unsigned()[:5]
+    shifted = (sig << left)[:27]
+    exp_after = Mux(exp >= 1, exp - left, 1)
+    if exp_lo < 1:
+        shifted = Mux(exp >= 1, shifted, _shift_right_sticky(sig, 1 - exp, 27, 27))
+    norm = _sig(m, f"{name}_norm", 27, shifted)
+    exp_field = Mux(norm[26], exp_after, 0)[:8]
+
+    guard, round_, sticky, lsb = norm[2], norm[1], norm[0], norm[3]
+    up = guard & (round_ | sticky | lsb)
+    packed = _sig(m, f"{name}_packed", 31, Cat(norm[3:26], exp_field) + up)
+    if exp_hi >= 255:
+        packed = Mux(exp_after >= 255, _FP32_INF, packed)
+    return Cat(packed, sign)
+
+
+def multiply_fp32(m, fmt, a, b, name="mul"):
+    """fp32 bits of ``a * b`` for ``a``, ``b`` in ``fmt``, rounded to nearest even."""
+    sa, ea, ma, nan_a, inf_a, zero_a = _decode(m, fmt, a, f"{name}_a")
+    sb, eb, mb, nan_b, inf_b, zero_b = _decode(m, fmt, b, f"{name}_b")
+    sign = sa ^ sb
+    product = _sig(m, f"{name}_p", 2 * (fmt.man_bits + 1), ma * mb)
+    # The product's top bit (2*man + 1) goes to bit 26; its biased fp32 exponent there is
+    # ea + eb - 2*bias + 1 + 127.
+    offset = 1 + 127 - 2 * fmt.bias
+    exp = ea + eb + offset
+    exp_lo = 2 + offset
+    exp_hi = 2 * fmt.max_exp_field + offset
+    sig = Cat(Const(0, 25 - 2 * fmt.man_bits), product, Const(0, 1))
+    rounded = _normalize_round(m, name, sign, exp, sig, exp_lo, exp_hi, carry=False)
+    nan = nan_a | nan_b | (inf_a & zero_b) | (inf_b & zero_a)
+    return Mux(nan, FP32_NAN,
+               Mux(inf_a | inf_b, Cat(Const(_FP32_INF, 31), sign),
+                   Mux(zero_a | zero_b, Cat(Const(0, 31), sign), rounded)))
+
+
+def add_fp32(m, x, y, name="add"):
+    """fp32 bits of ``x + y``, rounded to nearest even."""
+    swap = y[:31] > x[:31]
+    big = _sig(m, f"{name}_big", 32, Mux(swap, y, x))
+    small = _sig(m, f"{name}_small", 32, Mux(swap, x, y))
+    sb, eb, mb, nan_b, inf_b, _ = _decode(m, FP32, big, f"{name}_b")
+    ss, es, ms, nan_s, inf_s, _ = _decode(m, FP32, small, f"{name}_s")
+    subtract = sb ^ ss
+
+    aligned = _sig(m, f"{name}_aligned", 27,
+                   _shift_right_sticky(Cat(Const(0, 3), ms), eb - es, 27, 27))
+    wide = Cat(Const(0, 3), mb)
+    total = _sig(m, f"{name}_sum", 28, Mux(subtract, wide - aligned, wide + aligned))
+    rounded = _normalize_round(m, name, sb, eb, total, 1, 254, carry=True)
+
+    nan = nan_b | nan_s | (inf_b & inf_s & subtract)
+    return Mux(nan, FP32_NAN,
+               Mux(inf_b, big,
+                   Mux(total == 0, Cat(Const(0, 31), sb & ss), rounded)))
+
+
+def fp32_to_bf16(x):
+    """bfloat16 bits of fp32 ``x``, rounded to nearest even; NaN becomes the canonical NaN."""
+    is_nan = (x[23:31] == 0xFF) & (x[:23] != 0)
+    rounded = (x + 0x7FFF + x[16])[16:32]
+    return Mux(is_nan, BF16_NAN, rounded)
+
+
+@dataclass(frozen=True)
+class FloatUnitsConfig(ConfigDict):
+    """The standalone floating-point units of one input format (a test and reference top)."""
+
+    KIND = "fp_units"
+
+    fmt: str = "bfloat16"
+
+    def __post_init__(self):
+        check_choice("fmt", self.fmt, tuple(FLOAT_FORMATS))
+
+    @property
+    def name(self):
+        return f"podium_fp_units_{self.fmt}"
+
+
+class FloatUnits(wiring.Component):
+    """Combinational: ``product = a * b`` (fp32), ``total = x + y`` (fp32), ``narrow = bf16(x)``.
+
+    The exact units the MXU's PEs and accumulator use, on ports, so they can be tested on
+    millions of operand pairs without an array around them.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        fmt = FLOAT_FORMATS[config.fmt]
+        super().__init__({
+            "a": In(fmt.width), "b": In(fmt.width), "x": In(32), "y": In(32),
+            "product": Out(32), "total": Out(32), "narrow": Out(16),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt = FLOAT_FORMATS[self._config.fmt]
+        m.d.comb += [
+            self.product.eq(multiply_fp32(m, fmt, self.a, self.b)),
+            self.total.eq(add_fp32(m, self.x, self.y)),
+            self.narrow.eq(fp32_to_bf16(self.x)),
+        ]
+        return m
+
+    def to_verilog(self):
+        return verilog.convert(self, name=self._config.name, emit_src=False)

@@ -1,0 +1,80 @@
+"""On-chip SRAM as a memory macro: one write port and transparent synchronous read ports.
+
+A chip's large memories come from a memory compiler, and the RTL instantiates them; in
+simulation a behavioural model stands in. Podium does the same for its large memories (the
+MXU's accumulators): the model below is emitted as a small Verilog module and instantiated by
+name. Besides matching how chips are built, it keeps generation cheap: an Amaranth
+``lib.memory.Memory`` carries its initial contents through Yosys as one constant of
+``depth x width`` bits, which for a few megabits costs minutes and gigabytes, while this module
+clears itself with a loop in an ``initial`` block (the contents of a real SRAM at power-up are
+undefined; the model's zeros are what the golden models assume).
+
+Read ports are synchronous (address in one cycle, data the next) and transparent: a read of the
+row being written in the same cycle returns the new data.
+"""
+
+from amaranth.hdl import ClockSignal, Instance
+
+__all__ = ["SRAM"]
+
+
+class SRAM:
+    """A ``depth`` x ``width`` memory macro with one write port and ``read_ports`` read ports.
+
+    ``name`` is the Verilog module name (unique within a design); ``modules()`` gives its text
+    for ``hdl.lib.hier.convert_hierarchy``, ``instance()`` adds one to an Amaranth module.
+    """
+
+    def __init__(self, name, *, width, depth, read_ports=1):
+        self._name, self._width, self._depth = name, width, depth
+        self._reads = read_ports
+        self._abits = max(1, (depth - 1).bit_length())
+
+    @property
+    def name(self):
+        return self._name
+
+    def modules(self):
+        return [self._verilog()]
+
+    def _collect(self, seen, out):
+        if self._name not in seen:
+            seen.add(self._name)
+            out.append(self._verilog())
+
+    def _verilog(self):
+        w, a, d = self._width, self._abits, self._depth
+        ports = ["clk", "we", "waddr", "wdata"]
+        decl = [
+            "  input clk;", "  input we;", f"  input [{a - 1}:0] waddr;",
+            f"  input [{w - 1}:0] wdata;",
+        ]
+        body = ["    if (we) mem[waddr] <= wdata;"]
+        for i in range(self._reads):
+            ports += [f"raddr{i}", f"rdata{i}"]
+            decl += [f"  input [{a - 1}:0] raddr{i};", f"  output reg [{w - 1}:0] rdata{i};"]
+            body.append(f"    rdata{i} <= (we && waddr == raddr{i}) ? wdata : mem[raddr{i}];")
+        return "\n".join([
+            f"module {self._name}({', '.join(ports)});",
+            *decl,
+            f"  reg [{w - 1}:0] mem [0:{d - 1}];",
+            "  integer i;",
+            "  initial begin",
+            f"    for (i = 0; i < {d}; i = i + 1) mem[i] = {w}'d0;",
+            *[f"    rdata{i} = {w}'d0;" for i in range(self._reads)],
+            "  end",
+            "  always @(posedge clk) begin",
+            *body,
+            "  end",
+            "endmodule",
+            "",
+        ])
+
+    def instance(self, m, name, *, we, waddr, wdata, raddr, rdata):
+        """Add an instance; ``raddr`` and ``rdata`` are lists, one entry per read port."""
+        ports = {"i_clk": ClockSignal(), "i_we": we, "i_waddr": waddr[: self._abits],
+                 "i_wdata": wdata}
+        for i, (addr, data) in enumerate(zip(raddr, rdata, strict=True)):
+            ports[f"i_raddr{i}"] = addr[: self._abits]
+            ports[f"o_rdata{i}"] = data
+        m.submodules[name] = Instance(self._name, **ports)

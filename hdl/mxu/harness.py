@@ -1,0 +1,187 @@
+"""A self-running MXU for long simulations: operands in memories, results into a memory.
+
+Driving every cycle from Python costs tens of microseconds a cycle, so a long GEMM in cocotb
+measures Python, not the simulator. This top puts an MXU between memories that a testbench
+fills through the simulator's VPI before the run (``cmd_mem``, ``w_mem``, ``a_mem``) and reads
+after it (``c_mem``): the testbench pulses ``start``, waits for ``done`` and reads the cycle
+counter. Streams run at full rate (results are always taken), so the cycle count is the MXU's.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.hier import convert_hierarchy
+from ..params import ConfigDict, check_int
+from .config import MXUConfig
+from .unit import MXU, command_layout, output_layout
+
+__all__ = ["MXUHarnessConfig", "MXUHarness"]
+
+
+@dataclass(frozen=True)
+class MXUHarnessConfig(ConfigDict):
+    """An MXU (its parameters as in MXUConfig) and the depths of the harness memories."""
+
+    KIND = "mxu_harness"
+
+    rows: int = 16
+    cols: int = 16
+    fmt: str = "int8"
+    acc_depth: int = 1024
+    out_fmt: str | None = None
+    cmd_depth: int = 16
+    w_depth: int = 2048
+    a_depth: int = 8192
+    c_depth: int = 4096
+
+    def __post_init__(self):
+        MXUConfig(**self.mxu_params())
+        for name in ("cmd_depth", "w_depth", "a_depth", "c_depth"):
+            check_int(name, getattr(self, name), 2, 1 << 20)
+
+    def mxu_params(self):
+        return {k: getattr(self, k) for k in MXUConfig.__dataclass_fields__}
+
+    @property
+    def mxu(self):
+        return MXUConfig(**self.mxu_params())
+
+    @property
+    def name(self):
+        return self.mxu.name.replace("podium_mxu_", "podium_mxu_harness_")
+
+
+class _MemoryStreamer(wiring.Component):
+    """Streams entries ``0 .. count-1`` of a memory at one per cycle, through a small FIFO that
+    absorbs the read latency, so backpressure never loses a beat."""
+
+    def __init__(self, port, width, depth):
+        self._port, self._width, self._depth = port, width, depth
+        super().__init__({
+            "start": In(1),
+            "count": In(range(depth + 1)),
+            "o": Out(stream.Signature(width)),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        port = self._port
+        m.submodules.fifo = buf = fifo.SyncFIFO(width=self._width, depth=3)
+        ptr = Signal(range(self._depth + 1))
+        end = Signal(range(self._depth + 1))
+        inflight = Signal()
+        issue = (ptr != end) & (buf.level + inflight < 3)
+        with m.If(self.start):
+            m.d.sync += [ptr.eq(0), end.eq(self.count)]
+        with m.Elif(issue):
+            m.d.sync += ptr.eq(ptr + 1)
+        m.d.sync += inflight.eq(issue & ~self.start)
+        m.d.comb += [
+            port.addr.eq(ptr),
+            buf.w_data.eq(port.data),
+            buf.w_en.eq(inflight),
+            self.o.payload.eq(buf.r_data),
+            self.o.valid.eq(buf.r_rdy),
+            buf.r_en.eq(self.o.ready),
+            self.busy.eq((ptr != end) | inflight | buf.r_rdy),
+        ]
+        return m
+
+
+class MXUHarness(wiring.Component):
+    """An MXU fed from memories and drained into one.
+
+    Members
+    -------
+    start : In(1)
+        Pulse: stream ``n_cmd`` commands, ``n_w`` weight rows and ``n_a`` activation vectors
+        from the start of their memories; results go to ``c_mem`` from entry 0.
+    n_cmd, n_w, n_a : In
+        Entries to stream from ``cmd_mem``, ``w_mem``, ``a_mem``.
+    done : Out(1)
+        Everything streamed, the MXU idle and every result stored.
+    cycles : Out(32)
+        Cycles from ``start`` to ``done``.
+    n_c : Out
+        Result beats stored.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        mxu_cfg = config.mxu
+        self._mxu = MXU(mxu_cfg)
+        fmt = mxu_cfg.format
+        self._layouts = {
+            "cmd": command_layout(mxu_cfg),
+            "w": data.ArrayLayout(fmt.in_shape, mxu_cfg.cols),
+            "a": data.ArrayLayout(fmt.in_shape, mxu_cfg.rows),
+            "c": output_layout(mxu_cfg),
+        }
+        super().__init__({
+            "start": In(1),
+            "n_cmd": In(range(config.cmd_depth + 1)),
+            "n_w": In(range(config.w_depth + 1)),
+            "n_a": In(range(config.a_depth + 1)),
+            "done": Out(1),
+            "cycles": Out(32),
+            "n_c": Out(range(config.c_depth + 1)),
+        })
+
+    def to_verilog(self):
+        return convert_hierarchy(self, self._config.name, self._mxu.submodules)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        m.submodules.mxu = mxu = self._mxu
+        mems = {}
+        for name, depth in (("cmd", cfg.cmd_depth), ("w", cfg.w_depth), ("a", cfg.a_depth),
+                            ("c", cfg.c_depth)):
+            width = self._layouts[name].size
+            mems[name] = memory.Memory(shape=width, depth=depth, init=[])
+
+        counts = {"cmd": self.n_cmd, "w": self.n_w, "a": self.n_a}
+        streamers = []
+        for name, depth in (("cmd", cfg.cmd_depth), ("w", cfg.w_depth), ("a", cfg.a_depth)):
+            s = _MemoryStreamer(mems[name].read_port(), self._layouts[name].size, depth)
+            m.submodules[f"{name}_streamer"] = s
+            streamers.append(s)
+            sink = getattr(mxu, name)
+            m.d.comb += [
+                s.start.eq(self.start),
+                s.count.eq(counts[name]),
+                sink.payload.eq(s.o.payload),
+                sink.valid.eq(s.o.valid),
+                s.o.ready.eq(sink.ready),
+            ]
+
+        c_wr = mems["c"].write_port()
+        for name, mem in mems.items():
+            m.submodules[f"{name}_mem"] = mem
+        n_c = Signal(range(cfg.c_depth + 1))
+        m.d.comb += [
+            mxu.c.ready.eq(1),
+            c_wr.addr.eq(n_c),
+            c_wr.data.eq(mxu.c.payload),
+            c_wr.en.eq(mxu.c.valid & (n_c != cfg.c_depth)),
+            self.n_c.eq(n_c),
+        ]
+
+        running = Signal()
+        settle = Signal(2)     # streamers start one cycle after `start`
+        busy = Signal()
+        m.d.comb += busy.eq(~mxu.idle | settle.any() | Cat(s.busy for s in streamers).any())
+        with m.If(self.start):
+            m.d.sync += [running.eq(1), self.cycles.eq(0), n_c.eq(0), settle.eq(3),
+                         self.done.eq(0)]
+        with m.Elif(running):
+            m.d.sync += [self.cycles.eq(self.cycles + 1), settle.eq(settle >> 1)]
+            with m.If(~busy):
+                m.d.sync += [running.eq(0), self.done.eq(1)]
+            with m.If(mxu.c.valid & (n_c != cfg.c_depth)):
+                m.d.sync += n_c.eq(n_c + 1)
+        return m
