@@ -27,7 +27,7 @@ def bench_config(dims, vcs):
     return ICIConfig(dims=dims, vcs=vcs, buffer_depth=8, max_packet=4, top="harness")
 
 
-WARMUP = 1500
+WARMUP = 1000
 
 
 def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, tag="bench", seed=1):
@@ -86,9 +86,8 @@ def bench(quick=False):
     nets = [(4, 4)] if quick else [(4, 4), (8, 8)]
     vcs_list = [2] if quick else [2, 4]
     lengths = [1] if quick else [1, 4]
-    loads = [0.05, 0.3, 0.6, 1.0] if quick else [
-        0.02, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0]
-    window = 2000 if quick else 5000
+    loads = [0.05, 0.3, 0.6, 1.0] if quick else [0.02, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0]
+    window = 2000 if quick else 4000
     curves, sat_rows, cost_rows = [], [], []
     for dims in nets:
         net = "x".join(map(str, dims))
