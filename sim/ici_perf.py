@@ -30,11 +30,13 @@ def bench_config(dims, vcs):
 WARMUP = 1000
 
 
-def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, tag="bench", seed=1):
+def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, tag="bench", seed=1,
+          cached_only=False):
     """Measured points (dicts) of one latency-vs-load curve, the build's seconds and the
     simulated cycles per second. A curve already measured on the same build (same Verilog
     hash) with the same loads, windows and seed is read back from its report: the simulation is
-    deterministic, and an 8x8 sweep costs many minutes on a shared machine."""
+    deterministic, and an 8x8 sweep costs many minutes on a shared machine. ``cached_only``:
+    return None instead of simulating a curve not measured yet."""
     built = build(generate("ici", cfg))
     # The stamp keeps the seconds of the build that made a cached one.
     build_seconds = float((built.directory / ".built").read_text())
@@ -47,6 +49,8 @@ def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, tag="bench", seed=1
         saved = json.loads(report.read_text())
         if saved.get("build") == built.directory.name and saved.get("spec") == spec:
             return saved["points"], build_seconds, cycles / saved["seconds"]
+    if cached_only:
+        return None
     report.parent.mkdir(parents=True, exist_ok=True)
     points_file = test_dir.parent / f"{test_dir.name}.points.json"
     start = time.perf_counter()
@@ -99,19 +103,27 @@ NETWORKS = [((8, 8), 4), ((4, 4), 2), ((4, 4), 4), ((8, 8), 2)]
 short still has its key point."""
 
 
-def bench(quick=False, networks=None):
+def bench(quick=False, networks=None, cached_only=False):
     """Latency vs load, saturation, zero-load latency and tool cost; docs/results/ici.md.
-    ``networks``: a subset of NETWORKS to measure (default: all of them)."""
+    ``networks``: a subset of NETWORKS to measure (default: all of them); ``cached_only``:
+    report only the curves already measured (see :func:`sweep`), listing the others."""
     networks = networks or ([((4, 4), 2)] if quick else NETWORKS)
     lengths = [1] if quick else [1, 4]
     loads = [0.05, 0.3, 0.6, 1.0] if quick else [0.02, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0]
     window = 2000 if quick else 4000
     curves, sat_rows, cost_rows = [], [], []
+    skipped = [f"{'x'.join(map(str, d))} torus with {v} VCs" for d, v in NETWORKS
+               if (d, v) not in networks and not quick]
     for dims, vcs in networks:
         net = "x".join(map(str, dims))
         cfg = bench_config(dims, vcs)
+        speed = None
         for length in lengths:
-            points, build_s, speed = sweep(cfg, length, loads, window=window)
+            measured = sweep(cfg, length, loads, window=window, cached_only=cached_only)
+            if measured is None:
+                skipped.append(f"{net} torus with {vcs} VCs, {length}-flit packets")
+                continue
+            points, build_s, speed = measured
             ideal = ideal_throughput(cfg)
             hops = average_hops(cfg)
             zl_model = GENERATOR_CYCLES + zero_load_latency(hops, length)
@@ -123,7 +135,8 @@ def bench(quick=False, networks=None):
                              f"{zl_model:.1f}", f"{sat:.3f}",
                              f"{points[-1]['accepted']:.3f}", f"{ideal:.2f}", booksim])
             print(sat_rows[-1], flush=True)
-        cost_rows.append([cfg.name, f"{build_s:.0f}", f"{speed:,.0f}"])
+        if speed is not None:
+            cost_rows.append([cfg.name, f"{build_s:.0f}", f"{speed:,.0f}"])
     curves.sort(key=lambda c: (len(c["net"]), c["net"], c["vcs"], c["length"]))
     sat_rows.sort(key=lambda r: (r[0], r[1], r[2]))
     cost_rows.sort()
@@ -154,8 +167,6 @@ def bench(quick=False, networks=None):
     cost = table(["harness top", "Verilator build, s (one build)", "simulated cycles/s"],
                  cost_rows)
     gens = table(["network top", "generate, s (median of 3)", "Verilog, MB"], gen_rows)
-    skipped = [f"{'x'.join(map(str, d))} torus with {v} VCs" for d, v in NETWORKS
-               if (d, v) not in networks and not quick]
     missing = f"\nNot measured in this run: {'; '.join(skipped)}.\n" if skipped else ""
     text = f"""# ICI benchmark results
 
