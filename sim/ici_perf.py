@@ -47,7 +47,9 @@ def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, tag="bench", seed=1
     cycles = len(loads) * (warmup + window)
     if report.exists():
         saved = json.loads(report.read_text())
-        if saved.get("build") == built.directory.name and saved.get("spec") == spec:
+        # Reports of older runs (a bare list of points) are measured again.
+        if isinstance(saved, dict) and (saved["build"], saved["spec"]) == (
+                built.directory.name, spec):
             return saved["points"], build_seconds, cycles / saved["seconds"]
     if cached_only:
         return None
