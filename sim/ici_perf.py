@@ -84,15 +84,15 @@ def _plot(curves, path):
                     ms=3, label=f"{c['vcs']} VCs, {c['length']}-flit packets")
             bound = c["ideal"]
         ax.axvline(bound, color="grey", ls="--", lw=1, label=f"ideal bound {bound:.2f}")
+        ax.set_ylim(0, 150)
         if net == "8x8":
             for vcs, x in ((2, 0.26), (4, 0.525)):
                 ax.axvline(x, color="red", ls=":", lw=1)
-                ax.text(x, ax.get_ylim()[1] * 0.9, f" BookSim {vcs} VCs", color="red",
+                ax.text(x, 135, f" BookSim {vcs} VCs", color="red",
                         fontsize=8)
         ax.set_xlabel("accepted throughput (flits/node/cycle)")
         ax.set_ylabel("mean packet latency (cycles)")
         ax.set_title(f"{net} torus, uniform random, 8-flit VC buffers")
-        ax.set_ylim(0, 150)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
