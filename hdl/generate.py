@@ -15,6 +15,8 @@ from amaranth.lib import data, wiring
 
 from .hbm.config import HBMConfig
 from .hbm.controller import HBMController
+from .ici.config import ICIConfig
+from .ici.top import ici_top
 from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.harness import MXUHarness, MXUHarnessConfig
@@ -27,6 +29,7 @@ BLOCKS = {
     "hbm": (HBMConfig, HBMController),
     "mxu_harness": (MXUHarnessConfig, MXUHarness),
     "fp_units": (FloatUnitsConfig, FloatUnits),
+    "ici": (ICIConfig, ici_top),
 }
 
 

@@ -52,9 +52,9 @@ def write_results(name, text, quick=False):
 
 
 def _benches():
-    from sim import hbm_perf, mxu_perf
+    from sim import hbm_perf, ici_perf, mxu_perf
 
-    return {"mxu": mxu_perf.bench, "hbm": hbm_perf.bench}
+    return {"mxu": mxu_perf.bench, "hbm": hbm_perf.bench, "ici": ici_perf.bench}
 
 
 def main(argv=None):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hdl.generate import generate
 from hdl.hbm.config import HBMConfig
+from hdl.ici.config import ICIConfig
 from hdl.mxu.config import MXUConfig
 from sim.runner import lint
 
@@ -22,6 +23,10 @@ CONFIGS = [
                       xor_bank=True, mapping="RoCoBaBgPc", queue_depth=8, write_buffer=4,
                       write_high=3, write_low=1, id_lanes=2, rob_depth=16, row_bits=10,
                       refresh_postpone=2)),
+    ("ici", ICIConfig()),
+    ("ici", ICIConfig(top="router")),
+    ("ici", ICIConfig(dims=(2, 2, 2), wrap=(True, False, True), classes=2, local_ports=2)),
+    ("ici", ICIConfig(dims=(4, 4), faults=True, top="harness")),
 ]
 
 

@@ -37,6 +37,7 @@ VERILATOR_WARNINGS = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT",
 # a 32x32 MXU then took 127 s to build instead of 35 s.
 VERILATOR_FLAGS = ["--cc", "--exe", "--vpi", "--public-depth", "1",
                    "--timescale", "1ns/1ps", *VERILATOR_WARNINGS]
+HIER_BLOCK = "/*verilator hier_block*/"
 
 
 def verilator_env(env=None):
@@ -130,8 +131,10 @@ def _verilator_commands(design, vpath, directory, waves, jobs):
 
     fst = waves and verilator_fst()
     cpp = cfg.share_dir / "lib" / "verilator" / "verilator.cpp"
+    # Modules marked hier_block (hdl.lib.hier) are verilated once each, as libraries.
+    hier = ["--hierarchical"] if HIER_BLOCK in design.verilog else []
     verilate = [
-        "verilator", *VERILATOR_FLAGS, "-Mdir", str(directory),
+        "verilator", *VERILATOR_FLAGS, *hier, "-Mdir", str(directory),
         "--top-module", design.name, "--prefix", "Vtop", "-o", design.name,
         "-LDFLAGS", f"-Wl,-rpath,{cfg.libs_dir} -L{cfg.libs_dir} -lcocotbvpi_verilator",
         *([("--trace-fst" if fst else "--trace"), "--trace-structs"] if waves else []),

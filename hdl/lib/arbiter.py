@@ -1,11 +1,17 @@
 """Round-robin arbitration, shared by every block that merges several requesters onto one
-resource (the HBM crossbar and response paths, router output ports)."""
+resource (the HBM crossbar and response paths, the ICI router's allocators).
+
+A grant goes to the first requester after the one granted last, wrapping around, so under
+persistent requests every requester is served once in every ``n`` grants. ``RoundRobin`` is a
+component with an index grant; ``round_robin`` builds the same arbiter inline with a one-hot
+grant (what the router's crossbar selects want, without an instance per arbiter).
+"""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RoundRobin"]
+__all__ = ["RoundRobin", "round_robin"]
 
 
 class RoundRobin(wiring.Component):
@@ -54,3 +60,24 @@ class RoundRobin(wiring.Component):
         if n == 1:
             m.d.comb += self.grant.eq(0)
         return m
+
+
+def round_robin(m, requests, advance, *, name):
+    """Grant one of ``requests`` (an ``n``-bit value); return the ``n``-bit one-hot grant.
+
+    The priority moves past the granted requester in cycles where ``advance`` is high (the
+    grant was used); otherwise it stays, so a grant that was not used is offered again. The
+    grant is combinational from ``requests``.
+    """
+    n = len(requests)
+    req = Signal(n, name=f"{name}_req")
+    above = Signal(n, name=f"{name}_above")   # requesters after the last one granted
+    grant = Signal(n, name=f"{name}_grant")
+    m.d.comb += req.eq(requests)
+    high = Signal(n, name=f"{name}_high")
+    m.d.comb += high.eq(req & above)
+    # x & -x isolates the lowest set bit.
+    m.d.comb += grant.eq((high & (~high + 1)) | ((req & (~req + 1)) & -(high == 0)))
+    with m.If(advance & (grant != 0)):
+        m.d.sync += above.eq(~(grant | (grant - 1)))
+    return grant

@@ -30,13 +30,20 @@ class Submodule:
         The template. It is elaborated once, here; its signature gives the instance ports.
     children : list of Submodule
         Submodules that ``component`` instantiates, emitted before it.
+    hier_block : bool
+        Mark the module ``/*verilator hier_block*/``: the runner then verilates it once as its
+        own library (``--hierarchical``) instead of emitting its code once per instance, which
+        is what keeps a network of tens of large routers quick to build.
     """
 
-    def __init__(self, name, component, children=()):
+    def __init__(self, name, component, children=(), *, hier_block=False):
         self._name = name
         self._signature = component.signature
         text = verilog.convert(component, name=name, emit_src=False)
         self._verilog = _TOP_ATTR.sub("", text)
+        if hier_block:
+            self._verilog = re.sub(rf"(module {re.escape(name)}\([^)]*\);\n)",
+                                   r"\1  /*verilator hier_block*/\n", self._verilog, count=1)
         header = re.search(rf"module {re.escape(name)}\(([^)]*)\);", text)
         ports = {p.strip() for p in header.group(1).split(",")}
         self._has_clk = "clk" in ports

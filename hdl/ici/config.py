@@ -1,0 +1,209 @@
+"""Configuration of the ICI generator (router, network and test harness), validated on
+construction."""
+
+import math
+from dataclasses import dataclass
+
+from ..params import ConfigDict, check_bool, check_choice, check_int
+
+__all__ = ["ICIConfig", "TOPS", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS"]
+
+TOPS = ("network", "router", "harness")
+SEQ_BITS = 8
+"""Width of the header's sequence number (per source, destination and class, modulo 256)."""
+MAX_RADIX = 64
+TIMESTAMP_BITS = 16
+"""Creation time the harness's generators put in the head flit's payload, for latency."""
+
+
+@dataclass(frozen=True)
+class ICIConfig(ConfigDict):
+    """Parameters of an ICI network and of the one router it repeats.
+
+    Parameters
+    ----------
+    dims : tuple of int
+        Radix of each dimension (1 to 3 dimensions, each 2..64): (16, 16) is a Trillium pod.
+    wrap : tuple of bool
+        Per dimension, torus (True, wraparound links with a dateline) or mesh (False).
+        Empty: every dimension wraps.
+    classes : int
+        Traffic classes, 1..4; each has its own virtual channels, so classes never block each
+        other inside a router.
+    vcs : int
+        Virtual channels per traffic class on every link: 1, 2, 4 or 8. Wrapped dimensions split
+        them into two dateline classes, so a torus needs at least 2.
+    buffer_depth : int
+        Flits of buffer per virtual channel at every input: 1, 2, 4, 8, 16 or 32.
+    flit_bits : int
+        Data bits of a flit; the head flit carries the header in its low bits.
+    max_packet : int
+        Longest packet in flits, 1..64.
+    local_ports : int
+        Injection/ejection port pairs per router, 1..4.
+    retry_depth : int
+        Flits kept per link for go-back-N retransmission: 4, 8, 16 or 32.
+    faults : bool
+        Test only: a fault injector (random bit flips at a rate set by a port) on every link.
+    top : str
+        Which top to generate: ``"network"`` (the k1 x k2 [x k3] pod), ``"router"`` (one
+        router) or ``"harness"`` (test-only: the network with traffic generators and checkers).
+    """
+
+    dims: tuple = (4, 4)
+    wrap: tuple = ()
+    classes: int = 1
+    vcs: int = 2
+    buffer_depth: int = 8
+    flit_bits: int = 64
+    max_packet: int = 8
+    local_ports: int = 1
+    retry_depth: int = 8
+    faults: bool = False
+    top: str = "network"
+
+    KIND = "ICI"
+
+    def __post_init__(self):
+        dims, wrap = tuple(self.dims), tuple(self.wrap) or (True,) * len(tuple(self.dims))
+        object.__setattr__(self, "dims", dims)
+        object.__setattr__(self, "wrap", wrap)
+        if not 1 <= len(dims) <= 3:
+            raise ValueError(f"dims must have 1 to 3 dimensions, got {len(dims)}")
+        for d, k in enumerate(dims):
+            check_int(f"dims[{d}]", k, 2, MAX_RADIX)
+        if len(wrap) != len(dims):
+            raise ValueError(f"wrap must have one entry per dimension ({len(dims)}), "
+                             f"got {len(wrap)}")
+        for d, w in enumerate(wrap):
+            check_bool(f"wrap[{d}]", w)
+        check_int("classes", self.classes, 1, 4)
+        check_choice("vcs", self.vcs, (2, 4, 8) if any(wrap) else (1, 2, 4, 8))
+        check_choice("buffer_depth", self.buffer_depth, (1, 2, 4, 8, 16, 32))
+        check_int("max_packet", self.max_packet, 1, 64)
+        check_int("local_ports", self.local_ports, 1, 4)
+        check_choice("retry_depth", self.retry_depth, (4, 8, 16, 32))
+        check_bool("faults", self.faults)
+        check_choice("top", self.top, TOPS)
+        low = self.header_bits + (TIMESTAMP_BITS if self.top == "harness" else 0)
+        check_int("flit_bits", self.flit_bits, low, 1024)
+
+    # Derived sizes -----------------------------------------------------------------------
+
+    @property
+    def ndims(self):
+        return len(self.dims)
+
+    @property
+    def nodes(self):
+        return math.prod(self.dims)
+
+    @property
+    def endpoints(self):
+        return self.nodes * self.local_ports
+
+    @property
+    def net_ports(self):
+        """Network ports of a router: (d, +) is 2d, (d, -) is 2d + 1."""
+        return 2 * self.ndims
+
+    @property
+    def ports(self):
+        return self.net_ports + self.local_ports
+
+    @property
+    def total_vcs(self):
+        """Virtual channels per network link (all traffic classes)."""
+        return self.classes * self.vcs
+
+    @property
+    def coord_bits(self):
+        """Header bits per coordinate: enough to name every node and one value past the pod."""
+        return tuple(k.bit_length() for k in self.dims)
+
+    @property
+    def port_bits(self):
+        return self.local_ports.bit_length()
+
+    @property
+    def class_bits(self):
+        return self.classes.bit_length()
+
+    @property
+    def length_bits(self):
+        return self.max_packet.bit_length()
+
+    @property
+    def max_hops(self):
+        return sum(k // 2 if w else k - 1 for k, w in zip(self.dims, self.wrap, strict=True))
+
+    @property
+    def hop_bits(self):
+        return max(1, self.max_hops.bit_length())
+
+    @property
+    def header_fields(self):
+        """(name, width) of the header fields, least significant first."""
+        fields = []
+        for side in ("dst", "src"):
+            fields += [(f"{side}{d}", b) for d, b in enumerate(self.coord_bits)]
+            fields.append((f"{side}_port", self.port_bits))
+        fields += [("tclass", self.class_bits), ("length", self.length_bits),
+                   ("seq", SEQ_BITS), ("hops", self.hop_bits)]
+        return fields
+
+    @property
+    def header_bits(self):
+        return sum(w for _, w in self.header_fields)
+
+    @property
+    def seq_bits(self):
+        """Link-layer sequence number width: go-back-N needs more numbers than the window."""
+        return (2 * self.retry_depth - 1).bit_length()
+
+    @property
+    def credit_bits(self):
+        """Width of the cumulative credit counts on the reverse channel (modulo > depth)."""
+        return self.buffer_depth.bit_length()
+
+    # Names -------------------------------------------------------------------------------
+
+    @property
+    def _suffix(self):
+        topo = "x".join(f"{k}{'t' if w else 'm'}" for k, w in zip(self.dims, self.wrap,
+                                                                   strict=True))
+        return (f"{topo}_c{self.classes}v{self.vcs}b{self.buffer_depth}_w{self.flit_bits}"
+                f"_p{self.max_packet}_l{self.local_ports}_r{self.retry_depth}")
+
+    @property
+    def router_name(self):
+        return f"podium_ici_router_{self._suffix}"
+
+    @property
+    def network_name(self):
+        return f"podium_ici_{self._suffix}" + ("_fi" if self.faults else "")
+
+    @property
+    def name(self):
+        """Verilog module name of the top this configuration generates."""
+        if self.top == "router":
+            return self.router_name
+        if self.top == "harness":
+            return f"podium_ici_harness_{self._suffix}" + ("_fi" if self.faults else "")
+        return self.network_name
+
+    def replace(self, **changes):
+        return ICIConfig(**{**self.to_dict(), **changes})
+
+    def to_dict(self):
+        d = super().to_dict()
+        d["dims"], d["wrap"] = list(self.dims), list(self.wrap)
+        return d
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d)
+        for key in ("dims", "wrap"):
+            if key in d and not isinstance(d[key], list | tuple):
+                raise ValueError(f"{key} must be a list, got {d[key]!r}")
+        return super().from_dict(d)

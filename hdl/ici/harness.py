@@ -1,0 +1,412 @@
+"""Test-only top of the ICI: the network with a synthesizable traffic generator and delivery
+checker on every endpoint, so long runs (saturation sweeps, soaks) need no Python per cycle.
+
+``mode`` 0 hands every endpoint's injection and ejection streams to the top's ports (cocotb
+drives them, packet by packet); ``mode`` 1 connects the generators and checkers. Both modes
+build from one Verilog file, so one build per configuration serves every test.
+
+Generator (one per endpoint): a Bernoulli process creates a packet with probability
+``rate / 65536`` per cycle (creation time into a 16-entry source queue; a packet that finds the
+queue full is counted in ``throttled`` and not created). Packets leave the queue in order; each
+gets a destination by ``pattern`` (0 uniform random, 1 transpose, 2 bit complement, 3 hotspot,
+4 nearest neighbour, 5 all-to-all), a random class, a length (``length``, or random in
+1..max_packet when 0), the next sequence number of its (destination, class) and a payload
+derived from (source, class, sequence number, flit index). The head carries the creation time.
+
+Checker (one per endpoint): takes ejected flits with random backpressure (``stall_rate /
+65536`` of cycles not ready) and checks, per packet: destination is this endpoint, source,
+class and length valid, hop count equal to the minimal dimension-order distance, sequence
+number the next of its (source, class), payload intact and the tail exactly at ``length``.
+Errors are counted (and the first one's code and endpoint kept); latency (tail ejection minus
+creation, in cycles) is summed over packets and its maximum kept.
+"""
+
+from functools import reduce
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.hier import Submodule, convert_hierarchy
+from ..lib.xorshift import xorshift
+from .config import SEQ_BITS, TIMESTAMP_BITS
+from .network import Network, node_coords
+from .packet import coord_layout, eject_layout, header_layout
+
+__all__ = ["Harness", "Generator", "Checker", "PATTERNS", "ERRORS", "SOURCE_QUEUE",
+           "payload_word"]
+
+PATTERNS = ("uniform", "transpose", "bitcomp", "hotspot", "neighbour", "alltoall")
+ERRORS = {1: "wrong destination", 2: "bad source, class or length", 3: "hop count",
+          4: "sequence number", 5: "head payload", 6: "body payload", 7: "tail position"}
+SOURCE_QUEUE = 16
+IDX_BITS = 7
+
+
+def _ep_bits(cfg):
+    return max(1, (cfg.endpoints - 1).bit_length())
+
+
+def endpoint_index(cfg, coords, port):
+    """Endpoint number ``node * local_ports + port`` of coordinate values ``coords``."""
+    n = 0
+    for d in reversed(range(cfg.ndims)):
+        n = n * cfg.dims[d] + coords[d]
+    return n * cfg.local_ports + port
+
+
+def payload_word(cfg, src_ep, tclass, seq, idx):
+    """Payload of flit ``idx`` of a packet: (seq, idx, class, source) repeated over the flit."""
+    word = Cat(seq[:SEQ_BITS], idx[:IDX_BITS], tclass[: cfg.class_bits],
+               src_ep[: _ep_bits(cfg)])
+    reps = -(-cfg.flit_bits // len(word))
+    return Cat(*[word] * reps)[: cfg.flit_bits]
+
+
+def _mod_add(a, b, k):
+    s = a + b
+    return Mux(s >= k, s - k, s)
+
+
+def _control_members(cfg):
+    return {
+        "enable": In(1), "pattern": In(3), "rate": In(16), "length": In(cfg.length_bits),
+        "hotspot": In(coord_layout(cfg)), "hotspot_port": In(cfg.port_bits),
+        "hotspot_rate": In(16),
+    }
+
+
+class Generator(wiring.Component):
+    """Traffic generator of one endpoint (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "node": In(coord_layout(cfg)), "port": In(cfg.port_bits), "seed": In(32),
+            "now": In(TIMESTAMP_BITS), **_control_members(cfg),
+            "o": Out(stream.Signature(cfg.flit_bits)),
+            "created": Out(32), "throttled": Out(32), "packets": Out(32), "flits": Out(32),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        D, L, C = cfg.ndims, cfg.local_ports, cfg.classes
+        me = [self.node[f"c{d}"] for d in range(D)]
+
+        prep = Signal(name="prep")     # the next packet leaves the queue and is prepared
+        rng_a = xorshift(m, 32, self.seed, name="rng_a")
+        rng_b = xorshift(m, 64, Cat(self.seed, ~self.seed), name="rng_b", step=prep)
+        m.submodules.queue = queue = fifo.SyncFIFO(width=TIMESTAMP_BITS, depth=SOURCE_QUEUE)
+        create = self.enable & (rng_a[:16] < self.rate)
+        m.d.comb += [queue.w_en.eq(create), queue.w_data.eq(self.now)]
+        with m.If(create & queue.w_rdy):
+            m.d.sync += self.created.eq(self.created + 1)
+        with m.If(create & ~queue.w_rdy):
+            m.d.sync += self.throttled.eq(self.throttled + 1)
+
+        # Destination of the next packet, by pattern.
+        r = rng_b
+        uni = [(r[8 * d: 8 * d + 8] * k) >> 8 for d, k in enumerate(cfg.dims)]
+        uni_port = (r[24:32] * L) >> 8
+        off = [Signal(range(k), name=f"a2a_off{d}", init=int(L == 1 and d == 0))
+               for d, k in enumerate(cfg.dims)]
+        off_port = Signal(range(max(2, L)), name="a2a_port", init=int(L > 1))
+        nb_dim = (r[0:8] * D) >> 8
+        nb_up = r[8]
+        dst = [Signal(range(k), name=f"gdst{d}") for d, k in enumerate(cfg.dims)]
+        dst_port = Signal(range(max(2, L)), name="gdst_port")
+        hot = r[48:64] < self.hotspot_rate
+        with m.Switch(self.pattern):
+            with m.Case(1):     # transpose: coordinate d from coordinate d+1
+                for d, k in enumerate(cfg.dims):
+                    src = me[(d + 1) % D]
+                    table = Array(Const(v % k, range(k)) for v in range(max(cfg.dims)))
+                    m.d.comb += dst[d].eq(table[src])
+                m.d.comb += dst_port.eq(self.port)
+            with m.Case(2):     # bit complement
+                for d, k in enumerate(cfg.dims):
+                    m.d.comb += dst[d].eq(k - 1 - me[d])
+                m.d.comb += dst_port.eq(self.port)
+            with m.Case(3):     # hotspot
+                for d in range(D):
+                    m.d.comb += dst[d].eq(Mux(hot, self.hotspot[f"c{d}"], uni[d]))
+                m.d.comb += dst_port.eq(Mux(hot, self.hotspot_port, uni_port))
+            with m.Case(4):     # nearest neighbour
+                for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
+                    up = Mux(me[d] == k - 1, Const(int(wrap)), Mux(me[d] == 0, 1, nb_up)) \
+                        if not wrap else nb_up
+                    step = Mux(up, _mod_add(me[d], 1, k), Mux(me[d] == 0, k - 1, me[d] - 1))
+                    m.d.comb += dst[d].eq(Mux(nb_dim == d, step, me[d]))
+                m.d.comb += dst_port.eq(uni_port)
+            with m.Case(5):     # all-to-all: every other endpoint in turn
+                for d, k in enumerate(cfg.dims):
+                    m.d.comb += dst[d].eq(_mod_add(me[d], off[d], k))
+                m.d.comb += dst_port.eq(_mod_add(self.port, off_port, L))
+            with m.Default():   # uniform random
+                for d in range(D):
+                    m.d.comb += dst[d].eq(uni[d])
+                m.d.comb += dst_port.eq(uni_port)
+        tclass = Signal(range(max(2, C)), name="gclass")
+        m.d.comb += tclass.eq((r[32:40] * C) >> 8)
+        length = Signal(cfg.length_bits, name="glength")
+        m.d.comb += length.eq(Mux(self.length != 0, self.length,
+                                  1 + ((r[40:48] * cfg.max_packet) >> 8)))
+
+        m.submodules.seq = seqmem = memory.Memory(
+            shape=SEQ_BITS, depth=max(2, cfg.endpoints * C), init=[])
+        seq_rd = seqmem.read_port(domain="comb")
+        seq_wr = seqmem.write_port()
+        m.d.comb += [seq_rd.addr.eq(endpoint_index(cfg, dst, dst_port) * C + tclass),
+                     seq_wr.addr.eq(seq_rd.addr), seq_wr.data.eq(seq_rd.data + 1)]
+
+        # The packet being sent, prepared one at a time from the queue.
+        hl = header_layout(cfg)
+        pv = Signal(name="pv")
+        hdr = Signal(hl, name="phdr")
+        ts = Signal(TIMESTAMP_BITS, name="pts")
+        idx = Signal(IDX_BITS, name="pidx")
+        last = idx == hdr.length - 1
+        done = self.o.valid & self.o.ready & last
+        m.d.comb += prep.eq(queue.r_rdy & (~pv | done))
+        m.d.comb += [queue.r_en.eq(prep), seq_wr.en.eq(prep)]
+        with m.If(prep):
+            fields = [hdr[f"dst{d}"].eq(dst[d]) for d in range(D)]
+            fields += [hdr[f"src{d}"].eq(me[d]) for d in range(D)]
+            m.d.sync += [*fields, hdr.dst_port.eq(dst_port), hdr.src_port.eq(self.port),
+                         hdr.tclass.eq(tclass), hdr.length.eq(length), hdr.seq.eq(seq_rd.data),
+                         hdr.hops.eq(0), ts.eq(queue.r_data)]
+            next_off = _odometer(cfg, off, off_port)
+            m.d.sync += [o.eq(n) for o, n in zip([*off, off_port], next_off, strict=True)]
+        with m.If(prep):
+            m.d.sync += pv.eq(1)
+        with m.Elif(done):
+            m.d.sync += pv.eq(0)
+
+        src_ep = endpoint_index(cfg, me, self.port)
+        body = payload_word(cfg, src_ep, hdr.tclass, hdr.seq, idx)
+        head = Cat(hdr, ts, body[cfg.header_bits + TIMESTAMP_BITS:])
+        m.d.comb += [self.o.valid.eq(pv), self.o.payload.eq(Mux(idx == 0, head, body))]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += [idx.eq(Mux(last, 0, idx + 1)), self.flits.eq(self.flits + 1)]
+            with m.If(last):
+                m.d.sync += self.packets.eq(self.packets + 1)
+        m.d.comb += self.busy.eq(pv | queue.r_rdy)
+        return m
+
+
+def _odometer(cfg, off, off_port):
+    """Next all-to-all offset (port digit fastest), skipping the all-zero offset (self)."""
+    digits = [(off_port, cfg.local_ports)] + [(o, k) for o, k in zip(off, cfg.dims,
+                                                                        strict=True)]
+    out, carry = [], Const(1)
+    for value, k in digits:
+        inc = value + carry
+        out.append(Mux(inc == k, 0, inc))
+        carry = carry & (inc == k)
+    zero = reduce(lambda a, b: a & b, [o == 0 for o in out])
+    first = [Const(1 if i == 0 else 0) for i in range(len(out))] if cfg.local_ports > 1 else \
+        [Const(0)] + [Const(1 if i == 1 else 0) for i in range(1, len(out))]
+    out = [Mux(zero, f, o) for f, o in zip(first, out, strict=True)]
+    return out[1:] + out[:1]
+
+
+class Checker(wiring.Component):
+    """Delivery checker of one endpoint (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "node": In(coord_layout(cfg)), "port": In(cfg.port_bits), "seed": In(32),
+            "now": In(TIMESTAMP_BITS), "stall_rate": In(16),
+            "i": In(stream.Signature(eject_layout(cfg))),
+            "packets": Out(32), "flits": Out(32), "lat_sum": Out(48),
+            "lat_max": Out(TIMESTAMP_BITS), "errors": Out(32), "error_code": Out(3),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        D, C = cfg.ndims, cfg.classes
+        me = [self.node[f"c{d}"] for d in range(D)]
+        rng = xorshift(m, 32, self.seed, name="rng")
+        m.d.comb += self.i.ready.eq(~(rng[:16] < self.stall_rate))
+        beat = self.i.valid & self.i.ready
+        flit, last = self.i.payload.data, self.i.payload.last
+
+        hl = header_layout(cfg)
+        h = data.View(hl, flit[: cfg.header_bits])
+        idx = Signal(IDX_BITS, name="idx")
+        cur = Signal(hl, name="cur")          # header of the packet being received
+        ts = Signal(TIMESTAMP_BITS, name="ts")
+        at_head = idx == 0
+        hdr = data.View(hl, Mux(at_head, h.as_value(), cur.as_value()))
+
+        src = [hdr[f"src{d}"] for d in range(D)]
+        src_ep = endpoint_index(cfg, src, hdr.src_port)
+        m.submodules.expect = mem = memory.Memory(
+            shape=SEQ_BITS, depth=max(2, cfg.endpoints * C), init=[])
+        rd = mem.read_port(domain="comb")
+        wr = mem.write_port()
+        m.d.comb += [rd.addr.eq(src_ep * C + hdr.tclass), wr.addr.eq(rd.addr),
+                     wr.data.eq(h.seq + 1), wr.en.eq(beat & at_head)]
+
+        hops = 0
+        src_ok = hdr.src_port < cfg.local_ports
+        for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
+            diff = Mux(src[d] > me[d], src[d] - me[d], me[d] - src[d])
+            hops = hops + (Mux(2 * diff > k, k - diff, diff) if wrap else diff)
+            src_ok = src_ok & (src[d] < k)
+        dst_ok = hdr.dst_port == self.port
+        for d in range(D):
+            dst_ok = dst_ok & (hdr[f"dst{d}"] == me[d])
+        fields_ok = (src_ok & (hdr.tclass < C) & (hdr.length >= 1)
+                     & (hdr.length <= cfg.max_packet))
+        want = payload_word(cfg, src_ep, hdr.tclass, hdr.seq, idx)
+        tail_ok = last == (idx == hdr.length - 1)
+        pay = cfg.header_bits + TIMESTAMP_BITS
+        code = Signal(3, name="code")
+        with m.If(at_head):
+            with m.If(~dst_ok):
+                m.d.comb += code.eq(1)
+            with m.Elif(~fields_ok):
+                m.d.comb += code.eq(2)
+            with m.Elif(h.hops != hops):
+                m.d.comb += code.eq(3)
+            with m.Elif(h.seq != rd.data):
+                m.d.comb += code.eq(4)
+            with m.Elif(flit[pay:] != want[pay:]):
+                m.d.comb += code.eq(5)
+            with m.Elif(~tail_ok):
+                m.d.comb += code.eq(7)
+        with m.Else():
+            with m.If(flit != want):
+                m.d.comb += code.eq(6)
+            with m.Elif(~tail_ok):
+                m.d.comb += code.eq(7)
+
+        with m.If(beat):
+            m.d.sync += [self.flits.eq(self.flits + 1), idx.eq(Mux(last, 0, idx + 1))]
+            with m.If(at_head):
+                m.d.sync += [cur.eq(h), ts.eq(flit[cfg.header_bits: pay])]
+            with m.If(code != 0):
+                m.d.sync += self.errors.eq(self.errors + 1)
+                with m.If(self.errors == 0):
+                    m.d.sync += self.error_code.eq(code)
+            with m.If(last):
+                lat = Signal(TIMESTAMP_BITS, name="lat")
+                m.d.comb += lat.eq(self.now - Mux(at_head, flit[cfg.header_bits: pay], ts))
+                m.d.sync += [self.packets.eq(self.packets + 1),
+                             self.lat_sum.eq(self.lat_sum + lat),
+                             self.lat_max.eq(Mux(lat > self.lat_max, lat, self.lat_max))]
+        return m
+
+
+class Harness(wiring.Component):
+    """Test-only top: the network, a generator and a checker per endpoint, and ``mode``.
+
+    Members
+    -------
+    mode : In(1)
+        0: ``inject``/``eject`` ports reach the network; 1: generators and checkers do.
+    inject, eject : as in :class:`~.network.Network`
+    enable, pattern, rate, length, hotspot, hotspot_port, hotspot_rate : In
+        Generator controls, shared by all endpoints (see the module docstring).
+    seed : In(32)
+        Seeds every generator, checker and fault injector (taken at reset).
+    stall_rate : In(16)
+        Probability (/65536) that a checker holds ``ready`` low in a cycle.
+    created, throttled, inj_packets, inj_flits, ej_packets, ej_flits, lat_sum, lat_max,
+    errors : Out
+        Sums (maximum for ``lat_max``) over endpoints.
+    error_code, error_endpoint : Out
+        The first failing checker (lowest endpoint number) and its first error code.
+    busy : Out(1)
+        Some generator still has packets queued or in progress.
+    crc_errors, retries, dropped (and fault_rate, faults with ``faults``) : as in the network.
+    """
+
+    def __init__(self, config):
+        self._config = cfg = config
+        net_cfg = cfg.replace(top="network")
+        net = Network(net_cfg)
+        self._net = Submodule(net_cfg.network_name, net, children=net.submodules)
+        self._gen = Submodule(f"{cfg.name}_gen", Generator(cfg))
+        self._chk = Submodule(f"{cfg.name}_chk", Checker(cfg))
+        E = cfg.endpoints
+        members = {
+            "mode": In(1),
+            "inject": In(stream.Signature(cfg.flit_bits)).array(E),
+            "eject": Out(stream.Signature(eject_layout(cfg))).array(E),
+            **_control_members(cfg), "seed": In(32), "stall_rate": In(16),
+            **{n: Out(32) for n in ("created", "throttled", "inj_packets", "inj_flits",
+                                    "ej_packets", "ej_flits", "errors", "crc_errors",
+                                    "retries", "dropped")},
+            "lat_sum": Out(48), "lat_max": Out(TIMESTAMP_BITS), "error_code": Out(3),
+            "error_endpoint": Out(_ep_bits(cfg)), "busy": Out(1),
+        }
+        if cfg.faults:
+            members.update({"fault_rate": In(16), "faults": Out(32)})
+        super().__init__(members)
+
+    def to_verilog(self):
+        return convert_hierarchy(self, self._config.name, [self._net, self._gen, self._chk])
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        E, L = cfg.endpoints, cfg.local_ports
+        net = self._net.instance(m, "net")
+        now = Signal(TIMESTAMP_BITS)
+        m.d.sync += now.eq(now + 1)
+        for name in ("crc_errors", "retries", "dropped"):
+            m.d.comb += getattr(self, name).eq(getattr(net, name))
+        if cfg.faults:
+            m.d.comb += [net.fault_rate.eq(self.fault_rate), net.fault_seed.eq(self.seed),
+                         self.faults.eq(net.faults)]
+        gens, chks = [], []
+        for e in range(E):
+            n, lp = divmod(e, L)
+            coords = node_coords(cfg, n)
+            g = self._gen.instance(m, f"gen{e}")
+            c = self._chk.instance(m, f"chk{e}")
+            for x in (g, c):
+                for d, v in enumerate(coords):
+                    m.d.comb += x.node[f"c{d}"].eq(v)
+                m.d.comb += [x.port.eq(lp), x.now.eq(now)]
+            m.d.comb += [g.seed.eq(self.seed ^ ((2 * e + 1) * 0x9E3779B1 % 2**32)),
+                         c.seed.eq(self.seed ^ ((2 * e + 2) * 0x85EBCA6B % 2**32)),
+                         c.stall_rate.eq(self.stall_rate)]
+            for name in ("enable", "pattern", "rate", "length", "hotspot", "hotspot_port",
+                         "hotspot_rate"):
+                m.d.comb += getattr(g, name).eq(getattr(self, name))
+            ni, ne = net.inject[e], net.eject[e]
+            ti, te = self.inject[e], self.eject[e]
+            with m.If(self.mode):
+                m.d.comb += [ni.valid.eq(g.o.valid), ni.payload.eq(g.o.payload),
+                             g.o.ready.eq(ni.ready), c.i.valid.eq(ne.valid),
+                             c.i.payload.eq(ne.payload), ne.ready.eq(c.i.ready)]
+            with m.Else():
+                m.d.comb += [ni.valid.eq(ti.valid), ni.payload.eq(ti.payload),
+                             ti.ready.eq(ni.ready), te.valid.eq(ne.valid),
+                             te.payload.eq(ne.payload), ne.ready.eq(te.ready)]
+            gens.append(g)
+            chks.append(c)
+        sums = {"created": (gens, "created"), "throttled": (gens, "throttled"),
+                "inj_packets": (gens, "packets"), "inj_flits": (gens, "flits"),
+                "ej_packets": (chks, "packets"), "ej_flits": (chks, "flits"),
+                "lat_sum": (chks, "lat_sum"), "errors": (chks, "errors")}
+        for out, (units, name) in sums.items():
+            m.d.comb += getattr(self, out).eq(sum(getattr(u, name) for u in units))
+        m.d.comb += self.busy.eq(reduce(lambda a, b: a | b, [g.busy for g in gens]))
+        lat_max = Const(0, TIMESTAMP_BITS)
+        for e, c in enumerate(chks):
+            step = Signal(TIMESTAMP_BITS, name=f"lat_max{e}")   # a signal: no tree blow-up
+            m.d.comb += step.eq(Mux(c.lat_max > lat_max, c.lat_max, lat_max))
+            lat_max = step
+        m.d.comb += self.lat_max.eq(lat_max)
+        for e in reversed(range(E)):
+            with m.If(chks[e].errors != 0):
+                m.d.comb += [self.error_code.eq(chks[e].error_code), self.error_endpoint.eq(e)]
+        return m

@@ -1,0 +1,70 @@
+"""Formats of the ICI: header of a head flit, flit and reverse messages on a link, the
+ejection beat, and the link signature that joins two routers.
+
+A packet is a head flit followed by ``length - 1`` body flits. The head's low bits hold the
+header (fields below, least significant first); the rest of every flit is payload. On a link a
+flit travels with its head/tail marks, its virtual channel, a link-layer sequence number and a
+CRC-16 over all of those; the reverse direction carries, every cycle, the receiver's cumulative
+acknowledgement, a retransmission request and cumulative credit counts, under its own CRC.
+"""
+
+from amaranth.hdl import Cat
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.crc import CRC16_CCITT, crc_value
+
+__all__ = ["header_layout", "coord_layout", "wire_layout", "reverse_layout", "eject_layout",
+           "link_signature", "wire_crc", "reverse_crc", "CRC_BITS"]
+
+CRC_BITS = CRC16_CCITT[0]
+
+
+def header_layout(cfg):
+    return data.StructLayout(dict(cfg.header_fields))
+
+
+def coord_layout(cfg):
+    return data.StructLayout({f"c{d}": b for d, b in enumerate(cfg.coord_bits)})
+
+
+def wire_layout(cfg):
+    """A flit on a link, as the sender drives it. ``crc`` covers every other field, ``valid``
+    included: the sender's register keeps its last flit while idle, and a flipped ``valid``
+    must not turn that stale copy into a frame the receiver would take."""
+    return data.StructLayout({
+        "valid": 1,
+        "data": cfg.flit_bits,
+        "head": 1,
+        "tail": 1,
+        "vc": max(1, (cfg.total_vcs - 1).bit_length()),
+        "seq": cfg.seq_bits,
+        "crc": CRC_BITS,
+    })
+
+
+def reverse_layout(cfg):
+    """The receiver's status, sent back every cycle (``crc`` covers every other field)."""
+    return data.StructLayout({
+        "ack": cfg.seq_bits,
+        "nak": 1,
+        "credits": data.ArrayLayout(cfg.credit_bits, cfg.total_vcs),
+        "crc": CRC_BITS,
+    })
+
+
+def eject_layout(cfg):
+    return data.StructLayout({"data": cfg.flit_bits, "last": 1})
+
+
+def link_signature(cfg):
+    """One direction of a link, seen from the sending router's output port."""
+    return wiring.Signature({"flit": Out(wire_layout(cfg)), "rev": In(reverse_layout(cfg))})
+
+
+def wire_crc(wire):
+    return crc_value(Cat(wire.valid, wire.data, wire.head, wire.tail, wire.vc, wire.seq))
+
+
+def reverse_crc(rev):
+    return crc_value(Cat(rev.ack, rev.nak, rev.credits))

@@ -1,0 +1,158 @@
+"""ICI regression: configuration checks, golden-model checks (routes, channel dependency
+graph, bounds), and cocotb testbenches in Verilator on 2x2, 4x4 and 2x2x2 tori and a 4x4 mesh,
+plus directed tests of a single router."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hdl.generate import generate
+from hdl.ici.config import ICIConfig
+from sim.runner import lint
+from verification.models.ici import (
+    average_hops,
+    channel_dependency_graph,
+    coords_of,
+    find_cycle,
+    ideal_throughput,
+    min_hops,
+    path,
+)
+
+TB = "verification.tb.ici"
+ROUTER_TB = "verification.tb.ici_router"
+
+# Networks of the regression, each built once with its test harness and fault injectors.
+CONFIGS = {
+    "2x2t": ICIConfig(dims=(2, 2), classes=2, vcs=2, buffer_depth=4, max_packet=4,
+                      local_ports=2, faults=True, top="harness"),
+    "4x4t": ICIConfig(dims=(4, 4), vcs=4, buffer_depth=8, max_packet=8, faults=True,
+                      top="harness"),
+    "4x4m": ICIConfig(dims=(4, 4), wrap=(False, False), classes=2, vcs=2, buffer_depth=4,
+                      max_packet=6, faults=True, top="harness"),
+    "2x2x2t": ICIConfig(dims=(2, 2, 2), vcs=2, buffer_depth=4, max_packet=4, retry_depth=4,
+                        faults=True, top="harness"),
+}
+COCOTB_TESTS = ["test_patterns", "test_bad_packets", "test_zero_load_latency",
+                "test_link_faults", "test_generated_traffic", "test_soak"]
+ROUTER = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4,
+                   local_ports=2, top="router")
+LARGE = {
+    "8x8t": ICIConfig(dims=(8, 8), vcs=4, max_packet=4, faults=True, top="harness"),
+    "3x5m-t": ICIConfig(dims=(3, 5), wrap=(False, True), classes=3, vcs=2, max_packet=5,
+                        faults=True, top="harness"),
+}
+
+
+# The 200k-cycle soak of the 2x2 torus runs in `make test`; the others (a 4x4 torus soak takes
+# several minutes) in `make test-all`.
+FAST_SOAK = {"2x2t"}
+
+
+def _cases():
+    for net in CONFIGS:
+        for test in COCOTB_TESTS:
+            slow = test == "test_soak" and net not in FAST_SOAK
+            yield pytest.param(net, test, marks=[pytest.mark.slow] if slow else [],
+                               id=f"{net}-{test}")
+
+
+@pytest.mark.parametrize("net, test", list(_cases()))
+def test_ici(cocotb_run, net, test):
+    cocotb_run("ici", CONFIGS[net], TB, rf"\.{test}(/|$)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("net", LARGE)
+def test_ici_large(cocotb_run, net):
+    cocotb_run("ici", LARGE[net], TB, r"\.(test_generated_traffic|test_soak|test_link_faults)")
+
+
+@pytest.mark.parametrize("test", ["test_routes", "test_links"])
+def test_ici_router(cocotb_run, test):
+    cocotb_run("ici", ROUTER, ROUTER_TB, rf"\.{test}(/|$)")
+
+
+@pytest.mark.parametrize("cfg", [*CONFIGS.values(), ROUTER, *LARGE.values()],
+                         ids=[*CONFIGS, "router", *LARGE])
+def test_deadlock_free(cfg):
+    """The channel dependency graph of every configuration the tests build is acyclic."""
+    assert find_cycle(channel_dependency_graph(cfg)) is None
+
+
+@pytest.mark.parametrize("dims", [(8, 8), (5,), (3, 3, 5)])
+def test_dateline_needed(dims):
+    """Without the dateline the same routes close a cycle in the dependency graph of any ring
+    long enough for two-hop paths to chain around it; with it they do not."""
+    cfg = ICIConfig(dims=dims, vcs=2)
+    cycle = find_cycle(channel_dependency_graph(cfg, dateline=False))
+    assert cycle is not None and len(cycle) > 2
+    assert find_cycle(channel_dependency_graph(cfg)) is None
+
+
+def test_routes_minimal():
+    """Every route of every pair is dimension ordered and has the minimal length."""
+    for cfg in [ICIConfig(dims=(4, 4)), ICIConfig(dims=(5, 3), wrap=(True, False)),
+                ICIConfig(dims=(2, 3, 4))]:
+        for a in range(cfg.nodes):
+            for b in range(cfg.nodes):
+                src, dst = coords_of(cfg, a), coords_of(cfg, b)
+                hops = path(cfg, src, dst)
+                assert len(hops) == min_hops(cfg, src, dst)
+                dims = [port // 2 for _, port, _ in hops]
+                assert dims == sorted(dims)
+
+
+def test_bounds():
+    """Analytic figures against the textbook formulas: average distance k/4 per wrapped
+    dimension and ideal uniform throughput 8/k (torus), 4/k (mesh), capped at 1 by the port."""
+    assert average_hops(ICIConfig(dims=(8, 8))) == 4.0
+    assert ideal_throughput(ICIConfig(dims=(8, 8))) == pytest.approx(1.0)
+    assert ideal_throughput(ICIConfig(dims=(16, 16))) == pytest.approx(0.5)
+    assert ideal_throughput(ICIConfig(dims=(8, 8), wrap=(False, False))) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"dims": [1, 4]}, "dims[0] must be an integer in 2..64, got 1"),
+    ({"dims": [4, 4, 4, 4]}, "dims must have 1 to 3 dimensions, got 4"),
+    ({"dims": [4, 4], "wrap": [True]}, "wrap must have one entry per dimension (2), got 1"),
+    ({"vcs": 1}, "vcs must be one of 2, 4, 8, got 1"),
+    ({"vcs": 3, "wrap": [False, False]}, "vcs must be one of 1, 2, 4, 8, got 3"),
+    ({"buffer_depth": 3}, "buffer_depth must be one of 1, 2, 4, 8, 16, 32, got 3"),
+    ({"classes": 5}, "classes must be an integer in 1..4, got 5"),
+    ({"flit_bits": 16}, "flit_bits must be an integer in 30..1024, got 16"),
+    ({"top": "chip"}, "top must be one of 'network', 'router', 'harness', got 'chip'"),
+    ({"radix": 3}, "unknown ICI parameter(s): radix"),
+])
+def test_config_refused(params, message):
+    with pytest.raises(ValueError) as info:
+        ICIConfig.from_dict(params)
+    assert message in str(info.value)
+
+
+def test_generate_lint(tmp_path):
+    """A network, a mixed mesh/torus 3D network and a router generate lint-clean Verilog."""
+    for cfg in [ICIConfig(dims=(3, 2)), ICIConfig(dims=(2, 3, 2), wrap=(True, False, True),
+                                                  classes=2, local_ports=2),
+                ICIConfig(dims=(16,), vcs=8, top="router")]:
+        design = generate("ici", cfg)
+        lint(design.write(tmp_path), design.name)
+
+
+def test_generate_deterministic():
+    cfg = ICIConfig(dims=(2, 2))
+    assert generate("ici", cfg).verilog == generate("ici", cfg).verilog
+
+
+def test_cli_generate(tmp_path):
+    spec = tmp_path / "ici.json"
+    spec.write_text(json.dumps({"block": "ici", "parameters": {"dims": [3, 3], "vcs": 2}}))
+    subprocess.run([sys.executable, "-m", "hdl.cli", "generate", "--config", str(spec),
+                    "-o", str(tmp_path)], check=True, capture_output=True)
+    name = ICIConfig(dims=(3, 3)).name
+    sidecar = json.loads((tmp_path / f"{name}.json").read_text())
+    assert sidecar["parameters"]["dims"] == [3, 3]
+    ports = {p["name"] for p in sidecar["ports"]}
+    assert {"inject__8__payload", "eject__8__valid", "crc_errors", "retries"} <= ports
