@@ -146,7 +146,8 @@ response, at saturation; every command checked by the device model, every read c
 the golden memory. Row walk counts the one pseudo-channel it uses. Patterns:
 seq_read / seq_write: 32-beat bursts over a contiguous region; rand_read: 32 B reads at random
 addresses over the whole capacity (row misses); rand_mix: 64 B at random distinct addresses,
-2 reads : 1 write; stream: two ports each reading its own region, 4 pseudo-channels; row_walk:
+2 reads : 1 write; stream: two ports each reading its own region, 4 pseudo-channels, XOR bank
+hashing; row_walk:
 reads in column order, one row after another in one bank (LiteDRAM's "walking rows" anchor).
 The bound comes from the timing (see `sim/hbm_perf.py:bound`), less the tRFC of the refreshes
 that fell in the run.
