@@ -20,7 +20,9 @@ __all__ = ["measure", "bound", "bench", "BENCH_CONFIG", "STREAM_CONFIG"]
 # Deeper reorder lanes than the default so one ID can keep a port busy over the read latency.
 # A deeper queue than the default keeps more banks in view for random traffic.
 BENCH_CONFIG = HBMConfig(rob_depth=128, id_lanes=2, queue_depth=32)
-STREAM_CONFIG = HBMConfig(pseudo_channels=4, ports=2, rob_depth=128, id_lanes=2)
+# XOR bank hashing: the two ports' regions are 10 rows apart, so at the same offset in their
+# regions the streams use different banks (see docs/hbm.md, "Measured results").
+STREAM_CONFIG = HBMConfig(pseudo_channels=4, ports=2, rob_depth=128, id_lanes=2, xor_bank=True)
 
 LITEDRAM = {"seq_read": "96.5%", "row_walk": "47.6%"}
 
@@ -32,7 +34,9 @@ def bound(cfg, pattern, refresh_share=0.0):
     pseudo-channel x tRFC / cycles), during which no data moves. Sequential and streaming: the
     data bus can be busy every cycle (tCCD_S = BL/2, bank groups alternate, ACTs hide behind
     data). Random single accesses (every one a row miss): one ACT per access, at most one per
-    max(tRRD_S, tFAW/4, tRC/banks) cycles, each worth BL/2 busy cycles. Row walk: a row of
+    max(tRRD_S, tFAW/4, tRC/banks) cycles, each worth BL/2 busy cycles; the 2:1 mix also
+    pays the read/write turnarounds of its write batches (write_high - write_low writes per
+    batch), which fit in the ACT-bound idle time when the batch is long enough. Row walk: a row of
     2**col_bits reads in one bank group (tCCD_L apart), then PRE and ACT of the next row in the
     same bank.
     """
@@ -42,9 +46,20 @@ def bound(cfg, pattern, refresh_share=0.0):
         return keep, "data bus every cycle, less tRFC per REF"
     if pattern in ("rand_read", "rand_mix"):
         gap = max(t.rrd_s, t.faw / 4, t.rc / cfg.banks)
-        return keep * t.burst_cycles / gap, (f"one ACT per {gap:g} cycles "
-                                             f"(tRRD_S {t.rrd_s}, tFAW/4 {t.faw / 4:g}, "
-                                             f"tRC/banks {t.rc / cfg.banks:g})")
+        why = (f"one ACT per {gap:g} cycles (tRRD_S {t.rrd_s}, tFAW/4 {t.faw / 4:g}, "
+               f"tRC/banks {t.rc / cfg.banks:g})")
+        if pattern == "rand_read":
+            return keep * t.burst_cycles / gap, why
+        # Batches of b = write_high - write_low writes and 2b reads. Data-bus idle per batch:
+        # read data to write data 1 cycle (RD to WR CL + 3 - CWL), write data to read data
+        # tWTR_L + CL (WR to RD CWL + 2 + tWTR_L, then CL to the data), worst case same group.
+        b = cfg.write_high - cfg.write_low
+        turn = (t.rd_to_wr + t.cwl - t.cl - t.burst_cycles) + (t.wr_to_rd_l + t.cl - t.cwl
+                                                               - t.burst_cycles)
+        acts, data = 3 * b * gap, 3 * b * t.burst_cycles + turn
+        return keep * 3 * b * t.burst_cycles / max(acts, data), (
+            f"batch of {b} writes + {2 * b} reads: max({acts:g} ACT cycles, "
+            f"{3 * b * t.burst_cycles} data + {turn} turnaround cycles); {why}")
     if pattern == "row_walk":
         n = 1 << cfg.col_bits
         cycle = max(t.rc, t.rcd_rd + (n - 1) * t.ccd_l + t.rtp + t.rp)
@@ -131,7 +146,8 @@ response, at saturation; every command checked by the device model, every read c
 the golden memory. Row walk counts the one pseudo-channel it uses. Patterns:
 seq_read / seq_write: 32-beat bursts over a contiguous region; rand_read: 32 B reads at random
 addresses over the whole capacity (row misses); rand_mix: 64 B at random distinct addresses,
-2 reads : 1 write; stream: two ports each reading its own region, 4 pseudo-channels; row_walk:
+2 reads : 1 write; stream: two ports each reading its own region, 4 pseudo-channels, XOR bank
+hashing; row_walk:
 reads in column order, one row after another in one bank (LiteDRAM's "walking rows" anchor).
 The bound comes from the timing (see `sim/hbm_perf.py:bound`), less the tRFC of the refreshes
 that fell in the run.
