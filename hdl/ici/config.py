@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ..params import ConfigDict, check_bool, check_choice, check_int
 
-__all__ = ["ICIConfig", "TOPS", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS"]
+__all__ = ["ICIConfig", "TOPS", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS", "node_coords",
+           "node_index"]
 
 TOPS = ("network", "router", "harness")
 SEQ_BITS = 8
@@ -207,3 +208,20 @@ class ICIConfig(ConfigDict):
             if key in d and not isinstance(d[key], list | tuple):
                 raise ValueError(f"{key} must be a list, got {d[key]!r}")
         return super().from_dict(d)
+
+
+def node_coords(cfg, n):
+    """Coordinates of node ``n`` (dimension 0 varies fastest)."""
+    out = []
+    for k in cfg.dims:
+        out.append(n % k)
+        n //= k
+    return tuple(out)
+
+
+def node_index(cfg, coords):
+    """Node number of ``coords`` (the inverse of :func:`node_coords`)."""
+    n = 0
+    for c, k in zip(reversed(coords), reversed(cfg.dims), strict=True):
+        n = n * k + c
+    return n

@@ -17,26 +17,11 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.hier import Submodule, convert_hierarchy
 from ..lib.xorshift import xorshift
+from .config import node_coords, node_index
 from .packet import eject_layout, reverse_layout, wire_layout
 from .router import COUNTER_WIDTH, COUNTERS, Router
 
 __all__ = ["Network", "FaultInjector", "node_coords", "node_index"]
-
-
-def node_coords(cfg, n):
-    """Coordinates of node ``n`` (dimension 0 varies fastest)."""
-    out = []
-    for k in cfg.dims:
-        out.append(n % k)
-        n //= k
-    return tuple(out)
-
-
-def node_index(cfg, coords):
-    n = 0
-    for c, k in zip(reversed(coords), reversed(cfg.dims), strict=True):
-        n = n * k + c
-    return n
 
 
 class FaultInjector(wiring.Component):

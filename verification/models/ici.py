@@ -24,6 +24,10 @@
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
+# Node numbering is part of the configuration (dimension 0 varies fastest), not of the RTL.
+from hdl.ici.config import node_coords as coords_of
+from hdl.ici.config import node_index as index_of
+
 __all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc", "coords_of", "index_of",
            "min_hops", "route_step", "path", "lane",
            "channel_dependency_graph", "find_cycle", "zero_load_latency", "average_hops",
@@ -32,21 +36,6 @@ __all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc", "coords_of",
 
 PATTERN_NAMES = ("uniform", "transpose", "bitcomp", "hotspot", "neighbour", "alltoall")
 SEQ_BITS = 8
-
-
-def coords_of(cfg, n):
-    out = []
-    for k in cfg.dims:
-        out.append(n % k)
-        n //= k
-    return tuple(out)
-
-
-def index_of(cfg, coords):
-    n = 0
-    for c, k in zip(reversed(coords), reversed(cfg.dims), strict=True):
-        n = n * k + c
-    return n
 
 
 def _dim_distance(k, wrap, a, b):
