@@ -50,6 +50,17 @@ COUNTER_WIDTH = 32
 EJECT_DEPTH = 4
 
 
+def _encode(m, onehot, n, index_name, valid_name):
+    """Index of the set bit of an ``n``-bit one-hot ``onehot``, and whether one is set."""
+    index = Signal(range(n), name=index_name)
+    for k in range(n):
+        with m.If(onehot[k]):
+            m.d.comb += index.eq(k)
+    valid = Signal(name=valid_name)
+    m.d.comb += valid.eq(onehot != 0)
+    return index, valid
+
+
 def _meta_layout(cfg):
     return data.StructLayout({"head": 1, "tail": 1, "op": range(cfg.ports),
                               "ovc": range(cfg.total_vcs)})
@@ -267,12 +278,7 @@ class Router(wiring.Component):
                 tovcs.append(tovc)
             win = Signal(name=f"granted{i}")
             grant = round_robin(m, Cat(*reqs), win, name=f"ia{i}")
-            idx = Signal(range(V), name=f"pick{i}")
-            for v in range(V):
-                with m.If(grant[v]):
-                    m.d.comb += idx.eq(v)
-            pv = Signal(name=f"pickv{i}")
-            m.d.comb += pv.eq(grant != 0)
+            idx, pv = _encode(m, grant, V, f"pick{i}", f"pickv{i}")
             pick_vc.append(idx)
             pick_valid.append(pv)
             pop_ = Signal(range(P), name=f"pickop{i}")
@@ -310,12 +316,7 @@ class Router(wiring.Component):
 
         for o in range(P):
             g = out_grants[o]
-            src = Signal(range(P), name=f"xsel{o}")
-            for i in range(P):
-                with m.If(g[i]):
-                    m.d.comb += src.eq(i)
-            sent = Signal(name=f"sent{o}")
-            m.d.comb += sent.eq(g != 0)
+            src, sent = _encode(m, g, P, f"xsel{o}", f"sent{o}")
             flit = Signal(cfg.flit_bits, name=f"xdata{o}")
             raw = Signal(cfg.flit_bits, name=f"xraw{o}")
             f = Signal(_meta_layout(cfg), name=f"xfront{o}")
