@@ -14,10 +14,17 @@ column buses):
   * Column command: the oldest request whose row is open and whose every timing counter is
     ready (FR-FCFS: a row hit goes ahead of older misses). Reads and writes are served in
     batches: the queue is in read mode until ``write_high`` writes wait (or no read can go),
-    then in write mode until ``write_low`` remain and a read waits.
-  * Row command: ACT for the oldest request of the mode whose bank is closed; PRE for the oldest
-    whose bank is open on another row, unless a request of the mode still hits that row; with the
-    closed-page policy, PRE of any open row that no queued request hits.
+    then in write mode until ``write_low`` remain and a read waits. When requests starve (see
+    below), the mode of the oldest starving one is taken, so a lone write is not held back by
+    reads forever, nor reads by a steady stream of writes. A switch is made in two steps:
+    first the row commands turn to the next mode while the old mode's requests whose rows are
+    open still get their column commands (at most ``LEAVE_LIMIT`` cycles); then the column
+    commands follow. The new mode's ACTs so overlap the bus turnaround, and rows opened for
+    the old mode are not closed before they are used.
+  * Row command: ACT for the oldest request of the (row commands') mode whose bank is closed;
+    PRE for the oldest whose bank is open on another row, unless a request of that mode (while
+    switching: of either) still hits the row; with the closed-page policy, PRE of any open row
+    that no queued request hits.
   * Starvation cap: a request that has waited ``starvation_cap`` cycles goes first in both
     choices, and nobody else may use its bank until its row is open, so row hits to another row
     cannot pass it forever.
@@ -33,9 +40,12 @@ empty for 16 cycles, or forced when ``refresh_postpone`` are owed (JEDEC allows 
 column commands stop, PREA closes the banks when their timing allows, and REF issues when tRP
 has passed.
 
-Responses: read data goes out on ``rresp`` with its tag (``err`` for an uncorrectable word),
-write completions on ``bresp`` when the WR command issues; a read or write is only issued when
-its response has room, so responses never back up into the device's fixed-latency data path.
+Responses: read data goes out on ``rresp`` with its tag (``err`` for an uncorrectable word).
+Write completions go out on ``bresp``: a full write (every strobe set) is posted, answered as
+it enters the queue, since from then on every later request to its address is ordered behind it
+(hazards above); a partial write is answered when its WR issues or it is dropped, because its
+merge read may find an uncorrectable word. A read is only issued when its response has room,
+so responses never back up into the device's fixed-latency data path.
 """
 
 
@@ -58,6 +68,7 @@ TAG_FIFO_DEPTH = 16
 RRESP_DEPTH = 16
 BRESP_DEPTH = 8
 IDLE_REFRESH = 16       # empty-queue cycles before an owed refresh is done early
+LEAVE_LIMIT = 32        # cycles a mode switch waits for the old mode's row hits at most
 
 
 class RowOp(enum.Enum, shape=2):
@@ -146,7 +157,8 @@ class PseudoChannel(wiring.Component):
     rresp : Out(stream of rresp_layout)
         Read data, corrected, with the request's tag and ``err`` (uncorrectable word).
     bresp : Out(stream of bresp_layout)
-        One completion per write, ``err`` when a partial write met an uncorrectable word.
+        One completion per write: a full write as it is queued (posted), a partial write when
+        its WR issues, ``err`` when its merge read met an uncorrectable word.
     dfi : Out(DfiSignature)
         The device side.
     idle : Out(1)
@@ -222,7 +234,7 @@ class PseudoChannel(wiring.Component):
         wslot_bits = max(1, (W - 1).bit_length())
         wait_bits = cfg.starvation_cap.bit_length()
         entry_layout = data.StructLayout({
-            "write": 1, "rmw": 1, "rmw_busy": 1, "cancel": 1,
+            "write": 1, "rmw": 1, "rmw_busy": 1, "cancel": 1, "posted": 1,
             "bank": cfg.bank_bits, "row": cfg.row_bits, "col": cfg.col_bits,
             "tag": tag_bits(cfg), "wslot": wslot_bits, "wait": wait_bits,
         })
@@ -231,6 +243,9 @@ class PseudoChannel(wiring.Component):
         valid = Cat(*[count > i for i in range(Q)])
 
         wmode = Signal()
+        leaving = Signal()      # switching mode: row commands already serve the next one
+        row_mode = Signal()
+        m.d.comb += row_mode.eq(wmode ^ leaving)
         ref_active = Signal()
 
         # Per-entry views.
@@ -249,31 +264,51 @@ class PseudoChannel(wiring.Component):
             m.d.comb += blocked[i].eq(Cat(*conflicts).any() if conflicts else 0)
 
         is_rd = Signal(Q)       # needs a RD: a read, or a partial write before its merge
-        of_mode = Signal(Q)
+        of_mode = Signal(Q)     # column commands: requests of the mode
+        of_row = Signal(Q)      # row commands: of the mode, or of the next while leaving
         starving = Signal(Q)
         for i, e in enumerate(q):
             m.d.comb += [
                 is_rd[i].eq(~e.write | e.rmw),
                 of_mode[i].eq(valid[i] & (e.write == wmode)),
+                of_row[i].eq(valid[i] & (e.write == row_mode)),
                 starving[i].eq(e.wait == cfg.starvation_cap),
             ]
         if frfcfs:
-            considered = of_mode
+            considered, row_considered = of_mode, of_row
         else:
             considered = Cat(valid[0], Const(0, Q - 1)) if Q > 1 else valid[:1]
-        urgent = Signal(Q)      # starving requests of the mode: served first
-        m.d.comb += urgent.eq(considered & starving if frfcfs else 0)
+            row_considered = considered
+        urgent = Signal(Q)      # starving requests: served first
+        row_urgent = Signal(Q)
+        m.d.comb += [urgent.eq(considered & starving if frfcfs else 0),
+                     row_urgent.eq(row_considered & starving if frfcfs else 0)]
 
-        # Read/write mode: batches of writes between the watermarks.
+        # Read/write mode: batches of writes between the watermarks; the mode of the oldest
+        # starving request goes first. A switch first drains the open-row hits of the old mode
+        # (their rows were opened for them) while the new mode's rows are opened, so the ACTs
+        # of the new mode overlap the turnaround.
+        writes = Cat(*[e.write for e in q])
         nwrites = Signal(range(Q + 1))
         m.d.comb += nwrites.eq(sum(valid[i] & q[i].write for i in range(Q)))
-        rd_avail = (valid & ~Cat(*[e.write for e in q]) & ~blocked).any()
-        wr_avail = (valid & Cat(*[e.write for e in q]) & ~blocked).any()
-        rd_hazard = (valid & ~Cat(*[e.write for e in q]) & blocked).any()
-        with m.If(~wmode & wr_avail & ((nwrites >= cfg.write_high) | ~rd_avail | rd_hazard)):
-            m.d.sync += wmode.eq(1)
-        with m.If(wmode & rd_avail & ((nwrites <= cfg.write_low) | ~wr_avail)):
-            m.d.sync += wmode.eq(0)
+        rd_avail = (valid & ~writes & ~blocked).any()
+        wr_avail = (valid & writes & ~blocked).any()
+        rd_hazard = (valid & ~writes & blocked).any()
+        starve_idx, starve_any = _first(m, "starve", valid & starving)
+        starve_write = Array(q)[starve_idx].write
+        go_write = wr_avail & ((nwrites >= cfg.write_high) | ~rd_avail | rd_hazard
+                               | (starve_any & starve_write))
+        go_read = rd_avail & ((nwrites <= cfg.write_low) | ~wr_avail
+                              | (starve_any & ~starve_write))
+        mode_hits = (of_mode & ((hit & ~blocked) | Cat(*[e.cancel for e in q]))).any()
+        leave_for = Signal(range(LEAVE_LIMIT + 1))
+        with m.If(~leaving):
+            with m.If(Mux(wmode, go_read, go_write)):
+                m.d.sync += [leaving.eq(1), leave_for.eq(0)]
+        with m.Else():
+            m.d.sync += leave_for.eq(leave_for + 1)
+            with m.If(~mode_hits | (leave_for == LEAVE_LIMIT)):
+                m.d.sync += [wmode.eq(~wmode), leaving.eq(0)]
 
         # --- Write buffer ------------------------------------------------------------------
         wbuf_data = Array(Signal(nbits, name=f"wbuf_data{i}") for i in range(W))
@@ -290,7 +325,7 @@ class PseudoChannel(wiring.Component):
                                                    depth=BRESP_DEPTH)
         inflight = Signal(range(RRESP_DEPTH + 1))     # reads issued whose data is not back
         rd_room = (inflight + rfifo.level < RRESP_DEPTH) & tags.w_rdy
-        wr_room = bfifo.level < BRESP_DEPTH - 1       # one slot kept for a cancel
+        b_room = bfifo.w_rdy
         m.d.comb += [
             self.rresp.payload.eq(rfifo.r_data), self.rresp.valid.eq(rfifo.r_rdy),
             rfifo.r_en.eq(self.rresp.ready),
@@ -301,7 +336,7 @@ class PseudoChannel(wiring.Component):
         # Banks a starving request waits to open its row in: nobody else may use them.
         reserved = Signal(B)
         for b in range(B):
-            m.d.comb += reserved[b].eq(Cat(*[urgent[i] & ~hit[i] & (q[i].bank == b)
+            m.d.comb += reserved[b].eq(Cat(*[row_urgent[i] & ~hit[i] & (q[i].bank == b)
                                              for i in range(Q)]).any())
 
         # --- Column command choice ---------------------------------------------------------
@@ -309,10 +344,10 @@ class PseudoChannel(wiring.Component):
         for i, e in enumerate(q):
             bg = bg_of(e.bank)
             rd_timing = rd_ok[e.bank] & wtr.ready & wtr_l_ok[bg] & rd_room
-            wr_timing = wr_ok[e.bank] & rtw.ready & wr_room
+            wr_timing = wr_ok[e.bank] & rtw.ready & (e.posted | b_room)
             timing_ok = ccd.ready & ccd_l_ok[bg] & Mux(is_rd[i], rd_timing, wr_timing)
             m.d.comb += col_ok[i].eq(
-                considered[i] & (e.cancel | (hit[i] & timing_ok & ~e.rmw_busy
+                considered[i] & ((e.cancel & b_room) | (hit[i] & timing_ok & ~e.rmw_busy
                                              & ~blocked[i] & ~ref_active
                                              & (urgent[i] | ~reserved.bit_select(e.bank, 1)))))
         col_pick = Signal(Q)
@@ -327,6 +362,7 @@ class PseudoChannel(wiring.Component):
         issue_rd = col_issue & col_is_rd
         issue_wr = col_issue & ~col_is_rd
         removes = col_cancel | issue_wr | (issue_rd & ~col_e.write)
+        col_bresp = col_cancel | (issue_wr & ~col_e.posted)     # answers a partial write
         m.d.comb += [
             dfi.col_valid.eq(col_issue),
             dfi.col_op.eq(Mux(col_is_rd, ColOp.RD, ColOp.WR)),
@@ -335,33 +371,39 @@ class PseudoChannel(wiring.Component):
         ]
 
         # --- Row command choice ------------------------------------------------------------
-        # Rows of the mode still hit by some request: not to be closed (FR-FCFS).
-        hit_of_mode = Signal(B)
+        # Rows hit by a request of the mode stay open (FR-FCFS), while leaving a mode also
+        # those of the old one; a starving request may close one, unless a starving request
+        # hits it.
         hit_any = Signal(B)
+        protected = Signal(B)
+        urgent_hit = Signal(B)
         for b in range(B):
+            in_b = Cat(*[hit[i] & (q[i].bank == b) for i in range(Q)])
             m.d.comb += [
-                hit_of_mode[b].eq(Cat(*[hit[i] & of_mode[i] & (q[i].bank == b)
-                                        for i in range(Q)]).any()),
-                hit_any[b].eq(Cat(*[hit[i] & (q[i].bank == b) for i in range(Q)]).any()),
+                hit_any[b].eq(in_b.any()),
+                protected[b].eq((in_b & Mux(leaving, valid, of_row)).any()),
+                urgent_hit[b].eq((in_b & urgent).any()),
             ]
         act_ready = rrd.ready & faw.ready & rfc.ready & ~ref_active
         need_act = Signal(Q)
         need_pre = Signal(Q)
         for i, e in enumerate(q):
             bank_open = is_open.bit_select(e.bank, 1)
-            pre_allowed = ~hit_of_mode.bit_select(e.bank, 1) | urgent[i] | (not frfcfs)
-            mine = urgent[i] | ~reserved.bit_select(e.bank, 1)
+            pre_allowed = (~protected.bit_select(e.bank, 1)
+                           | (row_urgent[i] & ~urgent_hit.bit_select(e.bank, 1)) | (not frfcfs))
+            mine = row_urgent[i] | ~reserved.bit_select(e.bank, 1)
             m.d.comb += [
-                need_act[i].eq(considered[i] & ~e.cancel & ~bank_open & act_ok[e.bank]
+                need_act[i].eq(row_considered[i] & ~e.cancel & ~bank_open & act_ok[e.bank]
                                & act_ready & rrd_l_ok[bg_of(e.bank)] & mine),
-                need_pre[i].eq(considered[i] & ~e.cancel & bank_open & ~hit[i]
+                need_pre[i].eq(row_considered[i] & ~e.cancel & bank_open & ~hit[i]
                                & pre_ok[e.bank] & pre_allowed & ~ref_active & mine
                                & ~(col_issue & (col_e.bank == e.bank))),
             ]
         row_need = Signal(Q)
         m.d.comb += row_need.eq(need_act | need_pre)
         row_pick = Signal(Q)
-        m.d.comb += row_pick.eq(Mux((row_need & urgent).any(), row_need & urgent, row_need))
+        m.d.comb += row_pick.eq(Mux((row_need & row_urgent).any(), row_need & row_urgent,
+                                    row_need))
         row_idx, row_any = _first(m, "row", row_pick)
         row_e = Signal(entry_layout)
         m.d.comb += row_e.eq(Array(q)[row_idx])
@@ -523,9 +565,11 @@ class PseudoChannel(wiring.Component):
         take = self.req.valid & self.req.ready
         new = Signal(entry_layout)
         r = self.req.payload
+        post = r.write & r.strb.all()
         m.d.comb += [
-            self.req.ready.eq((count < Q) & (~r.write | wfree_any)),
-            new.write.eq(r.write), new.rmw.eq(r.write & ~r.strb.all()),
+            self.req.ready.eq((count < Q) & (~r.write | wfree_any)
+                              & (~post | (b_room & ~col_bresp))),
+            new.write.eq(r.write), new.rmw.eq(r.write & ~r.strb.all()), new.posted.eq(post),
             new.bank.eq(r.bank), new.row.eq(r.row), new.col.eq(r.col), new.tag.eq(r.tag),
             new.wslot.eq(wfree_idx),
         ]
@@ -566,8 +610,8 @@ class PseudoChannel(wiring.Component):
         m.d.sync += wfree.eq((wfree | freed | cancel_free) & ~alloc)
 
         m.d.comb += [
-            bfifo.w_en.eq(issue_wr | col_cancel),
-            bfifo.w_data.eq(Cat(col_e.tag, col_cancel)),
+            bfifo.w_en.eq(col_bresp | (take & post)),
+            bfifo.w_data.eq(Mux(col_bresp, Cat(col_e.tag, col_cancel), Cat(r.tag, 0))),
         ]
 
         # --- Status and counters -----------------------------------------------------------

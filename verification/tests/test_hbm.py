@@ -13,7 +13,8 @@ from verification.models.hbm import MAX_POSTPONED, HBMDeviceModel, Violation
 
 TB = "verification.tb.hbm"
 COCOTB_TESTS = ["test_random_mix", "test_read_after_write", "test_long_bursts", "test_ecc",
-                "test_bad_requests", "test_refresh_soak", "test_refresh_under_load"]
+                "test_bad_requests", "test_refresh_soak", "test_refresh_under_load",
+                "test_write_not_starved"]
 
 CONFIGS = {
     "default": HBMConfig(),
