@@ -23,8 +23,8 @@ __all__ = ["measure", "bound", "bench", "BENCH_CONFIG", "STREAM_CONFIG"]
 # starvation cap above the normal wait in a full queue (else every request starves and the
 # order degenerates to FCFS), closed pages (a row no queued request hits is precharged at once,
 # so a random access finds its bank ready).
-BENCH_CONFIG = HBMConfig(rob_depth=256, id_lanes=2, queue_depth=32, write_buffer=24,
-                         write_high=20, write_low=8, starvation_cap=512, page_policy="closed")
+BENCH_CONFIG = HBMConfig(rob_depth=256, id_lanes=2, queue_depth=64, write_buffer=32,
+                         write_high=28, write_low=12, starvation_cap=512, page_policy="closed")
 # XOR bank hashing: the two ports' regions are 10 rows apart, so at the same offset in their
 # regions the streams use different banks (see docs/hbm.md, "Measured results").
 STREAM_CONFIG = HBMConfig(pseudo_channels=4, ports=2, rob_depth=128, id_lanes=2, xor_bank=True)

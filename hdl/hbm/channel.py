@@ -36,9 +36,9 @@ column buses):
     that read finds an uncorrectable word, the write is dropped and answered with an error.
 
 Refresh: every tREFI one refresh becomes owed. Owed refreshes are done when the queue has been
-empty for 16 cycles, or forced when ``refresh_postpone`` are owed (JEDEC allows 8): ACT and
-column commands stop, PREA closes the banks when their timing allows, and REF issues when tRP
-has passed.
+empty for 16 cycles, or forced when ``refresh_postpone`` are owed (JEDEC allows 8): ACTs stop,
+column commands to open rows go on only while they do not delay the PREA, PREA closes the banks
+when their timing allows, and REF issues when tRP has passed.
 
 Responses: read data goes out on ``rresp`` with its tag (``err`` for an uncorrectable word).
 Write completions go out on ``bresp``: a full write (every strobe set) is posted, answered as
@@ -340,15 +340,22 @@ class PseudoChannel(wiring.Component):
                                              for i in range(Q)]).any())
 
         # --- Column command choice ---------------------------------------------------------
+        # While a refresh waits for its PREA, column commands to open rows go on as long as they
+        # do not delay it: some open bank must still wait at least as long for its PRE as the
+        # command would make its own bank wait (tRTP after RD, CWL + 2 + tWR after WR).
+        ref_rd_ok = Cat(*[is_open[b] & (bank_pre[b].left >= t.rtp) for b in range(B)]).any()
+        ref_wr_ok = Cat(*[is_open[b] & (bank_pre[b].left >= t.wr_to_pre)
+                          for b in range(B)]).any()
         col_ok = Signal(Q)
         for i, e in enumerate(q):
             bg = bg_of(e.bank)
             rd_timing = rd_ok[e.bank] & wtr.ready & wtr_l_ok[bg] & rd_room
             wr_timing = wr_ok[e.bank] & rtw.ready & (e.posted | b_room)
             timing_ok = ccd.ready & ccd_l_ok[bg] & Mux(is_rd[i], rd_timing, wr_timing)
+            ref_ok = ~ref_active | Mux(is_rd[i], ref_rd_ok, ref_wr_ok)
             m.d.comb += col_ok[i].eq(
                 considered[i] & ((e.cancel & b_room) | (hit[i] & timing_ok & ~e.rmw_busy
-                                             & ~blocked[i] & ~ref_active
+                                             & ~blocked[i] & ref_ok
                                              & (urgent[i] | ~reserved.bit_select(e.bank, 1)))))
         col_pick = Signal(Q)
         m.d.comb += col_pick.eq(Mux((col_ok & urgent).any(), col_ok & urgent, col_ok))

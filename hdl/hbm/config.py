@@ -113,7 +113,7 @@ class HBMConfig(ConfigDict):
     density_gb : int
         Die density, 2, 4 or 8 Gb: sets the all-bank refresh time tRFC (160/260/350 ns).
     queue_depth : int
-        Requests per pseudo-channel command queue, 2..32.
+        Requests per pseudo-channel command queue, 2..64.
     write_buffer : int
         Write data slots per pseudo-channel, 1..queue_depth.
     write_high, write_low : int
@@ -189,7 +189,7 @@ class HBMConfig(ConfigDict):
         check_int("col_bits", self.col_bits, 1, 7)
         check_choice("data_width", self.data_width, (64, 128))
         check_choice("density_gb", self.density_gb, tuple(RFC_NS))
-        check_int("queue_depth", self.queue_depth, 2, 32)
+        check_int("queue_depth", self.queue_depth, 2, 64)
         check_int("write_buffer", self.write_buffer, 1, self.queue_depth)
         check_int("write_high", self.write_high, 1, self.write_buffer)
         check_int("write_low", self.write_low, 0, self.write_high - 1)

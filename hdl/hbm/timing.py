@@ -27,6 +27,8 @@ class Countdown(wiring.Component):
     -------
     ready : Out(1)
         The constraint is met this cycle (combinational from the count register).
+    left : Out(range(max delay))
+        Cycles until ``ready`` (0 when ready).
     """
 
     def __init__(self, delays):
@@ -34,12 +36,13 @@ class Countdown(wiring.Component):
             if d < 1:
                 raise ValueError(f"delay of {name} must be at least 1 cycle, got {d}")
         self._delays = dict(delays)
-        super().__init__({**{name: In(1) for name in delays}, "ready": Out(1)})
+        top = max(self._delays.values())
+        super().__init__({**{name: In(1) for name in delays}, "ready": Out(1),
+                          "left": Out(range(top + 1))})
 
     def elaborate(self, platform):
         m = Module()
-        top = max(self._delays.values())
-        count = Signal(range(top + 1))
+        count = self.left
         m.d.comb += self.ready.eq(count == 0)
         nxt = Mux(count == 0, 0, count - 1)
         for name, d in self._delays.items():

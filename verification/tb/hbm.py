@@ -632,7 +632,7 @@ async def test_refresh_under_load(dut):
     cfg = tb.cfg
     accesses = 10 * cfg.timing.refi * cfg.pseudo_channels // 2
     for phase in ("seq_write", "seq_read", "rand_read"):
-        drivers = [Saturator(tb, p) for p in range(cfg.ports)]
+        drivers = [Saturator(tb, p, "random_random") for p in range(cfg.ports)]
         n = {"seq_write": accesses, "seq_read": accesses // 8, "rand_read": 2000}[phase]
         for p, drv in enumerate(drivers):
             for cmd in _pattern(tb, phase, n // cfg.ports, p, cfg.ports):

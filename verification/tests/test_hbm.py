@@ -242,7 +242,7 @@ def test_model_stores_and_injects():
 @pytest.mark.parametrize("params, message", [
     ({"speed": "3200"}, "speed must be one of '1600', '2000', '2400', got '3200'"),
     ({"pseudo_channels": 3}, "pseudo_channels must be one of 1, 2, 4, 8, 16, 32, got 3"),
-    ({"queue_depth": 1}, "queue_depth must be an integer in 2..32, got 1"),
+    ({"queue_depth": 1}, "queue_depth must be an integer in 2..64, got 1"),
     ({"write_buffer": 20}, "write_buffer must be an integer in 1..16, got 20"),
     ({"write_low": 6}, "write_low must be an integer in 0..5, got 6"),
     ({"page_policy": "adaptive"}, "page_policy must be one of 'open', 'closed'"),
