@@ -8,6 +8,7 @@ import pytest
 
 from hdl.generate import generate
 from hdl.hbm.config import MAPPINGS, HBMConfig
+from sim.hbm_perf import BENCH_CONFIG
 from sim.runner import lint
 from verification.models.hbm import MAX_POSTPONED, HBMDeviceModel, Violation
 
@@ -25,10 +26,20 @@ CONFIGS = {
 }
 
 
+# The benchmark's configuration (64-entry queue, 32 write slots, closed page): the scheduler's
+# widest build, on the tests that stress the queue.
+DEEP_TESTS = ["test_random_mix", "test_read_after_write", "test_write_not_starved"]
+
+
 @pytest.mark.parametrize("test", COCOTB_TESTS)
 @pytest.mark.parametrize("name", CONFIGS)
 def test_hbm(cocotb_run, name, test):
     cocotb_run("hbm", CONFIGS[name], TB, rf"\.{test}(/|$)")
+
+
+@pytest.mark.parametrize("test", DEEP_TESTS)
+def test_hbm_deep(cocotb_run, test):
+    cocotb_run("hbm", BENCH_CONFIG, TB, rf"\.{test}(/|$)")
 
 
 def test_generate_lint(tmp_path):
