@@ -136,11 +136,12 @@ def bench(quick=False):
                     f"{100 * t.rfc / t.refi:.2f}%"]]
 
     cost_rows = []
-    for cfg in ([BENCH_CONFIG] if quick else [HBMConfig(), STREAM_CONFIG]):
+    for cfg in ([BENCH_CONFIG] if quick else [HBMConfig(), STREAM_CONFIG, BENCH_CONFIG]):
         gen = median_seconds(lambda cfg=cfg: generate("hbm", cfg))
         design = generate("hbm", cfg)
         builds = [build(design, force=True).seconds for _ in range(1 if quick else REPEATS)]
-        cost_rows.append([f"{cfg.pseudo_channels} PC, {cfg.ports} port", f"{gen:.1f}",
+        cost_rows.append([f"{cfg.pseudo_channels} PC, {cfg.ports} port, queue "
+                          f"{cfg.queue_depth}", f"{gen:.1f}",
                           f"{statistics.median(builds):.1f}",
                           " / ".join(f"{b:.1f}" for b in builds)])
         print(cost_rows[-1], flush=True)
