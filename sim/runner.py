@@ -116,10 +116,6 @@ def _run_sampling_memory(cmd, log, env, period=0.25):
         time.sleep(period)
     return proc.returncode, peak
 
-    @property
-    def sidecar_path(self):
-        return self.directory / f"{self.design.name}.json"
-
 
 def verilator_fst():
     """Verilator writes FST only when the system has liblz4's header; otherwise VCD."""
