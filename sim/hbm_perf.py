@@ -93,6 +93,11 @@ def measure(cfg, pattern, accesses, *, seed=1, tag="bench"):
     return r
 
 
+def _changes(cfg):
+    default = HBMConfig().to_dict()
+    return ", ".join(f"{k}={v!r}" for k, v in cfg.to_dict().items() if default[k] != v)
+
+
 def bench(quick=False):
     """Efficiency per pattern, refresh overhead and tool cost; writes docs/results/hbm.md."""
     scale = 1 if quick else 5
@@ -159,6 +164,9 @@ def bench(quick=False):
     text = f"""# HBM controller benchmark results
 
 Measured by `make bench` on {machine()}.
+
+Configuration (`sim/hbm_perf.py`, differences from the defaults): {_changes(BENCH_CONFIG)};
+stream: {_changes(STREAM_CONFIG)}.
 
 HBM2-{BENCH_CONFIG.speed} timing ({BENCH_CONFIG.density_gb} Gb: tRFC {tim.rfc}, tREFI
 {tim.refi} cycles), 32 B per access, 2 data cycles per access. Efficiency = data-bus busy

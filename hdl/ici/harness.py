@@ -28,6 +28,7 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.hier import Submodule, convert_hierarchy
+from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from .config import SEQ_BITS, TIMESTAMP_BITS
 from .network import Network, node_coords
@@ -398,8 +399,8 @@ class Harness(wiring.Component):
                 "ej_packets": (chks, "packets"), "ej_flits": (chks, "flits"),
                 "lat_sum": (chks, "lat_sum"), "errors": (chks, "errors")}
         for out, (units, name) in sums.items():
-            m.d.comb += getattr(self, out).eq(sum(getattr(u, name) for u in units))
-        m.d.comb += self.busy.eq(reduce(lambda a, b: a | b, [g.busy for g in gens]))
+            m.d.comb += getattr(self, out).eq(tree_sum(getattr(u, name) for u in units))
+        m.d.comb += self.busy.eq(Cat(*[g.busy for g in gens]).any())
         lat_max = Const(0, TIMESTAMP_BITS)
         for e, c in enumerate(chks):
             step = Signal(TIMESTAMP_BITS, name=f"lat_max{e}")   # a signal: no tree blow-up

@@ -16,6 +16,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.hier import Submodule, convert_hierarchy
+from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from .config import node_coords, node_index
 from .packet import eject_layout, reverse_layout, wire_layout
@@ -144,9 +145,9 @@ class Network(wiring.Component):
                     m.d.comb += r.link_in[p].flit.eq(0)
 
         for name in COUNTERS:
-            m.d.comb += getattr(self, name).eq(sum(getattr(r, name) for r in routers))
+            m.d.comb += getattr(self, name).eq(tree_sum(getattr(r, name) for r in routers))
         if cfg.faults:
             total = Signal(range(len(fault_events) + 1))
-            m.d.comb += total.eq(sum(fault_events))
+            m.d.comb += total.eq(tree_sum(fault_events))
             m.d.sync += self.faults.eq(self.faults + total)
         return m
