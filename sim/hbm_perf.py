@@ -17,12 +17,12 @@ from sim.runner import BUILD, build, run
 
 __all__ = ["measure", "bound", "bench", "BENCH_CONFIG", "STREAM_CONFIG"]
 
-# Sized for saturation (docs/hbm.md, "Sizing"): a reorder buffer deep enough that one port keeps
-# both queues full over the read latency (Little's law), the deepest queue (more banks in view
-# for random traffic), a write buffer and watermarks that give long write batches, a
-# starvation cap above the normal wait in a full queue (else every request starves and the
-# order degenerates to FCFS), closed pages (a row no queued request hits is precharged at once,
-# so a random access finds its bank ready).
+# Sized for saturation (docs/hbm.md, "Sizing for throughput"): a reorder buffer deep enough
+# that one port keeps both queues full over the read latency (Little's law), the deepest queue
+# (more banks in view for random traffic), a write buffer and watermarks that give long write
+# batches, a starvation cap above the normal wait in a full queue (else every request starves
+# and the order degenerates to FCFS), closed pages (a row no queued request hits is precharged
+# at once, so a random access finds its bank ready).
 BENCH_CONFIG = HBMConfig(rob_depth=256, id_lanes=2, queue_depth=64, write_buffer=32,
                          write_high=28, write_low=12, starvation_cap=512, page_policy="closed")
 # XOR bank hashing: the two ports' regions are 10 rows apart, so at the same offset in their
@@ -38,14 +38,15 @@ def bound(cfg, pattern, refresh_share=0.0):
     ``refresh_share``: fraction of the run the pseudo-channels spent in tRFC (forced REFs per
     pseudo-channel x tRFC / cycles), during which no data moves. Refreshes done early in idle
     time (a pseudo-channel that finished its share of the pattern first) cost nothing and are
-    not counted. Sequential and streaming: the
-    data bus can be busy every cycle (tCCD_S = BL/2, bank groups alternate, ACTs hide behind
-    data). Random single accesses (every one a row miss): one ACT per access, at most one per
-    max(tRRD_S, tFAW/4, tRC/banks) cycles, each worth BL/2 busy cycles; the 2:1 mix also
-    pays the read/write turnarounds of its write batches (write_high - write_low writes per
-    batch), which fit in the ACT-bound idle time when the batch is long enough. Row walk: a row of
-    2**col_bits reads in one bank group (tCCD_L apart), then PRE and ACT of the next row in the
-    same bank.
+    not counted.
+
+    Sequential and streaming: the data bus can be busy every cycle (tCCD_S = BL/2, bank groups
+    alternate, ACTs hide behind data). Random single accesses (every one a row miss): one ACT
+    per access, at most one per max(tRRD_S, tFAW/4, tRC/banks) cycles, each worth BL/2 busy
+    cycles; the 2:1 mix also pays the read/write turnarounds of its write batches
+    (write_high - write_low writes per batch), which fit in the ACT-bound idle time when the
+    batch is long enough. Row walk: a row of 2**col_bits reads in one bank group (tCCD_L
+    apart), then PRE and ACT of the next row in the same bank.
     """
     t = cfg.timing
     keep = 1 - refresh_share

@@ -269,7 +269,6 @@ class Saturator:
         self.outstanding = 0
         self.first_cycle = None
         self.last_cycle = None
-        self.r_beats = self.b_count = 0
 
     def add(self, kind, ident, address, beats, strb=None):
         ab = self.tb.cfg.access_bytes
@@ -349,7 +348,6 @@ class Saturator:
                 got = s["rdata"].value.to_unsigned()
                 want = self.expected[ident].pop(0)
                 assert got == want, f"read id {ident}: {got:#x}, expected {want:#x}"
-                self.r_beats += 1
                 self.last_cycle = tb.cycle
                 if s["rlast"].value:
                     self.outstanding -= 1
@@ -357,7 +355,6 @@ class Saturator:
                 ident = int(s["bid"].value)
                 assert int(s["bresp"].value) == 0, f"write id {ident}: bresp {s['bresp'].value}"
                 self.b_latency.append(tb.cycle - self.aw_cycles[ident].pop(0))
-                self.b_count += 1
                 self.outstanding -= 1
                 self.last_cycle = tb.cycle
             await RisingEdge(tb.dut.clk)
