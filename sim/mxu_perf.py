@@ -1,7 +1,6 @@
 """MXU measurements shared by the demo and ``make bench``: one checked GEMM in simulation, its
 cycle count and counters, the analytic bounds it is compared with, and the benchmark tables."""
 
-import json
 import math
 import statistics
 import time
@@ -9,8 +8,16 @@ import time
 from hdl.generate import generate
 from hdl.mxu.config import MXUConfig
 from hdl.mxu.harness import MXUHarnessConfig
-from sim.bench import REPEATS, machine, median_seconds, table, write_results
-from sim.runner import BUILD, build, lint, run
+from sim.measure import (
+    REPEATS,
+    environment,
+    environment_line,
+    measure,
+    median_seconds,
+    table,
+    write_results,
+)
+from sim.runner import BUILD, build, lint
 
 __all__ = ["measure_gemm", "measure_sim_speed", "scalesim_cycles", "streaming_cycles", "bench"]
 
@@ -26,21 +33,16 @@ def streaming_cycles(rows, cols, m, k, n):
     return math.ceil(k / rows) * math.ceil(n / cols) * max(m, rows)
 
 
-def measure_gemm(config, m, k, n, *, tag="bench", seed=1, sim="verilator"):
+def measure_gemm(config, m, k, n, *, tag="bench", seed=1):
     """Simulate one GEMM on ``config`` with streams that never idle; the testbench checks
     every result against the golden model. Returns the measurement as a dict."""
-    built = build(generate("mxu", config), sim)
-    test_dir = BUILD / tag / f"{config.name}-{m}x{k}x{n}"
-    report = test_dir.parent / f"{test_dir.name}.json"
-    report.parent.mkdir(parents=True, exist_ok=True)
-    spec = {"m": m, "k": k, "n": n, "report": str(report)}
-    run(built, "verification.tb.mxu", test_dir=test_dir, testcase=r"\.measure_gemm$", seed=seed,
-        extra_env={"PODIUM_PERF": json.dumps(spec)})
-    result = json.loads(report.read_text())
+    done = measure("mxu", config, "verification.tb.mxu", "measure_gemm",
+                   {"m": m, "k": k, "n": n}, tag=tag, seed=seed)
+    result = done["report"]
     macs = m * k * n
     slots = config.rows * config.cols
     result.update({
-        "build_seconds": built.seconds,
+        "build_seconds": done["build_seconds"],
         "utilization": macs / (result["cycles"] * slots),
         "scalesim_cycles": scalesim_cycles(config.rows, config.cols, m, k, n),
         "scalesim_utilization": macs / (scalesim_cycles(config.rows, config.cols, m, k, n)
@@ -54,16 +56,10 @@ def measure_sim_speed(config, m, k, n, *, runs=REPEATS, seed=1):
     """Cycles per second of Verilator on the self-running MXU (hdl/mxu/harness.py): one GEMM
     from preloaded memories, ``runs`` times, every result checked. Returns the measurement."""
     folds = math.ceil(k / config.rows) * math.ceil(n / config.cols)
-    harness = MXUHarnessConfig(**config.to_dict(), cmd_depth=2, w_depth=folds * config.rows,
+    harness = MXUHarnessConfig(mxu=config, cmd_depth=2, w_depth=folds * config.rows,
                                a_depth=folds * m, c_depth=m * math.ceil(n / config.cols))
-    built = build(generate("mxu_harness", harness))
-    test_dir = BUILD / "bench" / f"{harness.name}-{m}x{k}x{n}"
-    report = test_dir.parent / f"{test_dir.name}.json"
-    report.parent.mkdir(parents=True, exist_ok=True)
-    spec = {"m": m, "k": k, "n": n, "runs": runs, "report": str(report)}
-    run(built, "verification.tb.mxu_harness", test_dir=test_dir, seed=seed,
-        extra_env={"PODIUM_PERF": json.dumps(spec)})
-    return json.loads(report.read_text())
+    return measure("mxu_harness", harness, "verification.tb.mxu_harness", "run_preloaded",
+                   {"m": m, "k": k, "n": n, "runs": runs}, seed=seed)["report"]
 
 
 def _tool_cost(config, repeats):
@@ -88,53 +84,74 @@ def _generate_and_lint(config, repeats):
     return statistics.median(times), time.perf_counter() - start, len(design.verilog), times
 
 
-def bench(quick=False):
-    """Utilization, tool cost and simulation speed by format and size; writes
-    docs/results/mxu.md."""
-    formats = ["int8", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
-    sizes_util = [4] if quick else [8, 16]
-    cost_plan = ([("int8", 4)] if quick else
-                 [("int8", 8), ("int8", 16), ("int8", 32), ("int8", 64)]
-                 + [(f, s) for f in formats[1:] for s in (8, 16)])
-    speed_sizes = [4] if quick else [16]
-    repeats = 1 if quick else REPEATS
-
-    util_rows = []
+def _utilization(formats, sizes):
+    rows, data = [], []
     for fmt in formats:
-        for size in sizes_util:
+        for size in sizes:
             cfg = MXUConfig(rows=size, cols=size, fmt=fmt)
             m, k, n = 256, 4 * size, 4 * size
             r = measure_gemm(cfg, m, k, n)
-            util_rows.append([
+            rows.append([
                 fmt, f"{size}x{size}", f"{m}x{k}x{n}", r["cycles"],
                 f"{100 * r['utilization']:.1f}%", r["scalesim_cycles"],
                 f"{100 * r['scalesim_utilization']:.1f}%", r["streaming_cycles"],
                 r["weight_wait"], r["stall"]])
-            print(util_rows[-1], flush=True)
+            data.append({"format": fmt, **{key: r[key] for key in (
+                "rows", "cols", "m", "k", "n", "cycles", "utilization", "scalesim_cycles",
+                "scalesim_utilization", "streaming_cycles", "weight_wait", "stall")}})
+            print(rows[-1], flush=True)
+    return rows, data
 
-    cost_rows = []
-    for fmt, size in cost_plan:
+
+def _costs(plan, repeats):
+    rows, data = [], []
+    for fmt, size in plan:
         gen, median_build, peak, builds = _tool_cost(MXUConfig(rows=size, cols=size, fmt=fmt),
                                                      repeats)
-        cost_rows.append([fmt, f"{size}x{size}", f"{gen:.1f}", f"{median_build:.1f}",
-                          f"{peak / 2**30:.2f}", " / ".join(f"{b:.1f}" for b in builds)])
-        print(cost_rows[-1], flush=True)
+        rows.append([fmt, f"{size}x{size}", f"{gen:.1f}", f"{median_build:.1f}",
+                     f"{peak / 2**30:.2f}", " / ".join(f"{b:.1f}" for b in builds)])
+        data.append({"format": fmt, "rows": size, "cols": size, "generate_seconds": gen,
+                     "build_seconds": median_build, "builds_seconds": builds,
+                     "peak_build_bytes": peak})
+        print(rows[-1], flush=True)
+    return rows, data
 
-    speed_rows = []
+
+def _speeds(formats, sizes, repeats):
+    rows, data = [], []
     for fmt in formats:
-        for size in speed_sizes:
+        for size in sizes:
             cfg = MXUConfig(rows=size, cols=size, fmt=fmt, acc_depth=8192)
             m, k, n = 2048, 4 * size, 4 * size
             r = measure_sim_speed(cfg, m, k, n, runs=repeats)
-            speed_rows.append([fmt, f"{size}x{size}", f"{m}x{k}x{n}", r["cycles"],
-                               f"{r['seconds']:.3f}", f"{r['cycles_per_second']:,.0f}"])
-            print(speed_rows[-1], flush=True)
+            rows.append([fmt, f"{size}x{size}", f"{m}x{k}x{n}", r["cycles"],
+                         f"{r['seconds']:.3f}", f"{r['cycles_per_second']:,.0f}"])
+            data.append({"format": fmt, "rows": size, "cols": size, "m": m, "k": k, "n": n,
+                         "cycles": r["cycles"], "seconds": r["seconds"],
+                         "cycles_per_second": r["cycles_per_second"]})
+            print(rows[-1], flush=True)
+    return rows, data
 
-    big = []
+
+def bench(quick=False):
+    """Utilization, tool cost and simulation speed by format and size; writes
+    docs/results/mxu.md and mxu.json."""
+    env = environment()
+    formats = ["int8", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
+    cost_plan = ([("int8", 4)] if quick else
+                 [("int8", 8), ("int8", 16), ("int8", 32), ("int8", 64)]
+                 + [(f, s) for f in formats[1:] for s in (8, 16)])
+    repeats = 1 if quick else REPEATS
+    util_rows, util_data = _utilization(formats, [4] if quick else [8, 16])
+    cost_rows, cost_data = _costs(cost_plan, repeats)
+    speed_rows, speed_data = _speeds(formats, [4] if quick else [16], repeats)
+    big, big_data = [], []
     if not quick:
         gen, lint_s, size, times = _generate_and_lint(MXUConfig(rows=256, cols=256), repeats)
         big = [["int8", "256x256", f"{gen:.0f}", " / ".join(f"{t:.0f}" for t in times),
                 f"{size / 2**20:.0f} MiB", f"{lint_s:.0f}"]]
+        big_data = [{"format": "int8", "rows": 256, "cols": 256, "generate_seconds": gen,
+                     "verilog_bytes": size, "lint_seconds": lint_s}]
         print(big[-1], flush=True)
 
     util = table(["format", "array", "M x K x N", "cycles", "utilization", "SCALE-Sim cycles",
@@ -147,7 +164,7 @@ def bench(quick=False):
                        "verilator --lint-only, s"], big) if big else "(not run with --quick)"
     text = f"""# MXU benchmark results
 
-Measured by `make bench` on {machine()}.
+Measured by `make bench` on {environment_line(env)}.
 
 ## Utilization over whole GEMMs
 
@@ -161,9 +178,9 @@ ceil(K/R)*ceil(N/C)*max(M, R), what any weight-stationary array needs to stream 
 
 ## Tool cost
 
-Generation (Python + Yosys) and Verilator build (verilate + C++ compile, 2 jobs) wall times,
-medians of {repeats} runs, builds forced (no cache); peak memory of all build processes together
-(sampled every 0.25 s), the largest of the runs.
+Generation (Python + Yosys) and Verilator build (verilate + C++ compile) wall times, medians of
+{repeats} runs, builds forced (no cache); peak memory of all build processes together (sampled
+every 0.25 s), the largest of the runs.
 
 {cost}
 
@@ -181,4 +198,5 @@ median of {repeats} runs.
 
 {big_table}
 """
-    write_results("mxu", text, quick)
+    write_results("mxu", text, {"utilization": util_data, "tool_cost": cost_data,
+                                "sim_speed": speed_data, "generation": big_data}, env, quick)

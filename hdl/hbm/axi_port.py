@@ -23,29 +23,19 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.arbiter import RoundRobin
+from ..lib.axi import AXI4Signature, AxiBurst, AxiResp
 from .channel import bresp_layout, request_layout, rresp_layout, tag_bits
 
-__all__ = ["AxiPort", "axi_members", "port_request_layout", "local_tag_bits", "RESP"]
+__all__ = ["AxiPort", "axi_signature", "port_request_layout", "local_tag_bits", "PORT_COUNTERS"]
 
-RESP = {"OKAY": 0, "EXOKAY": 1, "SLVERR": 2, "DECERR": 3}
-INCR = 1
 OUT_DEPTH = 4
 PORT_COUNTERS = ("decerr", "slverr")
 
 
-def axi_members(cfg):
-    """The AXI4 slave signals (without prefix), as cocotbext-axi's AxiBus names them."""
-    a, i, d = cfg.addr_width, cfg.id_width, cfg.access_bytes * 8
-    return {
-        "awid": In(i), "awaddr": In(a), "awlen": In(8), "awsize": In(3), "awburst": In(2),
-        "awvalid": In(1), "awready": Out(1),
-        "wdata": In(d), "wstrb": In(d // 8), "wlast": In(1), "wvalid": In(1), "wready": Out(1),
-        "bid": Out(i), "bresp": Out(2), "bvalid": Out(1), "bready": In(1),
-        "arid": In(i), "araddr": In(a), "arlen": In(8), "arsize": In(3), "arburst": In(2),
-        "arvalid": In(1), "arready": Out(1),
-        "rid": Out(i), "rdata": Out(d), "rresp": Out(2), "rlast": Out(1), "rvalid": Out(1),
-        "rready": In(1),
-    }
+def axi_signature(cfg):
+    """The AXI4 bus of one port (the controller is its subordinate: ``In(axi_signature)``)."""
+    return AXI4Signature(addr_width=cfg.addr_width, data_width=cfg.access_bytes * 8,
+                         id_width=cfg.id_width)
 
 
 def local_tag_bits(cfg):
@@ -78,7 +68,7 @@ class _Burst:
 
     def start(self, m, addr, length, size, burst, ident):
         m.d.sync += [self.busy.eq(1), self.addr.eq(addr), self.left.eq(length),
-                     self.size.eq(size), self.bad.eq(burst != INCR), self.id.eq(ident)]
+                     self.size.eq(size), self.bad.eq(burst != AxiBurst.INCR), self.id.eq(ident)]
 
     def advance(self, m):
         """Next beat: INCR from the aligned address (AXI: only the first beat may be
@@ -117,7 +107,8 @@ class AxiPort(wiring.Component):
 
     Members
     -------
-    (AXI4 slave signals) : see :func:`axi_members`
+    axi : In(AXI4Signature)
+        The port's AXI4 bus.
     wreq, rreq : Out(stream of port_request_layout)
         One request per in-range write / read beat, tagged with the lane and slot of its
         response; separate, so that a write the memory cannot take yet never holds up reads.
@@ -133,7 +124,7 @@ class AxiPort(wiring.Component):
     def __init__(self, cfg):
         self._cfg = cfg
         super().__init__({
-            **axi_members(cfg),
+            "axi": In(axi_signature(cfg)),
             "wreq": Out(stream.Signature(port_request_layout(cfg))),
             "rreq": Out(stream.Signature(port_request_layout(cfg))),
             "rret": In(stream.Signature(rresp_layout(cfg))),
@@ -144,6 +135,7 @@ class AxiPort(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
+        axi = self.axi
         L = cfg.id_lanes
         S = cfg.rob_depth // L
         WB = cfg.write_bursts
@@ -177,21 +169,21 @@ class AxiPort(wiring.Component):
 
         w_pc, w_bank, w_row, w_col = _decode(m, cfg, aw.addr, "w")
         w_local = aw.bad | ~aw.in_range()
-        w_resp = Mux(aw.bad, RESP["SLVERR"], RESP["DECERR"])
-        w_beat = aw.busy & self.wvalid
+        w_resp = Mux(aw.bad, AxiResp.SLVERR, AxiResp.DECERR)
+        w_beat = aw.busy & axi.wvalid
         w_lane = lane_of(aw.id)
-        m.d.comb += self.wready.eq(aw.busy & (w_local | self.wreq.ready))
-        w_take = self.wvalid & self.wready
+        m.d.comb += axi.wready.eq(aw.busy & (w_local | self.wreq.ready))
+        w_take = axi.wvalid & axi.wready
         with m.If(w_take):
             aw.advance(m)
 
         # The next burst may start in the cycle the last beat of this one leaves.
-        aw_lane = lane_of(self.awid)
+        aw_lane = lane_of(axi.awid)
         aw_room = Array(c < WB for c in b_count)[aw_lane]
-        m.d.comb += self.awready.eq((~aw.busy | ((aw.left == 0) & w_take)) & aw_room)
-        aw_take = self.awvalid & self.awready
+        m.d.comb += axi.awready.eq((~aw.busy | ((aw.left == 0) & w_take)) & aw_room)
+        aw_take = axi.awvalid & axi.awready
         with m.If(aw_take):
-            aw.start(m, self.awaddr, self.awlen, self.awsize, self.awburst, self.awid)
+            aw.start(m, axi.awaddr, axi.awlen, axi.awsize, axi.awburst, axi.awid)
             m.d.sync += aw.slot.eq(Array(b_tail)[aw_lane])
 
         # --- Read bursts: per lane a ring of beat slots, data in one memory -----------------
@@ -214,9 +206,9 @@ class AxiPort(wiring.Component):
         r_take = r_beat & (r_local_beat | self.rreq.ready)
         with m.If(r_take):
             ar.advance(m)
-        m.d.comb += self.arready.eq(~ar.busy | ((ar.left == 0) & r_take))
-        with m.If(self.arvalid & self.arready):
-            ar.start(m, self.araddr, self.arlen, self.arsize, self.arburst, self.arid)
+        m.d.comb += axi.arready.eq(~ar.busy | ((ar.left == 0) & r_take))
+        with m.If(axi.arvalid & axi.arready):
+            ar.start(m, axi.araddr, axi.arlen, axi.arsize, axi.arburst, axi.arid)
 
         wreq, rreq = self.wreq.payload.req, self.rreq.payload.req
         m.d.comb += [
@@ -224,7 +216,7 @@ class AxiPort(wiring.Component):
             self.wreq.payload.pc.eq(w_pc),
             wreq.write.eq(1), wreq.bank.eq(w_bank), wreq.row.eq(w_row), wreq.col.eq(w_col),
             wreq.tag.eq(tag(w_lane, aw.slot, wslot_bits)),
-            wreq.data.eq(self.wdata), wreq.strb.eq(self.wstrb),
+            wreq.data.eq(axi.wdata), wreq.strb.eq(axi.wstrb),
             self.rreq.valid.eq(r_beat & ~r_local_beat),
             self.rreq.payload.pc.eq(r_pc),
             rreq.write.eq(0), rreq.bank.eq(r_bank), rreq.row.eq(r_row), rreq.col.eq(r_col),
@@ -241,12 +233,12 @@ class AxiPort(wiring.Component):
                 from_xbar = bc & (bc_lane == lane) & (bc_slot == k)
                 from_here = local_w & (w_lane == lane) & (aw.slot == k)
                 with m.If(aw_take & (aw_lane == lane) & (b_tail[lane] == k)):
-                    m.d.sync += [b_id[lane][k].eq(self.awid), b_need[lane][k].eq(self.awlen + 1),
-                                 b_done[lane][k].eq(0), b_resp[lane][k].eq(RESP["OKAY"])]
+                    m.d.sync += [b_id[lane][k].eq(axi.awid), b_need[lane][k].eq(axi.awlen + 1),
+                                 b_done[lane][k].eq(0), b_resp[lane][k].eq(AxiResp.OKAY)]
                 with m.Else():
                     m.d.sync += b_done[lane][k].eq(b_done[lane][k] + from_xbar + from_here)
                     err = Mux(from_here, w_resp,
-                              Mux(from_xbar & self.bret.payload.err, RESP["SLVERR"], 0))
+                              Mux(from_xbar & self.bret.payload.err, AxiResp.SLVERR, 0))
                     m.d.sync += b_resp[lane][k].eq(Mux(err > b_resp[lane][k], err,
                                                        b_resp[lane][k]))
 
@@ -255,16 +247,16 @@ class AxiPort(wiring.Component):
         b_ready = Cat(*[(b_count[lane] != 0)
                         & (Array(b_need[lane])[b_head[lane]] == Array(b_done[lane])[b_head[lane]])
                         for lane in range(L)])
-        b_send = b_pick.valid & (~self.bvalid | self.bready)
+        b_send = b_pick.valid & (~axi.bvalid | axi.bready)
         m.d.comb += [b_pick.requests.eq(b_ready), b_pick.advance.eq(b_send)]
-        with m.If(self.bvalid & self.bready):
-            m.d.sync += self.bvalid.eq(0)
+        with m.If(axi.bvalid & axi.bready):
+            m.d.sync += axi.bvalid.eq(0)
         with m.If(b_send):
             lane_id = Array(Array(row) for row in b_id)
             lane_resp = Array(Array(row) for row in b_resp)
             head = Array(b_head)[b_pick.grant]
-            m.d.sync += [self.bvalid.eq(1), self.bid.eq(lane_id[b_pick.grant][head]),
-                         self.bresp.eq(lane_resp[b_pick.grant][head])]
+            m.d.sync += [axi.bvalid.eq(1), axi.bid.eq(lane_id[b_pick.grant][head]),
+                         axi.bresp.eq(lane_resp[b_pick.grant][head])]
         for lane in range(L):
             alloc = aw_take & (aw_lane == lane)
             free = b_send & (b_pick.grant == lane)
@@ -317,21 +309,21 @@ class AxiPort(wiring.Component):
         m.d.comb += [
             out.w_en.eq(pending),
             out.w_data.eq(Cat(s_id, Mux(s_zero, 0, rob_rd.data), s_resp, s_last)),
-            self.rvalid.eq(out.r_rdy),
-            out.r_en.eq(self.rready),
-            Cat(self.rid, self.rdata, self.rresp, self.rlast).eq(out.r_data),
+            axi.rvalid.eq(out.r_rdy),
+            out.r_en.eq(axi.rready),
+            Cat(axi.rid, axi.rdata, axi.rresp, axi.rlast).eq(out.r_data),
         ]
         r_local_take = r_take & r_local_beat
-        r_resp_local = Mux(ar.bad, RESP["SLVERR"], RESP["DECERR"])
+        r_resp_local = Mux(ar.bad, AxiResp.SLVERR, AxiResp.DECERR)
         for i in range(L * S):
             with m.If(r_take & (alloc_at == i)):
                 m.d.sync += [r_id[i].eq(ar.id), r_last[i].eq(ar.left == 0),
                              r_local[i].eq(r_local_beat), r_filled[i].eq(r_local_beat),
-                             r_resp[i].eq(Mux(r_local_beat, r_resp_local, RESP["OKAY"]))]
+                             r_resp[i].eq(Mux(r_local_beat, r_resp_local, AxiResp.OKAY))]
             with m.Elif(self.rret.valid & (fill_at == i)):
                 m.d.sync += [r_filled[i].eq(1),
-                             r_resp[i].eq(Mux(self.rret.payload.err, RESP["SLVERR"],
-                                              RESP["OKAY"]))]
+                             r_resp[i].eq(Mux(self.rret.payload.err, AxiResp.SLVERR,
+                                              AxiResp.OKAY))]
             with m.Elif(r_send & (send_at == i)):
                 m.d.sync += r_filled[i].eq(0)
         for lane in range(L):

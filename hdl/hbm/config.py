@@ -10,10 +10,10 @@ import json
 import math
 from dataclasses import asdict, dataclass
 
-from ..params import ConfigDict, check_bool, check_choice, check_int
+from ..config import Config, ConfigError, check_bool, check_choice, check_int
 
 __all__ = ["HBMConfig", "Timing", "PRESETS", "MAPPINGS", "BURST_LENGTH", "WORD_BITS",
-           "CHECK_BITS"]
+           "CHECK_BITS", "BENCH_CONFIG", "STREAM_CONFIG"]
 
 BURST_LENGTH = 4
 """HBM2 pseudo-channel mode: four beats (two clock cycles) per column command."""
@@ -92,7 +92,7 @@ class Timing:
 
 
 @dataclass(frozen=True)
-class HBMConfig(ConfigDict):
+class HBMConfig(Config):
     """Parameters of one HBM controller: AXI ports, pseudo-channels and their scheduling.
 
     Parameters
@@ -180,7 +180,7 @@ class HBMConfig(ConfigDict):
     refresh: bool = True
     refresh_postpone: int = 8
 
-    def __post_init__(self):
+    def validate(self):
         check_choice("speed", self.speed, tuple(PRESETS))
         check_choice("pseudo_channels", self.pseudo_channels, tuple(2**i for i in range(6)))
         check_choice("bank_groups", self.bank_groups, (1, 2, 4))
@@ -202,12 +202,12 @@ class HBMConfig(ConfigDict):
         check_int("id_width", self.id_width, 1, 8)
         check_choice("id_lanes", self.id_lanes, tuple(2**i for i in range(5)))
         if self.id_lanes > 2**self.id_width:
-            raise ValueError(f"id_lanes must be at most 2**id_width = {2**self.id_width}, "
-                             f"got {self.id_lanes}")
+            raise ConfigError("id_lanes", f"must be at most 2**id_width = {2**self.id_width}, "
+                                          f"got {self.id_lanes}")
         check_choice("rob_depth", self.rob_depth, tuple(2**i for i in range(2, 9)))
         if self.rob_depth < self.id_lanes:
-            raise ValueError(f"rob_depth must be a multiple of id_lanes ({self.id_lanes}), "
-                             f"got {self.rob_depth}")
+            raise ConfigError("rob_depth", f"must be a multiple of id_lanes ({self.id_lanes}), "
+                                           f"got {self.rob_depth}")
         check_int("write_bursts", self.write_bursts, 1, 16)
         check_int("addr_width", self.addr_width, self.capacity_bits, 48)
         check_bool("refresh", self.refresh)
@@ -323,3 +323,15 @@ class HBMConfig(ConfigDict):
         return (f"podium_hbm{self.speed}_pc{self.pseudo_channels}_p{self.ports}_"
                 f"{digest.hexdigest()[:8]}")
 
+
+# Sized for saturation (docs/hbm.md, "Sizing for throughput"): a reorder buffer deep enough
+# that one port keeps both queues full over the read latency (Little's law), the deepest queue
+# (more banks in view for random traffic), a write buffer and watermarks that give long write
+# batches, a starvation cap above the normal wait in a full queue (else every request starves
+# and the order degenerates to FCFS), closed pages (a row no queued request hits is precharged
+# at once, so a random access finds its bank ready).
+BENCH_CONFIG = HBMConfig(rob_depth=256, id_lanes=2, queue_depth=64, write_buffer=32,
+                         write_high=28, write_low=12, starvation_cap=512, page_policy="closed")
+# XOR bank hashing: the two ports' regions are 10 rows apart, so at the same offset in their
+# regions the streams use different banks (see docs/hbm.md, "Measured results").
+STREAM_CONFIG = HBMConfig(pseudo_channels=4, ports=2, rob_depth=128, id_lanes=2, xor_bank=True)

@@ -19,19 +19,20 @@ Verilog modules and instantiated by name.
 
 from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import data, fifo, wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from ..lib.arbiter import RoundRobin
-from ..lib.hier import Submodule, convert_hierarchy
-from .axi_port import PORT_COUNTERS, AxiPort, axi_members, local_tag_bits
-from .channel import CHANNEL_COUNTERS, DfiSignature, PseudoChannel, request_layout
+from ..lib.hier import Submodule
+from ..top import Top
+from .axi_port import PORT_COUNTERS, AxiPort, axi_signature, local_tag_bits
+from .channel import CHANNEL_COUNTERS, LEAVE_LIMIT, DfiSignature, PseudoChannel, request_layout
 
 __all__ = ["HBMController"]
 
 VOQ_DEPTH = 2
 
 
-class HBMController(wiring.Component):
+class HBMController(Top):
     """AXI4 slave ports in, pseudo-channel command/data interfaces out.
 
     Parameters
@@ -40,8 +41,9 @@ class HBMController(wiring.Component):
 
     Members
     -------
-    s<p>_axi_<signal> : AXI4 slave port ``p`` (``awid`` ... ``rready``), one per port;
-        cocotbext-axi's ``AxiBus.from_prefix(dut, "s<p>_axi")`` finds them.
+    s<p>_axi : In(AXI4Signature)
+        AXI4 port ``p``, one per port; in the Verilog ``s<p>_axi__awid`` ... , which
+        cocotbext-axi's ``AxiBus.from_prefix(dut, "s<p>_axi_")`` finds.
     pc<i> : Out(DfiSignature)
         Pseudo-channel ``i``'s command and data interface (``pc<i>__row_valid`` ...).
     pc<i>_<counter> : Out(32)
@@ -53,12 +55,10 @@ class HBMController(wiring.Component):
     """
 
     def __init__(self, config):
-        self._config = config
         cfg = config
         members = {}
         for p in range(cfg.ports):
-            members.update({f"s{p}_axi_{name}": member
-                            for name, member in axi_members(cfg).items()})
+            members[f"s{p}_axi"] = In(axi_signature(cfg))
             members.update({f"s{p}_{name}": Out(32) for name in PORT_COUNTERS})
         for i in range(cfg.pseudo_channels):
             members[f"pc{i}"] = Out(DfiSignature(cfg))
@@ -66,15 +66,15 @@ class HBMController(wiring.Component):
         members["idle"] = Out(1)
         self._port = Submodule(f"{cfg.name}_port", AxiPort(cfg))
         self._channel = Submodule(f"{cfg.name}_channel", PseudoChannel(cfg))
-        super().__init__(members)
+        super().__init__(config, members)
 
     @property
-    def config(self):
-        return self._config
+    def submodules(self):
+        return [self._port, self._channel]
 
-    def to_verilog(self):
-        """The Verilog of this controller: its top module and the two modules below it."""
-        return convert_hierarchy(self, self._config.name, [self._port, self._channel])
+    @property
+    def extras(self):
+        return {"constants": {"leave_limit": LEAVE_LIMIT}}
 
     def elaborate(self, platform):
         m = Module()
@@ -85,13 +85,7 @@ class HBMController(wiring.Component):
         low = local_tag_bits(cfg)
 
         for p, port in enumerate(ports):
-            for name in axi_members(cfg):
-                outer = getattr(self, f"s{p}_axi_{name}")
-                inner = getattr(port, name)
-                if axi_members(cfg)[name].flow == Out:
-                    m.d.comb += outer.eq(inner)
-                else:
-                    m.d.comb += inner.eq(outer)
+            wiring.connect(m, wiring.flipped(getattr(self, f"s{p}_axi")), port.axi)
             for name in PORT_COUNTERS:
                 m.d.comb += getattr(self, f"s{p}_{name}").eq(getattr(port, name))
         for i, chan in enumerate(chans):

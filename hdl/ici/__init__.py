@@ -2,7 +2,7 @@
 
 ``config`` (parameters), ``packet`` (flit, header and link formats), ``link`` (CRC and go-back-N
 retry), ``router`` (one router), ``network`` (the k1 x k2 [x k3] top), ``harness`` (test-only
-top with synthesizable traffic generators and checkers), ``top`` (the block's entry point).
+top with synthesizable traffic generators and checkers).
 """
 
 __all__ = []

@@ -1,15 +1,14 @@
-"""Configuration of the ICI generator (router, network and test harness), validated on
-construction."""
+"""Configuration of the ICI generator: the network (and the one router it repeats), and the
+test-only harness around it; validated on construction."""
 
 import math
 from dataclasses import dataclass
 
-from ..params import ConfigDict, check_bool, check_choice, check_int
+from ..config import Config, ConfigError, check_bool, check_choice, check_int
 
-__all__ = ["ICIConfig", "TOPS", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS", "node_coords",
-           "node_index"]
+__all__ = ["ICIConfig", "ICIHarnessConfig", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS",
+           "node_coords", "node_index"]
 
-TOPS = ("network", "router", "harness")
 SEQ_BITS = 8
 """Width of the header's sequence number (per source, destination and class, modulo 256)."""
 MAX_RADIX = 64
@@ -18,7 +17,7 @@ TIMESTAMP_BITS = 16
 
 
 @dataclass(frozen=True)
-class ICIConfig(ConfigDict):
+class ICIConfig(Config):
     """Parameters of an ICI network and of the one router it repeats.
 
     Parameters
@@ -44,11 +43,6 @@ class ICIConfig(ConfigDict):
         Injection/ejection port pairs per router, 1..4.
     retry_depth : int
         Flits kept per link for go-back-N retransmission: 4, 8, 16 or 32.
-    faults : bool
-        Test only: a fault injector (random bit flips at a rate set by a port) on every link.
-    top : str
-        Which top to generate: ``"network"`` (the k1 x k2 [x k3] pod), ``"router"`` (one
-        router) or ``"harness"`` (test-only: the network with traffic generators and checkers).
     """
 
     dims: tuple = (4, 4)
@@ -60,22 +54,20 @@ class ICIConfig(ConfigDict):
     max_packet: int = 8
     local_ports: int = 1
     retry_depth: int = 8
-    faults: bool = False
-    top: str = "network"
 
     KIND = "ICI"
 
-    def __post_init__(self):
-        dims, wrap = tuple(self.dims), tuple(self.wrap) or (True,) * len(tuple(self.dims))
-        object.__setattr__(self, "dims", dims)
-        object.__setattr__(self, "wrap", wrap)
+    def validate(self):
+        dims = self.dims
         if not 1 <= len(dims) <= 3:
-            raise ValueError(f"dims must have 1 to 3 dimensions, got {len(dims)}")
+            raise ConfigError("dims", f"must have 1 to 3 dimensions, got {len(dims)}")
+        wrap = self.wrap or (True,) * len(dims)
+        object.__setattr__(self, "wrap", wrap)
         for d, k in enumerate(dims):
             check_int(f"dims[{d}]", k, 2, MAX_RADIX)
         if len(wrap) != len(dims):
-            raise ValueError(f"wrap must have one entry per dimension ({len(dims)}), "
-                             f"got {len(wrap)}")
+            raise ConfigError("wrap", f"must have one entry per dimension ({len(dims)}), "
+                                      f"got {len(wrap)}")
         for d, w in enumerate(wrap):
             check_bool(f"wrap[{d}]", w)
         check_int("classes", self.classes, 1, 4)
@@ -84,10 +76,7 @@ class ICIConfig(ConfigDict):
         check_int("max_packet", self.max_packet, 1, 64)
         check_int("local_ports", self.local_ports, 1, 4)
         check_choice("retry_depth", self.retry_depth, (4, 8, 16, 32))
-        check_bool("faults", self.faults)
-        check_choice("top", self.top, TOPS)
-        low = self.header_bits + (TIMESTAMP_BITS if self.top == "harness" else 0)
-        check_int("flit_bits", self.flit_bits, low, 1024)
+        check_int("flit_bits", self.flit_bits, self.header_bits, 1024)
 
     # Derived sizes -----------------------------------------------------------------------
 
@@ -170,7 +159,8 @@ class ICIConfig(ConfigDict):
     # Names -------------------------------------------------------------------------------
 
     @property
-    def _suffix(self):
+    def suffix(self):
+        """The parameters in a short form, for module names."""
         topo = "x".join(f"{k}{'t' if w else 'm'}" for k, w in zip(self.dims, self.wrap,
                                                                    strict=True))
         return (f"{topo}_c{self.classes}v{self.vcs}b{self.buffer_depth}_w{self.flit_bits}"
@@ -178,36 +168,42 @@ class ICIConfig(ConfigDict):
 
     @property
     def router_name(self):
-        return f"podium_ici_router_{self._suffix}"
-
-    @property
-    def network_name(self):
-        return f"podium_ici_{self._suffix}" + ("_fi" if self.faults else "")
+        return f"podium_ici_router_{self.suffix}"
 
     @property
     def name(self):
-        """Verilog module name of the top this configuration generates."""
-        if self.top == "router":
-            return self.router_name
-        if self.top == "harness":
-            return f"podium_ici_harness_{self._suffix}" + ("_fi" if self.faults else "")
-        return self.network_name
+        """Verilog module name of the network top."""
+        return f"podium_ici_{self.suffix}"
 
-    def replace(self, **changes):
-        return ICIConfig(**{**self.to_dict(), **changes})
 
-    def to_dict(self):
-        d = super().to_dict()
-        d["dims"], d["wrap"] = list(self.dims), list(self.wrap)
-        return d
+@dataclass(frozen=True)
+class ICIHarnessConfig(Config):
+    """The test-only top of the ICI: a network with a traffic generator and a delivery checker
+    on every endpoint (hdl/ici/harness.py).
 
-    @classmethod
-    def from_dict(cls, d):
-        d = dict(d)
-        for key in ("dims", "wrap"):
-            if key in d and not isinstance(d[key], list | tuple):
-                raise ValueError(f"{key} must be a list, got {d[key]!r}")
-        return super().from_dict(d)
+    Parameters
+    ----------
+    ici : ICIConfig
+        The network. Its flits must hold the header and a 16-bit creation time.
+    faults : bool
+        A fault injector (random bit flips at a rate set by a port) on every link.
+    """
+
+    KIND = "ICI harness"
+
+    ici: ICIConfig = ICIConfig()
+    faults: bool = False
+
+    def validate(self):
+        check_bool("faults", self.faults)
+        low = self.ici.header_bits + TIMESTAMP_BITS
+        if self.ici.flit_bits < low:
+            raise ConfigError("ici.flit_bits", f"must be at least {low} in a harness (header "
+                                               f"and creation time), got {self.ici.flit_bits}")
+
+    @property
+    def name(self):
+        return f"podium_ici_harness_{self.ici.suffix}" + ("_fi" if self.faults else "")
 
 
 def node_coords(cfg, n):

@@ -8,8 +8,8 @@ build from one Verilog file, so one build per configuration serves every test.
 Generator (one per endpoint): a Bernoulli process creates a packet with probability
 ``rate / 65536`` per cycle (creation time into a 16-entry source queue; a packet that finds the
 queue full is counted in ``throttled`` and not created). Packets leave the queue in order; each
-gets a destination by ``pattern`` (0 uniform random, 1 transpose, 2 bit complement, 3 hotspot,
-4 nearest neighbour, 5 all-to-all), a random class, a length (``length``, or random in
+gets a destination by ``pattern`` (:class:`Pattern`: uniform random, transpose, bit complement,
+hotspot, nearest neighbour, all-to-all), a random class, a length (``length``, or random in
 1..max_packet when 0), the next sequence number of its (destination, class) and a payload
 derived from (source, class, sequence number, flit index). The head carries the creation time.
 
@@ -24,22 +24,43 @@ creation, in cycles) is summed over packets and its maximum kept.
 from functools import reduce
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, enum, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.hier import Submodule, convert_hierarchy
+from ..lib.hier import Submodule
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
+from ..top import Top
 from .config import SEQ_BITS, TIMESTAMP_BITS
 from .network import Network, node_coords
 from .packet import coord_layout, eject_layout, header_layout
 
-__all__ = ["Harness", "Generator", "Checker", "PATTERNS", "ERRORS", "SOURCE_QUEUE",
+__all__ = ["Harness", "Generator", "Checker", "Pattern", "CheckError", "SOURCE_QUEUE",
            "payload_word"]
 
-PATTERNS = ("uniform", "transpose", "bitcomp", "hotspot", "neighbour", "alltoall")
-ERRORS = {1: "wrong destination", 2: "bad source, class or length", 3: "hop count",
-          4: "sequence number", 5: "head payload", 6: "body payload", 7: "tail position"}
+
+class Pattern(enum.Enum, shape=3):
+    """Destination of a generated packet."""
+
+    UNIFORM = 0         # uniform random endpoint
+    TRANSPOSE = 1       # coordinate d from coordinate d + 1
+    BITCOMP = 2         # k - 1 - coordinate
+    HOTSPOT = 3         # the hotspot endpoint with probability hotspot_rate, else uniform
+    NEIGHBOUR = 4       # one step in a random dimension
+    ALLTOALL = 5        # every other endpoint in turn
+
+
+class CheckError(enum.Enum, shape=3):
+    """The first fault a checker found in a delivered flit."""
+
+    NONE = 0
+    WRONG_DESTINATION = 1
+    BAD_FIELDS = 2      # source, class or length out of range
+    HOP_COUNT = 3
+    SEQUENCE = 4
+    HEAD_PAYLOAD = 5
+    BODY_PAYLOAD = 6
+    TAIL_POSITION = 7
 SOURCE_QUEUE = 16
 IDX_BITS = 7
 
@@ -71,7 +92,7 @@ def _mod_add(a, b, k):
 
 def _control_members(cfg):
     return {
-        "enable": In(1), "pattern": In(3), "rate": In(16), "length": In(cfg.length_bits),
+        "enable": In(1), "pattern": In(Pattern), "rate": In(16), "length": In(cfg.length_bits),
         "hotspot": In(coord_layout(cfg)), "hotspot_port": In(cfg.port_bits),
         "hotspot_rate": In(16),
     }
@@ -120,32 +141,32 @@ class Generator(wiring.Component):
         dst_port = Signal(range(max(2, L)), name="gdst_port")
         hot = r[48:64] < self.hotspot_rate
         with m.Switch(self.pattern):
-            with m.Case(1):     # transpose: coordinate d from coordinate d+1
+            with m.Case(Pattern.TRANSPOSE):
                 for d, k in enumerate(cfg.dims):
                     src = me[(d + 1) % D]
                     table = Array(Const(v % k, range(k)) for v in range(max(cfg.dims)))
                     m.d.comb += dst[d].eq(table[src])
                 m.d.comb += dst_port.eq(self.port)
-            with m.Case(2):     # bit complement
+            with m.Case(Pattern.BITCOMP):
                 for d, k in enumerate(cfg.dims):
                     m.d.comb += dst[d].eq(k - 1 - me[d])
                 m.d.comb += dst_port.eq(self.port)
-            with m.Case(3):     # hotspot
+            with m.Case(Pattern.HOTSPOT):
                 for d in range(D):
                     m.d.comb += dst[d].eq(Mux(hot, self.hotspot[f"c{d}"], uni[d]))
                 m.d.comb += dst_port.eq(Mux(hot, self.hotspot_port, uni_port))
-            with m.Case(4):     # nearest neighbour
+            with m.Case(Pattern.NEIGHBOUR):
                 for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
                     up = Mux(me[d] == k - 1, Const(int(wrap)), Mux(me[d] == 0, 1, nb_up)) \
                         if not wrap else nb_up
                     step = Mux(up, _mod_add(me[d], 1, k), Mux(me[d] == 0, k - 1, me[d] - 1))
                     m.d.comb += dst[d].eq(Mux(nb_dim == d, step, me[d]))
                 m.d.comb += dst_port.eq(uni_port)
-            with m.Case(5):     # all-to-all: every other endpoint in turn
+            with m.Case(Pattern.ALLTOALL):
                 for d, k in enumerate(cfg.dims):
                     m.d.comb += dst[d].eq(_mod_add(me[d], off[d], k))
                 m.d.comb += dst_port.eq(_mod_add(self.port, off_port, L))
-            with m.Default():   # uniform random
+            with m.Default():   # UNIFORM
                 for d in range(D):
                     m.d.comb += dst[d].eq(uni[d])
                 m.d.comb += dst_port.eq(uni_port)
@@ -223,7 +244,7 @@ class Checker(wiring.Component):
             "now": In(TIMESTAMP_BITS), "stall_rate": In(16),
             "i": In(stream.Signature(eject_layout(cfg))),
             "packets": Out(32), "flits": Out(32), "lat_sum": Out(48),
-            "lat_max": Out(TIMESTAMP_BITS), "errors": Out(32), "error_code": Out(3),
+            "lat_max": Out(TIMESTAMP_BITS), "errors": Out(32), "error_code": Out(CheckError),
         })
 
     def elaborate(self, platform):
@@ -267,31 +288,31 @@ class Checker(wiring.Component):
         want = payload_word(cfg, src_ep, hdr.tclass, hdr.seq, idx)
         tail_ok = last == (idx == hdr.length - 1)
         pay = cfg.header_bits + TIMESTAMP_BITS
-        code = Signal(3, name="code")
+        code = Signal(CheckError, name="code")
         with m.If(at_head):
             with m.If(~dst_ok):
-                m.d.comb += code.eq(1)
+                m.d.comb += code.eq(CheckError.WRONG_DESTINATION)
             with m.Elif(~fields_ok):
-                m.d.comb += code.eq(2)
+                m.d.comb += code.eq(CheckError.BAD_FIELDS)
             with m.Elif(h.hops != hops):
-                m.d.comb += code.eq(3)
+                m.d.comb += code.eq(CheckError.HOP_COUNT)
             with m.Elif(h.seq != rd.data):
-                m.d.comb += code.eq(4)
+                m.d.comb += code.eq(CheckError.SEQUENCE)
             with m.Elif(flit[pay:] != want[pay:]):
-                m.d.comb += code.eq(5)
+                m.d.comb += code.eq(CheckError.HEAD_PAYLOAD)
             with m.Elif(~tail_ok):
-                m.d.comb += code.eq(7)
+                m.d.comb += code.eq(CheckError.TAIL_POSITION)
         with m.Else():
             with m.If(flit != want):
-                m.d.comb += code.eq(6)
+                m.d.comb += code.eq(CheckError.BODY_PAYLOAD)
             with m.Elif(~tail_ok):
-                m.d.comb += code.eq(7)
+                m.d.comb += code.eq(CheckError.TAIL_POSITION)
 
         with m.If(beat):
             m.d.sync += [self.flits.eq(self.flits + 1), idx.eq(Mux(last, 0, idx + 1))]
             with m.If(at_head):
                 m.d.sync += [cur.eq(h), ts.eq(flit[cfg.header_bits: pay])]
-            with m.If(code != 0):
+            with m.If(code != CheckError.NONE):
                 m.d.sync += self.errors.eq(self.errors + 1)
                 with m.If(self.errors == 0):
                     m.d.sync += self.error_code.eq(code)
@@ -304,7 +325,7 @@ class Checker(wiring.Component):
         return m
 
 
-class Harness(wiring.Component):
+class Harness(Top):
     """Test-only top: the network, a generator and a checker per endpoint, and ``mode``.
 
     Members
@@ -329,12 +350,11 @@ class Harness(wiring.Component):
     """
 
     def __init__(self, config):
-        self._config = cfg = config
-        net_cfg = cfg.replace(top="network")
-        net = Network(net_cfg)
-        self._net = Submodule(net_cfg.network_name, net, children=net.submodules)
-        self._gen = Submodule(f"{cfg.name}_gen", Generator(cfg))
-        self._chk = Submodule(f"{cfg.name}_chk", Checker(cfg))
+        cfg = config.ici
+        net = Network(cfg, faults=config.faults)
+        self._net = Submodule(net.name, net, children=net.submodules)
+        self._gen = Submodule(f"{config.name}_gen", Generator(cfg))
+        self._chk = Submodule(f"{config.name}_chk", Checker(cfg))
         E = cfg.endpoints
         members = {
             "mode": In(1),
@@ -344,26 +364,27 @@ class Harness(wiring.Component):
             **{n: Out(32) for n in ("created", "throttled", "inj_packets", "inj_flits",
                                     "ej_packets", "ej_flits", "errors", "crc_errors",
                                     "retries", "dropped")},
-            "lat_sum": Out(48), "lat_max": Out(TIMESTAMP_BITS), "error_code": Out(3),
+            "lat_sum": Out(48), "lat_max": Out(TIMESTAMP_BITS), "error_code": Out(CheckError),
             "error_endpoint": Out(_ep_bits(cfg)), "busy": Out(1),
         }
-        if cfg.faults:
+        if config.faults:
             members.update({"fault_rate": In(16), "faults": Out(32)})
-        super().__init__(members)
+        super().__init__(config, members)
 
-    def to_verilog(self):
-        return convert_hierarchy(self, self._config.name, [self._net, self._gen, self._chk])
+    @property
+    def submodules(self):
+        return [self._net, self._gen, self._chk]
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
+        cfg = self.config.ici
         E, L = cfg.endpoints, cfg.local_ports
         net = self._net.instance(m, "net")
         now = Signal(TIMESTAMP_BITS)
         m.d.sync += now.eq(now + 1)
         for name in ("crc_errors", "retries", "dropped"):
             m.d.comb += getattr(self, name).eq(getattr(net, name))
-        if cfg.faults:
+        if self.config.faults:
             m.d.comb += [net.fault_rate.eq(self.fault_rate), net.fault_seed.eq(self.seed),
                          self.faults.eq(net.faults)]
         gens, chks = [], []

@@ -15,9 +15,10 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.hier import Submodule, convert_hierarchy
+from ..lib.hier import Submodule
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
+from ..top import Top
 from .config import node_coords, node_index
 from .packet import eject_layout, reverse_layout, wire_layout
 from .router import COUNTER_WIDTH, COUNTERS, Router
@@ -50,7 +51,7 @@ class FaultInjector(wiring.Component):
         return m
 
 
-class Network(wiring.Component):
+class Network(Top):
     """The pod: ``nodes`` routers in a torus or mesh.
 
     Members
@@ -62,37 +63,36 @@ class Network(wiring.Component):
     crc_errors, retries, dropped : Out(32)
         Sums of the routers' counters.
     fault_rate : In(16), fault_seed : In(32), faults : Out(32)
-        Only with ``faults``: flip probability per wire per cycle (/65536), seed of the
-        injectors (taken at reset), and the count of bits flipped.
+        Only with ``faults`` (a constructor argument, test only): flip probability per wire
+        per cycle (/65536), seed of the injectors (taken at reset), and the count of bits
+        flipped.
     """
 
-    def __init__(self, config):
-        self._config = cfg = config
+    def __init__(self, config, *, faults=False):
+        cfg = config
+        self._faults = faults
         self._router = Submodule(cfg.router_name, Router(cfg), hier_block=True)
         self._subs = [self._router]
-        if cfg.faults:
-            self._faults = Submodule(f"{cfg.router_name}_faults", FaultInjector(cfg))
-            self._subs.append(self._faults)
+        if faults:
+            self._injector = Submodule(f"{cfg.router_name}_faults", FaultInjector(cfg))
+            self._subs.append(self._injector)
         members = {
             "inject": In(stream.Signature(cfg.flit_bits)).array(cfg.endpoints),
             "eject": Out(stream.Signature(eject_layout(cfg))).array(cfg.endpoints),
             **{name: Out(COUNTER_WIDTH) for name in COUNTERS},
         }
-        if cfg.faults:
+        if faults:
             members.update({"fault_rate": In(16), "fault_seed": In(32),
                             "faults": Out(COUNTER_WIDTH)})
-        super().__init__(members)
+        super().__init__(config, members)
 
     @property
-    def config(self):
-        return self._config
+    def name(self):
+        return self.config.name + ("_fi" if self._faults else "")
 
     @property
     def submodules(self):
         return self._subs
-
-    def to_verilog(self):
-        return convert_hierarchy(self, self._config.network_name, self._subs)
 
     def elaborate(self, platform):
         m = Module()
@@ -125,8 +125,8 @@ class Network(wiring.Component):
                     fed.add((node_index(cfg, to), p))
                     peer = routers[node_index(cfg, to)]
                     src, dst = r.link_out[p], peer.link_in[p]
-                    if cfg.faults:
-                        fi = self._faults.instance(m, f"f{n}_{p}")
+                    if self._faults:
+                        fi = self._injector.instance(m, f"f{n}_{p}")
                         m.d.comb += [
                             fi.flit_i.eq(src.flit), dst.flit.eq(fi.flit_o),
                             fi.rev_i.eq(dst.rev), src.rev.eq(fi.rev_o),
@@ -146,7 +146,7 @@ class Network(wiring.Component):
 
         for name in COUNTERS:
             m.d.comb += getattr(self, name).eq(tree_sum(getattr(r, name) for r in routers))
-        if cfg.faults:
+        if self._faults:
             total = Signal(range(len(fault_events) + 1))
             m.d.comb += total.eq(tree_sum(fault_events))
             m.d.sync += self.faults.eq(self.faults + total)

@@ -36,11 +36,12 @@ from functools import reduce
 from operator import or_, xor
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, fifo, memory, stream
 from amaranth.lib.wiring import In, Out
 
 from ..lib.arbiter import round_robin
-from .link import LinkRx, LinkTx
+from ..top import Top
+from .link import REPLAY_TIMEOUT, LinkRx, LinkTx
 from .packet import coord_layout, eject_layout, header_layout, link_signature
 
 __all__ = ["Router", "COUNTERS", "EJECT_DEPTH"]
@@ -160,7 +161,7 @@ class _InputUnit:
                 m.d.sync += self.rptr[v].eq(self.rptr[v] + 1)
 
 
-class Router(wiring.Component):
+class Router(Top):
     """One ICI router (see the module docstring for routing, allocation and timing).
 
     Parameters
@@ -188,8 +189,8 @@ class Router(wiring.Component):
     """
 
     def __init__(self, config):
-        self._config = cfg = config
-        super().__init__({
+        cfg = config
+        super().__init__(config, {
             "coord": In(coord_layout(cfg)),
             "link_out": Out(link_signature(cfg)).array(cfg.net_ports),
             "link_in": In(link_signature(cfg)).array(cfg.net_ports),
@@ -199,12 +200,12 @@ class Router(wiring.Component):
         })
 
     @property
-    def config(self):
-        return self._config
+    def name(self):
+        return self.config.router_name
 
-    def to_verilog(self):
-        from amaranth.back import verilog
-        return verilog.convert(self, name=self._config.router_name, emit_src=False)
+    @property
+    def extras(self):
+        return {"constants": {"replay_timeout": REPLAY_TIMEOUT}}
 
     def elaborate(self, platform):
         m = Module()

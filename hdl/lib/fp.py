@@ -17,12 +17,11 @@ unless both addends are ``-0``; a product's sign is the XOR of its operands' sig
 
 from dataclasses import dataclass
 
-from amaranth.back import verilog
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import ConfigDict, check_choice
+from ..config import Config, check_choice
+from ..top import Top
 
 __all__ = ["FloatFormat", "FP32", "BF16", "FP8_E4M3FN", "FP8_E5M2", "FLOAT_FORMATS",
            "multiply_fp32", "add_fp32", "fp32_to_bf16", "FP32_NAN", "BF16_NAN",
@@ -191,14 +190,14 @@ def fp32_to_bf16(x):
 
 
 @dataclass(frozen=True)
-class FloatUnitsConfig(ConfigDict):
+class FloatUnitsConfig(Config):
     """The standalone floating-point units of one input format (a test and reference top)."""
 
     KIND = "fp_units"
 
     fmt: str = "bfloat16"
 
-    def __post_init__(self):
+    def validate(self):
         check_choice("fmt", self.fmt, tuple(FLOAT_FORMATS))
 
     @property
@@ -206,7 +205,7 @@ class FloatUnitsConfig(ConfigDict):
         return f"podium_fp_units_{self.fmt}"
 
 
-class FloatUnits(wiring.Component):
+class FloatUnits(Top):
     """Combinational: ``product = a * b`` (fp32), ``total = x + y`` (fp32), ``narrow = bf16(x)``.
 
     The exact units the MXU's PEs and accumulator use, on ports, so they can be tested on
@@ -214,9 +213,8 @@ class FloatUnits(wiring.Component):
     """
 
     def __init__(self, config):
-        self._config = config
         fmt = FLOAT_FORMATS[config.fmt]
-        super().__init__({
+        super().__init__(config, {
             "a": In(fmt.width), "b": In(fmt.width), "x": In(32), "y": In(32),
             "product": Out(32), "total": Out(32), "narrow": Out(16),
         })
@@ -230,6 +228,3 @@ class FloatUnits(wiring.Component):
             self.narrow.eq(fp32_to_bf16(self.x)),
         ]
         return m
-
-    def to_verilog(self):
-        return verilog.convert(self, name=self._config.name, emit_src=False)

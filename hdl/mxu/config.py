@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from ..params import ConfigDict, check_choice, check_int
+from ..config import Config, check_choice, check_int
 from .formats import FORMATS, get_format
 
 __all__ = ["MXUConfig", "MAX_DIM", "MAX_ACC_DEPTH", "GEMM_DIM_BITS"]
@@ -18,7 +18,7 @@ GEMM_DIM_BITS = 16
 
 
 @dataclass(frozen=True)
-class MXUConfig(ConfigDict):
+class MXUConfig(Config):
     """Parameters of one MXU: a ``rows`` x ``cols`` weight-stationary array and its accumulators.
 
     Parameters
@@ -45,7 +45,7 @@ class MXUConfig(ConfigDict):
     acc_depth: int = 1024
     out_fmt: str | None = None
 
-    def __post_init__(self):
+    def validate(self):
         check_int("rows", self.rows, 1, MAX_DIM)
         check_int("cols", self.cols, 1, MAX_DIM)
         check_choice("fmt", self.fmt, tuple(FORMATS))

@@ -13,8 +13,8 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.hier import convert_hierarchy
-from ..params import ConfigDict, check_int
+from ..config import Config, check_int
+from ..top import Top, describe_shape
 from .config import MXUConfig
 from .unit import MXU, command_layout, output_layout
 
@@ -22,32 +22,20 @@ __all__ = ["MXUHarnessConfig", "MXUHarness"]
 
 
 @dataclass(frozen=True)
-class MXUHarnessConfig(ConfigDict):
-    """An MXU (its parameters as in MXUConfig) and the depths of the harness memories."""
+class MXUHarnessConfig(Config):
+    """An MXU and the depths of the harness memories, in entries (2..2**20)."""
 
-    KIND = "mxu_harness"
+    KIND = "MXU harness"
 
-    rows: int = 16
-    cols: int = 16
-    fmt: str = "int8"
-    acc_depth: int = 1024
-    out_fmt: str | None = None
+    mxu: MXUConfig = MXUConfig(rows=16, cols=16)
     cmd_depth: int = 16
     w_depth: int = 2048
     a_depth: int = 8192
     c_depth: int = 4096
 
-    def __post_init__(self):
-        MXUConfig(**self.mxu_params())
+    def validate(self):
         for name in ("cmd_depth", "w_depth", "a_depth", "c_depth"):
             check_int(name, getattr(self, name), 2, 1 << 20)
-
-    def mxu_params(self):
-        return {k: getattr(self, k) for k in MXUConfig.__dataclass_fields__}
-
-    @property
-    def mxu(self):
-        return MXUConfig(**self.mxu_params())
 
     @property
     def name(self):
@@ -92,7 +80,7 @@ class _MemoryStreamer(wiring.Component):
         return m
 
 
-class MXUHarness(wiring.Component):
+class MXUHarness(Top):
     """An MXU fed from memories and drained into one.
 
     Members
@@ -111,7 +99,6 @@ class MXUHarness(wiring.Component):
     """
 
     def __init__(self, config):
-        self._config = config
         mxu_cfg = config.mxu
         self._mxu = MXU(mxu_cfg)
         fmt = mxu_cfg.format
@@ -121,7 +108,7 @@ class MXUHarness(wiring.Component):
             "a": data.ArrayLayout(fmt.in_shape, mxu_cfg.rows),
             "c": output_layout(mxu_cfg),
         }
-        super().__init__({
+        super().__init__(config, {
             "start": In(1),
             "n_cmd": In(range(config.cmd_depth + 1)),
             "n_w": In(range(config.w_depth + 1)),
@@ -131,8 +118,15 @@ class MXUHarness(wiring.Component):
             "n_c": Out(range(config.c_depth + 1)),
         })
 
-    def to_verilog(self):
-        return convert_hierarchy(self, self._config.name, self._mxu.submodules)
+    @property
+    def submodules(self):
+        return self._mxu.submodules
+
+    @property
+    def extras(self):
+        """The layouts of the memories a testbench fills and reads (``<name>_mem``)."""
+        return {"memories": {name: describe_shape(layout)
+                             for name, layout in self._layouts.items()}}
 
     def elaborate(self, platform):
         m = Module()

@@ -23,11 +23,11 @@ one beat on ``c`` with ``error`` and ``last`` set, in command order, and ``cmd_e
 """
 
 from amaranth.hdl import Array, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
 
-from ..lib.hier import convert_hierarchy
 from ..lib.sram import SRAM
+from ..top import Top
 from .array import SystolicArray
 from .config import GEMM_DIM_BITS
 
@@ -92,7 +92,7 @@ class _TileWalker:
             m.d.sync += self.koff.eq(self.koff + self._rows)
 
 
-class MXU(wiring.Component):
+class MXU(Top):
     """Matrix multiply unit: GEMM commands in, result rows out.
 
     Parameters
@@ -122,12 +122,11 @@ class MXU(wiring.Component):
     """
 
     def __init__(self, config):
-        self._config = config
         fmt = config.format
         self._array = SystolicArray(fmt, config.rows, config.cols, prefix=config.name)
         self._acc = SRAM(f"{config.name}_acc", width=32 * config.cols,
                          depth=max(2, config.acc_depth))
-        super().__init__({
+        super().__init__(config, {
             "cmd": In(stream.Signature(command_layout(config))),
             "w": In(stream.Signature(data.ArrayLayout(fmt.in_shape, config.cols))),
             "a": In(stream.Signature(data.ArrayLayout(fmt.in_shape, config.rows))),
@@ -135,14 +134,6 @@ class MXU(wiring.Component):
             "idle": Out(1),
             **{name: Out(COUNTER_WIDTH) for name in COUNTERS},
         })
-
-    @property
-    def config(self):
-        return self._config
-
-    def to_verilog(self):
-        """The Verilog of this MXU: its top module and every module below it."""
-        return convert_hierarchy(self, self._config.name, self.submodules)
 
     @property
     def submodules(self):

@@ -31,7 +31,7 @@ import numpy as np
 
 from verification.models import fp
 
-__all__ = ["Gemm", "Beat", "matmul", "MXUModel", "DIM_MAX"]
+__all__ = ["Gemm", "Beat", "matmul", "MXUModel", "DIM_MAX", "tile_order"]
 
 DIM_MAX = 2**16 - 1
 
@@ -138,3 +138,19 @@ class MXUModel:
                     last = j == tiles - 1 and r == cmd.m - 1
                     beats.append(Beat(tuple(data), last, False))
         return beats
+
+
+def tile_order(cmd, a, b, rows, cols, garbage):
+    """The operands of ``cmd`` as the MXU takes them: for each column tile, for each k-tile,
+    the weight tile's real rows and the ``m`` activation vectors, with ``garbage(shape)`` in
+    every lane the MXU must ignore (lanes past ``n`` and past ``k``)."""
+    R, C = rows, cols
+    for j in range(-(-cmd.n // C)):
+        for i in range(-(-cmd.k // R)):
+            ks = slice(i * R, min(cmd.k, (i + 1) * R))
+            lanes = min(C, cmd.n - j * C)
+            tile_b = garbage((ks.stop - ks.start, C))
+            tile_b[:, :lanes] = b[ks, j * C: j * C + lanes]
+            tile_a = garbage((cmd.m, R))
+            tile_a[:, : ks.stop - ks.start] = a[:, ks]
+            yield tile_b, tile_a

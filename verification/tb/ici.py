@@ -10,16 +10,12 @@ their own (no Python per cycle); the bench sets the load, pattern and fault rate
 injection, waits for the network to drain within a bound, and reads the counters.
 """
 
-import json
-import os
 import random
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
-from hdl.ici.config import ICIConfig
-from hdl.ici.harness import ERRORS, PATTERNS
+from hdl.ici.config import ICIHarnessConfig
 from verification.models.ici import (
     PATTERN_NAMES,
     Delivery,
@@ -29,10 +25,21 @@ from verification.models.ici import (
     pattern_destination,
     zero_load_latency,
 )
-from verification.tb.packing import load_sidecar
-from verification.tb.streams import FLOWS, StreamBench, pattern
+from verification.tb.bench import (
+    FLOWS,
+    env_int,
+    flow_pauses,
+    measurement,
+    new_rng,
+    only_if,
+    pause,
+    perf_spec,
+    start,
+    write_report,
+)
+from verification.tb.packing import enum_values, load_sidecar
+from verification.tb.streams import StreamBench
 
-FLOW_NAMES = [f"{i}_{b}" for i, b in FLOWS]
 COUNTERS = ("created", "throttled", "inj_packets", "inj_flits", "ej_packets", "ej_flits",
             "lat_sum", "lat_max", "errors", "error_code", "error_endpoint", "crc_errors",
             "retries", "dropped", "busy")
@@ -42,13 +49,14 @@ class _Harness:
     def __init__(self, dut):
         self.dut = dut
         self.sidecar = load_sidecar()
-        self.cfg = ICIConfig.from_dict(self.sidecar["parameters"])
+        self.cfg = ICIHarnessConfig.from_dict(self.sidecar["parameters"]).ici
+        self.patterns = enum_values(self.sidecar, "pattern")
+        self.errors = {v: k for k, v in enum_values(self.sidecar, "error_code").items()}
         self.E = self.cfg.endpoints
         self.faults = hasattr(dut, "fault_rate")
 
     async def start(self, mode, *, seed=None, fault_rate=0):
         dut = self.dut
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         dut.mode.value = mode
         for name in ("enable", "pattern", "rate", "length", "hotspot", "hotspot_port",
                      "hotspot_rate", "stall_rate"):
@@ -59,9 +67,7 @@ class _Harness:
         for e in range(self.E):
             getattr(dut, f"inject__{e}__valid").value = 0
             getattr(dut, f"eject__{e}__ready").value = 0
-        dut.rst.value = 1
-        await ClockCycles(dut.clk, 3)
-        dut.rst.value = 0
+        await start(dut)
         await ClockCycles(dut.clk, 2)
 
     def counters(self):
@@ -76,14 +82,11 @@ class NetworkBench(_Harness):
 
     def __init__(self, dut, flow):
         super().__init__(dut)
-        idle, backpressure = flow.split("_")
-        self.rng = random.Random(random.getrandbits(64))
-        prng = random.Random(random.getrandbits(64))
+        idle, backpressure = flow_pauses(flow)
+        self.rng = new_rng()
         self.streams = StreamBench(dut, dut.clk)
-        self.src = [self.streams.source(f"inject__{e}", pattern(idle, prng))
-                    for e in range(self.E)]
-        self.snk = [self.streams.sink(f"eject__{e}", pattern(backpressure, prng))
-                    for e in range(self.E)]
+        self.src = [self.streams.source(f"inject__{e}", pause(idle)) for e in range(self.E)]
+        self.snk = [self.streams.sink(f"eject__{e}", pause(backpressure)) for e in range(self.E)]
         self.model = Delivery(self.cfg)
         self.seq = {}
         self.taken = [0] * self.E        # ejected beats already parsed, per endpoint
@@ -165,17 +168,17 @@ async def _traffic(tb, name, packets_per_endpoint, **kw):
 
 
 @cocotb.test()
-@cocotb.parametrize(traffic=PATTERN_NAMES, flow=FLOW_NAMES)
+@cocotb.parametrize(traffic=PATTERN_NAMES, flow=FLOWS)
 async def test_patterns(dut, traffic, flow):
     """Every traffic pattern, random lengths and classes, every idle x backpressure flow."""
     tb = NetworkBench(dut, flow)
     await tb.start()
-    await _traffic(tb, traffic, int(os.environ.get("ICI_PACKETS", "6")))
+    await _traffic(tb, traffic, env_int("ICI_PACKETS", 6))
     await tb.finish()
 
 
 @cocotb.test()
-@cocotb.parametrize(flow=FLOW_NAMES)
+@cocotb.parametrize(flow=FLOWS)
 async def test_bad_packets(dut, flow):
     """Heads addressed outside the pod, with a bad class or a bad length are dropped at
     injection and counted; the packets around them are delivered untouched."""
@@ -238,16 +241,15 @@ async def test_zero_load_latency(dut):
             f"expected {zero_load_latency(hops, length)}")
 
 
+@only_if(lambda p: p["faults"])
 @cocotb.test()
-@cocotb.parametrize(flow=FLOW_NAMES)
+@cocotb.parametrize(flow=FLOWS)
 async def test_link_faults(dut, flow):
     """Random bit flips on every link (flits and reverse channel): every packet still arrives
     once, intact and in order; CRC errors and retries are counted."""
     tb = NetworkBench(dut, flow)
-    if not tb.faults:
-        return
     await tb.start(fault_rate=2000)
-    await _traffic(tb, "uniform", int(os.environ.get("ICI_PACKETS", "6")))
+    await _traffic(tb, "uniform", env_int("ICI_PACKETS", 6))
     c = await tb.finish()
     assert c["faults"] > 0 and c["crc_errors"] > 0 and c["retries"] > 0, c
 
@@ -263,7 +265,7 @@ class TrafficBench(_Harness):
         """Offer ``load`` flits/endpoint/cycle for ``cycles``, stop, drain; return counters."""
         dut, cfg = self.dut, self.cfg
         mean_len = length or (cfg.max_packet + 1) / 2
-        dut.pattern.value = PATTERNS.index(traffic)
+        dut.pattern.value = self.patterns[traffic.upper()]
         dut.rate.value = min(65535, int(load / mean_len * 65536))
         dut.length.value = length
         dut.stall_rate.value = int(stall * 65536)
@@ -292,9 +294,9 @@ class TrafficBench(_Harness):
         return c
 
 
-def check_clean(c):
+def check_clean(tb, c):
     assert c["errors"] == 0, (f"{c['errors']} checker errors, first at endpoint "
-                              f"{c['error_endpoint']}: {ERRORS.get(c['error_code'])}; {c}")
+                              f"{c['error_endpoint']}: {tb.errors.get(c['error_code'])}; {c}")
     assert c["inj_packets"] == c["ej_packets"] == c["created"], c
     assert c["inj_flits"] == c["ej_flits"], c
     assert c["dropped"] == 0, c
@@ -310,7 +312,7 @@ async def test_generated_traffic(dut, traffic):
     c = await tb.run(traffic=traffic, load=0.4, cycles=2500, stall=0.3,
                      fault_rate=500 if tb.faults else 0, hot_fraction=0.3)
     dut._log.info("%s: %s", traffic, c)
-    check_clean(c)
+    check_clean(tb, c)
     assert c["ej_packets"] > 50 * tb.E, c
 
 
@@ -321,26 +323,27 @@ async def test_soak(dut):
     (default 200k); then injection stops and everything drains within the bound."""
     tb = TrafficBench(dut)
     await tb.start()
-    cycles = int(os.environ.get("ICI_SOAK", "200000"))
+    cycles = env_int("ICI_SOAK", 200000)
     c = await tb.run(traffic="uniform", load=tb.cfg.max_packet, cycles=cycles, stall=0.1,
                      fault_rate=50 if tb.faults else 0)
     dut._log.info("soak %d cycles: %s", cycles, c)
-    check_clean(c)
+    check_clean(tb, c)
     assert c["throttled"] > 0, "the offered load did not exceed what the network accepted"
 
 
+@measurement
 @cocotb.test()
 async def measure_load(dut):
     """Benchmark sweep (not in the regression): uniform traffic at each offered load of
     PODIUM_PERF (ascending), each a warm-up then a measured window; writes, per load, the
     offered and accepted throughput (flits/endpoint/cycle) and the mean packet latency (tail
     ejection minus creation, cycles)."""
-    spec = json.loads(os.environ.get("PODIUM_PERF", "{}"))
+    spec = perf_spec()
     tb = TrafficBench(dut)
     await tb.start()
     length = spec.get("length", 1)
     warm, window = spec.get("warmup", 2000), spec.get("window", 10000)
-    dut.pattern.value = 0
+    dut.pattern.value = tb.patterns["UNIFORM"]
     dut.length.value = length
     dut.enable.value = 1
     points = []
@@ -361,6 +364,4 @@ async def measure_load(dut):
         })
         dut._log.info("measured %s", points[-1])
         assert b["errors"] == 0, b
-    if "report" in spec:
-        with open(spec["report"], "w") as f:
-            json.dump(points, f)
+    write_report(spec, points)

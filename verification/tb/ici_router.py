@@ -10,18 +10,16 @@ VC the golden model's routing function gives (dateline class, lane, traffic clas
 hop count incremented, intact, packets never interleaved on a VC, and in order per flow.
 """
 
-import random
 from collections import defaultdict, deque
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 
 from hdl.ici.config import ICIConfig
-from hdl.ici.link import REPLAY_TIMEOUT
 from verification.models.ici import Header, crc16, out_vc_of, pack_fields
+from verification.tb.bench import new_rng, pause, start
 from verification.tb.packing import load_sidecar
-from verification.tb.streams import StreamBench, pattern
+from verification.tb.streams import StreamBench
 
 TAG_BITS = 20
 REV_DELAY = 3
@@ -99,7 +97,7 @@ class Upstream:
         self._read_rev()
         # Replay timeout (a retransmission lost while nak stays up), as the sender's spec.
         self.idle = 0 if self.ack == self.wr else self.idle + 1
-        if self.idle > REPLAY_TIMEOUT:
+        if self.idle > self.tb.sidecar["constants"]["replay_timeout"]:
             self.send, self.idle = self.ack, 0
         frame = None
         if self.send != self.wr:
@@ -196,17 +194,16 @@ class RouterBench:
         self.dut = dut
         self.sidecar = load_sidecar()
         self.cfg = cfg = ICIConfig.from_dict(self.sidecar["parameters"])
-        self.rng = random.Random(random.getrandbits(64))
+        self.rng = new_rng()
         self.coord = coord or tuple(self.rng.randrange(k) for k in cfg.dims)
         self.wire_fields = _fields(self.sidecar, "link_in__0__flit")
         self.wire_bits = sum(x["width"] for x in self.wire_fields.values())
         self.up = [Upstream(self, p) for p in range(cfg.net_ports)]
         self.down = [Downstream(self, p) for p in range(cfg.net_ports)]
-        prng = random.Random(random.getrandbits(64))
         self.streams = StreamBench(dut, dut.clk)
-        self.inj = [self.streams.source(f"inject__{lp}", pattern("random", prng))
+        self.inj = [self.streams.source(f"inject__{lp}", pause("random"))
                     for lp in range(cfg.local_ports)]
-        self.ej = [self.streams.sink(f"eject__{lp}", pattern("random", prng))
+        self.ej = [self.streams.sink(f"eject__{lp}", pause("random"))
                    for lp in range(cfg.local_ports)]
         self.expect = {}          # tag -> (port or None, vc, local port, flits)
         self.flows = defaultdict(list)
@@ -215,15 +212,12 @@ class RouterBench:
 
     async def start(self):
         dut, cfg = self.dut, self.cfg
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         dut.coord.value = sum(c << sum(cfg.coord_bits[:d]) for d, c in enumerate(self.coord))
         self.streams.quiesce()
         for p in range(cfg.net_ports):
             getattr(dut, f"link_in__{p}__flit").value = 0
             self.down[p].step(self.rng)
-        dut.rst.value = 1
-        await ClockCycles(dut.clk, 3)
-        dut.rst.value = 0
+        await start(dut)
         cocotb.start_soon(self.streams.run())
         cocotb.start_soon(self._peers())
 

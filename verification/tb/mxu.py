@@ -9,44 +9,32 @@ checks every beat, the counters and the stream rules. Every test runs the idle x
 matrix; the seed is printed by cocotb and reproduces any failure (PODIUM_SEED, see README).
 """
 
-import json
-import os
 import random
 
 import cocotb
 import ml_dtypes
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from hdl.lib.fp import FLOAT_FORMATS
 from verification.models import fp
-from verification.models.mxu import Gemm, MXUModel
+from verification.models.mxu import Gemm, MXUModel, tile_order
+from verification.tb.bench import (
+    FLOWS,
+    flow_pauses,
+    measurement,
+    only_if,
+    pause,
+    perf_spec,
+    start,
+    write_report,
+)
 from verification.tb.packing import Port, load_sidecar, pack_lanes
-from verification.tb.streams import FLOWS, StreamBench, pattern
-
-FLOW_NAMES = [f"{i}_{b}" for i, b in FLOWS]
-
-
-def tile_order(cmd, a, b, rows, cols, garbage):
-    """The operands of ``cmd`` as the MXU takes them: for each column tile, for each k-tile,
-    the weight tile's real rows and the ``m`` activation vectors, with ``garbage(shape)`` in
-    every lane the MXU must ignore (lanes past ``n`` and past ``k``)."""
-    R, C = rows, cols
-    for j in range(-(-cmd.n // C)):
-        for i in range(-(-cmd.k // R)):
-            ks = slice(i * R, min(cmd.k, (i + 1) * R))
-            lanes = min(C, cmd.n - j * C)
-            tile_b = garbage((ks.stop - ks.start, C))
-            tile_b[:, :lanes] = b[ks, j * C: j * C + lanes]
-            tile_a = garbage((cmd.m, R))
-            tile_a[:, : ks.stop - ks.start] = a[:, ks]
-            yield tile_b, tile_a
+from verification.tb.streams import StreamBench
 
 
 class MXUBench:
     def __init__(self, dut, flow):
-        idle, backpressure = flow.split("_")
+        idle, backpressure = flow_pauses(flow)
         self.dut = dut
         self.sidecar = load_sidecar()
         p = self.sidecar["parameters"]
@@ -54,16 +42,15 @@ class MXUBench:
         self.fmt = p["fmt"]
         self.is_float = self.fmt != "int8"
         self.rng = np.random.default_rng(random.getrandbits(64))
-        prng = random.Random(random.getrandbits(64))
         self.cmd_port = Port.of(self.sidecar, "cmd")
         self.c_port = Port.of(self.sidecar, "c")
         ports = {x["name"]: x for x in self.sidecar["ports"]}
         self.in_width = ports["a__payload"]["lanes"]["width"]
         self.streams = StreamBench(dut, dut.clk)
-        self.cmd = self.streams.source("cmd", pattern(idle, prng))
-        self.w = self.streams.source("w", pattern(idle, prng))
-        self.a = self.streams.source("a", pattern(idle, prng))
-        self.c = self.streams.sink("c", pattern(backpressure, prng))
+        self.cmd = self.streams.source("cmd", pause(idle))
+        self.w = self.streams.source("w", pause(idle))
+        self.a = self.streams.source("a", pause(idle))
+        self.c = self.streams.sink("c", pause(backpressure))
         self.model = MXUModel(self.rows, self.cols, self.acc_depth, self.fmt, p["out_fmt"])
         self.expected = []
         self.vectors = 0        # activation vectors the MXU must take
@@ -72,11 +59,8 @@ class MXUBench:
         self.budget = 200       # cycle budget before declaring a hang
 
     async def start(self):
-        cocotb.start_soon(Clock(self.dut.clk, 10, unit="ns").start())
         self.streams.quiesce()
-        self.dut.rst.value = 1
-        await ClockCycles(self.dut.clk, 3)
-        self.dut.rst.value = 0
+        await start(self.dut)
         cocotb.start_soon(self.streams.run())
 
     def garbage(self, shape):
@@ -100,9 +84,9 @@ class MXUBench:
         smallest subnormals."""
         if not self.is_float:
             return [-128, 127]
-        fl = FLOAT_FORMATS[self.fmt]
-        top = (fl.max_exp_field << fl.man_bits) | ((1 << fl.man_bits) - (1 if fl.ieee else 2))
-        sign = 1 << (fl.width - 1)
+        info = ml_dtypes.finfo(fp.DTYPES[self.fmt])
+        top = int(fp.bits_of(float(info.max), self.fmt))
+        sign = 1 << (self.in_width - 1)
         return [top, top | sign, 1, 1 | sign]
 
     def submit(self, cmd, a=None, b=None):
@@ -176,7 +160,7 @@ def random_gemm(rng, bench, max_m=None, accumulate=False, emit=True):
 
 
 @cocotb.test()
-@cocotb.parametrize(flow=FLOW_NAMES)
+@cocotb.parametrize(flow=FLOWS)
 async def test_gemm_random(dut, flow):
     """Random GEMMs of random shape, including sizes that are not multiples of the array."""
     tb = MXUBench(dut, flow)
@@ -187,7 +171,7 @@ async def test_gemm_random(dut, flow):
 
 
 @cocotb.test()
-@cocotb.parametrize(flow=FLOW_NAMES)
+@cocotb.parametrize(flow=FLOWS)
 async def test_extremes(dut, flow):
     """Operands at the format's extremes in every combination (int8: -128 and 127; floats:
     the largest finite magnitudes and the smallest subnormals of both signs), then mixed."""
@@ -206,7 +190,7 @@ async def test_extremes(dut, flow):
 
 
 @cocotb.test()
-@cocotb.parametrize(flow=FLOW_NAMES)
+@cocotb.parametrize(flow=FLOWS)
 async def test_accumulate(dut, flow):
     """Accumulate and overwrite modes, emit on and off, and reuse of the same accumulator
     rows by back-to-back commands (a result must wait for a pending read-out of its row)."""
@@ -227,7 +211,7 @@ async def test_accumulate(dut, flow):
 
 
 @cocotb.test()
-@cocotb.parametrize(flow=FLOW_NAMES)
+@cocotb.parametrize(flow=FLOWS)
 async def test_small_folds(dut, flow):
     """Folds shorter than the array (m < rows, m = 1) and one-element dimensions."""
     tb = MXUBench(dut, flow)
@@ -242,7 +226,7 @@ async def test_small_folds(dut, flow):
 
 
 @cocotb.test()
-@cocotb.parametrize(flow=FLOW_NAMES)
+@cocotb.parametrize(flow=FLOWS)
 async def test_refused_commands(dut, flow):
     """Malformed and oversized commands answer one error beat, in order, and disturb nothing."""
     tb = MXUBench(dut, flow)
@@ -277,12 +261,13 @@ async def test_no_bubbles(dut):
     assert wait <= R + 1, f"activations waited {wait} cycles for weights, first tile needs {R}"
 
 
+@measurement
 @cocotb.test()
 async def measure_gemm(dut):
     """One GEMM with streams that never idle, for the demo and the benchmarks (not part of the
     regression): checks the result like every test, then writes cycles and counters as JSON
     to the file named in PODIUM_PERF (with m, k, n given there; default 4*rows each)."""
-    spec = json.loads(os.environ.get("PODIUM_PERF", "{}"))
+    spec = perf_spec()
     tb = MXUBench(dut, "none_none")
     await tb.start()
     R, C = tb.rows, tb.cols
@@ -296,9 +281,7 @@ async def measure_gemm(dut):
            for name in ("busy", "mac", "weight_load", "stall", "weight_wait")},
     }
     dut._log.info("measured %s", report)
-    if "report" in spec:
-        with open(spec["report"], "w") as f:
-            json.dump(report, f)
+    write_report(spec, report)
 
 
 def float_edge_cases(fmt):
@@ -320,8 +303,9 @@ def float_edge_cases(fmt):
     ]
 
 
-@cocotb.test(skip=load_sidecar()["parameters"]["fmt"] == "int8")
-@cocotb.parametrize(flow=FLOW_NAMES)
+@only_if(lambda p: p["fmt"] != "int8")
+@cocotb.test()
+@cocotb.parametrize(flow=FLOWS)
 async def test_float_edges(dut, flow):
     """Directed fp cases: NaN and inf propagation, overflow, cancellation, ties to even,
     subnormal inputs and results, signed zero. Every (case row, case column) pair is computed,

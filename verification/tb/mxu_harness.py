@@ -7,23 +7,17 @@ PODIUM_PERF (JSON) sets the GEMM ``m``, ``k``, ``n``, the number of timed ``runs
 ``report`` file the measurements go to.
 """
 
-import json
-import os
 import random
 import statistics
 import time
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import RisingEdge
 
-from hdl.generate import describe_shape
-from hdl.mxu.harness import MXUHarnessConfig
-from hdl.mxu.unit import command_layout, output_layout
 from verification.models import fp
-from verification.models.mxu import Gemm, MXUModel
-from verification.tb.mxu import tile_order
+from verification.models.mxu import Gemm, MXUModel, tile_order
+from verification.tb.bench import perf_spec, start, write_report
 from verification.tb.packing import Port, load_sidecar, pack_lanes
 
 
@@ -31,16 +25,14 @@ class Harness:
     def __init__(self, dut):
         self.dut = dut
         self.sidecar = load_sidecar()
-        p = self.sidecar["parameters"]
-        self.p = p
+        p = self.sidecar["parameters"]["mxu"]
         self.rows, self.cols, self.fmt = p["rows"], p["cols"], p["fmt"]
         self.rng = np.random.default_rng(random.getrandbits(64))
-        self.in_width = MXUHarnessConfig.from_dict(p).mxu.format.in_width
+        memories = self.sidecar["memories"]
+        self.in_width = memories["a"]["lanes"]["width"]
         self.model = MXUModel(self.rows, self.cols, p["acc_depth"], self.fmt, p["out_fmt"])
-        mxu = MXUHarnessConfig.from_dict(p).mxu
-        self.cmd_layout = Port(describe_shape(command_layout(mxu)))
-        self.c_layout = Port(describe_shape(output_layout(mxu)))
-
+        self.cmd_layout = Port(memories["cmd"])
+        self.c_layout = Port(memories["c"])
 
     def garbage(self, shape):
         if self.fmt == "int8":
@@ -97,13 +89,10 @@ class Harness:
 @cocotb.test()
 async def run_preloaded(dut):
     """GEMMs from preloaded memories: every result checked; cycles per second reported."""
-    spec = json.loads(os.environ.get("PODIUM_PERF", "{}"))
+    spec = perf_spec()
     h = Harness(dut)
-    Clock(dut.clk, 10, unit="ns").start()
     dut.start.value = 0
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 3)
-    dut.rst.value = 0
+    await start(dut)
     R, C = h.rows, h.cols
     if spec:
         cmds = [Gemm(spec["m"], spec["k"], spec["n"])]
@@ -120,7 +109,5 @@ async def run_preloaded(dut):
     assert all(c == cycles for c, _ in runs), f"cycle counts differ between runs: {runs}"
     wall = statistics.median(w for _, w in runs)
     dut._log.info("%d cycles, median %.3f s: %.0f cycles/s", cycles, wall, cycles / wall)
-    if "report" in spec:
-        with open(spec["report"], "w") as f:
-            json.dump({"cycles": cycles, "seconds": wall, "cycles_per_second": cycles / wall,
-                       "walls": [w for _, w in runs]}, f)
+    write_report(spec, {"cycles": cycles, "seconds": wall, "cycles_per_second": cycles / wall,
+                        "walls": [w for _, w in runs]})

@@ -1,14 +1,14 @@
 """Packing numpy values into stream payload integers and back, from a design's sidecar.
 
 Amaranth lays out structs and arrays LSB first; the sidecar written by ``hdl.generate``
-describes every payload port (fields with offsets, lanes with element width), so testbenches
-pack beats from that description instead of hard-coding bit positions.
+describes every port (fields with offsets, lanes with element width, enum values by name), so
+testbenches pack beats from that description instead of hard-coding bit positions.
 """
 
 import json
 import os
 
-__all__ = ["load_sidecar", "Port", "pack_lanes", "unpack_lanes"]
+__all__ = ["load_sidecar", "Port", "pack_lanes", "unpack_lanes", "enum_values"]
 
 
 def load_sidecar(path=None):
@@ -36,18 +36,24 @@ def unpack_lanes(word, width, count, signed=True):
     return out
 
 
+def enum_values(sidecar, port):
+    """``{name: value}`` of the enum-shaped port ``port`` (a full port name)."""
+    return {p["name"]: p for p in sidecar["ports"]}[port]["enum"]
+
+
 class Port:
     """A struct payload, packed and unpacked by field name, from its description (the form
-    ``hdl.generate.describe_shape`` gives and the sidecar holds)."""
+    ``hdl.generate.describe_shape`` gives and the sidecar holds). An enum field takes its
+    member name as well as its value."""
 
     def __init__(self, desc):
         self.desc = desc
 
     @classmethod
     def of(cls, sidecar, name):
-        """The payload of stream ``name`` of a design, from its sidecar."""
+        """Port ``name`` of a design, or the payload of stream ``name``, from its sidecar."""
         ports = {p["name"]: p for p in sidecar["ports"]}
-        return cls(ports[f"{name}__payload"])
+        return cls(ports[name] if name in ports else ports[f"{name}__payload"])
 
     def field(self, name):
         return self.desc["fields"][name]
@@ -58,6 +64,8 @@ class Port:
             f = self.field(name)
             if "lanes" in f:
                 value = pack_lanes(value, f["lanes"]["width"])
+            elif isinstance(value, str):
+                value = f["enum"][value]
             word |= (int(value) & ((1 << f["width"]) - 1)) << f["offset"]
         return word
 

@@ -6,47 +6,42 @@ logic to settle, and records which handshakes will complete at the next rising e
 for all streams keeps the Python cost per simulated cycle low.
 
 Ports follow Amaranth's flattening: ``<name>__valid``, ``<name>__ready``, ``<name>__payload``.
-Idle and backpressure are patterns: callables returning True on cycles to hold back.
+Idle and backpressure are pause generators (:mod:`verification.tb.bench`), set with
+``set_idle_generator`` / ``set_backpressure_generator`` as on cocotbext-axi's drivers.
 """
 
 import itertools
 
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-__all__ = ["StreamBench", "Source", "Sink", "pattern", "PATTERNS", "FLOWS"]
-
-PATTERNS = ("none", "random", "bursty")
-
-# The idle x backpressure matrix every test runs.
-FLOWS = [(i, b) for i in ("none", "random") for b in ("none", "random", "bursty")]
+__all__ = ["StreamBench", "Source", "Sink"]
 
 
-def pattern(kind, rng):
-    """A hold-back pattern: ``none`` never, ``random`` 30% of cycles, ``bursty`` in long runs
-    (4 cycles go, 12 hold, with random jitter), which fills every buffer on the way."""
-    if kind == "none":
-        return lambda: False
-    if kind == "random":
-        return lambda: rng.random() < 0.3
-    if kind == "bursty":
-        runs = itertools.cycle([False] * 4 + [True] * 12)
-        return lambda: next(runs) if rng.random() < 0.9 else True
-    raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {kind!r}")
-
-
-class Source:
-    """Drives beats (ints) from a queue onto an input stream."""
-
-    def __init__(self, dut, name, idle):
+class _End:
+    def __init__(self, dut, name, pauses):
         self.name = name
         self._valid = getattr(dut, f"{name}__valid")
         self._ready = getattr(dut, f"{name}__ready")
         self._payload = getattr(dut, f"{name}__payload")
-        self._idle = idle
+        self._pauses = pauses if pauses is not None else itertools.repeat(False)
+
+    def _paused(self):
+        return next(self._pauses)
+
+
+class Source(_End):
+    """Drives beats (ints) from a queue onto an input stream."""
+
+    def __init__(self, dut, name, idle=None):
+        super().__init__(dut, name, idle)
         self.queue = []
         self._head = 0
         self._offered = False
         self.sent = 0
+
+    def set_idle_generator(self, generator):
+        """Pause generator: the source offers no beat on cycles it yields True."""
+        self._pauses = generator
 
     def send(self, beats):
         self.queue.extend(int(b) for b in beats)
@@ -56,7 +51,7 @@ class Source:
         return len(self.queue) - self._head
 
     def _drive(self):
-        self._offered = self._head < len(self.queue) and not self._idle()
+        self._offered = self._head < len(self.queue) and not self._paused()
         self._valid.value = int(self._offered)
         if self._offered:
             self._payload.value = self.queue[self._head]
@@ -70,26 +65,26 @@ class Source:
                 self._head = 0
 
 
-class Sink:
+class Sink(_End):
     """Collects beats (ints) from an output stream, holding ``ready`` low as told.
 
     It also checks the stream rule: once ``valid`` is high, it stays high with the same payload
     until the beat is taken.
     """
 
-    def __init__(self, dut, name, backpressure):
-        self.name = name
-        self._valid = getattr(dut, f"{name}__valid")
-        self._ready = getattr(dut, f"{name}__ready")
-        self._payload = getattr(dut, f"{name}__payload")
-        self._backpressure = backpressure
+    def __init__(self, dut, name, backpressure=None):
+        super().__init__(dut, name, backpressure)
         self._accepting = False
         self._held = None
         self.beats = []
         self.last_cycle = None
 
+    def set_backpressure_generator(self, generator):
+        """Pause generator: the sink is not ready on cycles it yields True."""
+        self._pauses = generator
+
     def _drive(self):
-        self._accepting = not self._backpressure()
+        self._accepting = not self._paused()
         self._ready.value = int(self._accepting)
 
     def _sample(self, cycle):
@@ -105,7 +100,8 @@ class Sink:
 
 
 class StreamBench:
-    """Clock-driven loop over a DUT's streams; counts cycles from its start (cycle 0)."""
+    """Clock-driven loop over a DUT's streams; counts cycles from its start (cycle 0).
+    ``checks`` are called after every cycle's sampling."""
 
     def __init__(self, dut, clk):
         self._dut = dut
@@ -115,11 +111,11 @@ class StreamBench:
         self.cycle = 0
         self.checks = []
 
-    def source(self, name, idle):
+    def source(self, name, idle=None):
         self.sources[name] = Source(self._dut, name, idle)
         return self.sources[name]
 
-    def sink(self, name, backpressure):
+    def sink(self, name, backpressure=None):
         self.sinks[name] = Sink(self._dut, name, backpressure)
         return self.sinks[name]
 

@@ -35,15 +35,17 @@ def seed(request):
 
 @pytest.fixture
 def cocotb_run(request, seed):
-    """``cocotb_run(block, config, module, testcase, sim="verilator")``: build and run."""
+    """``cocotb_run(block, config, module, test=None, sim="verilator")``: build the block's
+    configuration and run cocotb test ``test`` of testbench ``module`` (all of them when
+    None) on it."""
     waves = os.environ.get("PODIUM_WAVES") == "1"
 
-    def go(block, config, module, testcase=None, sim="verilator"):
+    def go(block, config, module, test=None, sim="verilator"):
         if not simulator_available(sim):
             pytest.skip(f"{sim} is not installed")
         built = build(generate(block, config), sim, waves=waves)
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid.split("::", 1)[1])
-        return run(built, module, test_dir=BUILD / "tests" / sim / name, testcase=testcase,
-                   seed=seed)
+        return run(built, module, test_dir=BUILD / "tests" / sim / name,
+                   testcase=rf"\.{test}(/|$)" if test else None, seed=seed)
 
     return go

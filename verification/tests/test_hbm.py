@@ -7,15 +7,12 @@ import numpy as np
 import pytest
 
 from hdl.generate import generate
-from hdl.hbm.config import MAPPINGS, HBMConfig
-from sim.hbm_perf import BENCH_CONFIG
+from hdl.hbm.config import BENCH_CONFIG, MAPPINGS, HBMConfig
 from sim.runner import lint
 from verification.models.hbm import MAX_POSTPONED, HBMDeviceModel, Violation
+from verification.tests.suite import cases
 
 TB = "verification.tb.hbm"
-COCOTB_TESTS = ["test_random_mix", "test_read_after_write", "test_long_bursts", "test_ecc",
-                "test_bad_requests", "test_refresh_soak", "test_refresh_under_load",
-                "test_write_not_starved"]
 
 CONFIGS = {
     "default": HBMConfig(),
@@ -31,15 +28,14 @@ CONFIGS = {
 DEEP_TESTS = ["test_random_mix", "test_read_after_write", "test_write_not_starved"]
 
 
-@pytest.mark.parametrize("test", COCOTB_TESTS)
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name, test", cases(TB, CONFIGS))
 def test_hbm(cocotb_run, name, test):
-    cocotb_run("hbm", CONFIGS[name], TB, rf"\.{test}(/|$)")
+    cocotb_run("hbm", CONFIGS[name], TB, test)
 
 
 @pytest.mark.parametrize("test", DEEP_TESTS)
 def test_hbm_deep(cocotb_run, test):
-    cocotb_run("hbm", BENCH_CONFIG, TB, rf"\.{test}(/|$)")
+    cocotb_run("hbm", BENCH_CONFIG, TB, test)
 
 
 def test_generate_lint(tmp_path):

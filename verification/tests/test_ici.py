@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from hdl.generate import generate
-from hdl.ici.config import ICIConfig
+from hdl.ici.config import ICIConfig, ICIHarnessConfig
 from sim.runner import lint
 from verification.models.ici import (
     average_hops,
@@ -20,29 +20,28 @@ from verification.models.ici import (
     min_hops,
     path,
 )
+from verification.tests.suite import cases
 
 TB = "verification.tb.ici"
 ROUTER_TB = "verification.tb.ici_router"
 
 # Networks of the regression, each built once with its test harness and fault injectors.
+def _harness(**params):
+    return ICIHarnessConfig(ici=ICIConfig(**params), faults=True)
+
+
 CONFIGS = {
-    "2x2t": ICIConfig(dims=(2, 2), classes=2, vcs=2, buffer_depth=4, max_packet=4,
-                      local_ports=2, faults=True, top="harness"),
-    "4x4t": ICIConfig(dims=(4, 4), vcs=4, buffer_depth=8, max_packet=8, faults=True,
-                      top="harness"),
-    "4x4m": ICIConfig(dims=(4, 4), wrap=(False, False), classes=2, vcs=2, buffer_depth=4,
-                      max_packet=6, faults=True, top="harness"),
-    "2x2x2t": ICIConfig(dims=(2, 2, 2), vcs=2, buffer_depth=4, max_packet=4, retry_depth=4,
-                        faults=True, top="harness"),
+    "2x2t": _harness(dims=(2, 2), classes=2, vcs=2, buffer_depth=4, max_packet=4,
+                     local_ports=2),
+    "4x4t": _harness(dims=(4, 4), vcs=4, buffer_depth=8, max_packet=8),
+    "4x4m": _harness(dims=(4, 4), wrap=(False, False), classes=2, vcs=2, buffer_depth=4,
+                     max_packet=6),
+    "2x2x2t": _harness(dims=(2, 2, 2), vcs=2, buffer_depth=4, max_packet=4, retry_depth=4),
 }
-COCOTB_TESTS = ["test_patterns", "test_bad_packets", "test_zero_load_latency",
-                "test_link_faults", "test_generated_traffic", "test_soak"]
-ROUTER = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4,
-                   local_ports=2, top="router")
+ROUTER = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
 LARGE = {
-    "8x8t": ICIConfig(dims=(8, 8), vcs=4, max_packet=4, faults=True, top="harness"),
-    "3x5m-t": ICIConfig(dims=(3, 5), wrap=(False, True), classes=3, vcs=2, max_packet=5,
-                        faults=True, top="harness"),
+    "8x8t": _harness(dims=(8, 8), vcs=4, max_packet=4),
+    "3x5m-t": _harness(dims=(3, 5), wrap=(False, True), classes=3, vcs=2, max_packet=5),
 }
 
 
@@ -51,31 +50,29 @@ LARGE = {
 FAST_SOAK = {"2x2t"}
 
 
-def _cases():
-    for net in CONFIGS:
-        for test in COCOTB_TESTS:
-            slow = test == "test_soak" and net not in FAST_SOAK
-            yield pytest.param(net, test, marks=[pytest.mark.slow] if slow else [],
-                               id=f"{net}-{test}")
+def _slow_soak(net, test):
+    return [pytest.mark.slow] if test == "test_soak" and net not in FAST_SOAK else []
 
 
-@pytest.mark.parametrize("net, test", list(_cases()))
+@pytest.mark.parametrize("net, test", cases(TB, CONFIGS, _slow_soak))
 def test_ici(cocotb_run, net, test):
-    cocotb_run("ici", CONFIGS[net], TB, rf"\.{test}(/|$)")
+    cocotb_run("ici_harness", CONFIGS[net], TB, test)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("net", LARGE)
 def test_ici_large(cocotb_run, net):
-    cocotb_run("ici", LARGE[net], TB, r"\.(test_generated_traffic|test_soak|test_link_faults)")
+    for test in ("test_generated_traffic", "test_soak", "test_link_faults"):
+        cocotb_run("ici_harness", LARGE[net], TB, test)
 
 
-@pytest.mark.parametrize("test", ["test_routes", "test_links"])
-def test_ici_router(cocotb_run, test):
-    cocotb_run("ici", ROUTER, ROUTER_TB, rf"\.{test}(/|$)")
+@pytest.mark.parametrize("net, test", cases(ROUTER_TB, {"router": ROUTER}))
+def test_ici_router(cocotb_run, net, test):
+    cocotb_run("ici_router", ROUTER, ROUTER_TB, test)
 
 
-@pytest.mark.parametrize("cfg", [*CONFIGS.values(), ROUTER, *LARGE.values()],
+@pytest.mark.parametrize("cfg", [*(c.ici for c in CONFIGS.values()), ROUTER,
+                                 *(c.ici for c in LARGE.values())],
                          ids=[*CONFIGS, "router", *LARGE])
 def test_deadlock_free(cfg):
     """The channel dependency graph of every configuration the tests build is acyclic."""
@@ -123,8 +120,8 @@ def test_bounds():
     ({"buffer_depth": 3}, "buffer_depth must be one of 1, 2, 4, 8, 16, 32, got 3"),
     ({"classes": 5}, "classes must be an integer in 1..4, got 5"),
     ({"flit_bits": 16}, "flit_bits must be an integer in 30..1024, got 16"),
-    ({"top": "chip"}, "top must be one of 'network', 'router', 'harness', got 'chip'"),
     ({"radix": 3}, "unknown ICI parameter(s): radix"),
+    ({"dims": 4}, "dims must be a list, got 4"),
 ])
 def test_config_refused(params, message):
     with pytest.raises(ValueError) as info:
@@ -132,18 +129,21 @@ def test_config_refused(params, message):
     assert message in str(info.value)
 
 
+def test_harness_config_refused():
+    with pytest.raises(ValueError) as info:
+        ICIHarnessConfig.from_dict({"ici": {"flit_bits": 40}})
+    assert "ici.flit_bits must be at least 46 in a harness" in str(info.value)
+
+
 def test_generate_lint(tmp_path):
     """A network, a mixed mesh/torus 3D network and a router generate lint-clean Verilog."""
     for cfg in [ICIConfig(dims=(3, 2)), ICIConfig(dims=(2, 3, 2), wrap=(True, False, True),
                                                   classes=2, local_ports=2),
-                ICIConfig(dims=(16,), vcs=8, top="router")]:
+                ]:
         design = generate("ici", cfg)
         lint(design.write(tmp_path), design.name)
-
-
-def test_generate_deterministic():
-    cfg = ICIConfig(dims=(2, 2))
-    assert generate("ici", cfg).verilog == generate("ici", cfg).verilog
+    design = generate("ici_router", ICIConfig(dims=(16,), vcs=8))
+    lint(design.write(tmp_path), design.name)
 
 
 def test_cli_generate(tmp_path):

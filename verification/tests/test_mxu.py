@@ -10,12 +10,12 @@ import pytest
 
 from hdl.generate import generate
 from hdl.mxu.config import MXUConfig
+from hdl.mxu.harness import MXUHarnessConfig
 from sim.runner import lint
 from verification.models.mxu import Gemm, MXUModel, matmul
+from verification.tests.suite import cases
 
 TB = "verification.tb.mxu"
-COCOTB_TESTS = ["test_gemm_random", "test_extremes", "test_accumulate", "test_small_folds",
-                "test_refused_commands", "test_no_bubbles"]
 
 # Array shapes of the regression: square, non-square both ways, and small accumulators
 # (which make the refused-command and fit paths bite; acc_depth 1 is the smallest accepted).
@@ -35,29 +35,31 @@ CONFIGS = {
                                   acc_depth=40),
     "1x5-e5m2": MXUConfig(rows=1, cols=5, fmt="float8_e5m2"),
 }
-FLOAT_TESTS = ["test_float_edges"]
 LARGE = {
     "5x7": MXUConfig(rows=5, cols=7, acc_depth=100),
     "32x32": MXUConfig(rows=32, cols=32),
 }
 
 
-@pytest.mark.parametrize("test", COCOTB_TESTS)
-@pytest.mark.parametrize("shape", CONFIGS)
+@pytest.mark.parametrize("shape, test", cases(TB, CONFIGS))
 def test_mxu(cocotb_run, shape, test):
-    cocotb_run("mxu", CONFIGS[shape], TB, rf"\.{test}(/|$)")
-
-
-@pytest.mark.parametrize("test", FLOAT_TESTS)
-@pytest.mark.parametrize("shape", [s for s, c in CONFIGS.items() if c.fmt != "int8"])
-def test_mxu_float(cocotb_run, shape, test):
-    cocotb_run("mxu", CONFIGS[shape], TB, rf"\.{test}(/|$)")
+    cocotb_run("mxu", CONFIGS[shape], TB, test)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", LARGE)
 def test_mxu_large(cocotb_run, shape):
     cocotb_run("mxu", LARGE[shape], TB)
+
+
+@pytest.mark.parametrize("config", [
+    MXUHarnessConfig(mxu=MXUConfig(rows=4, cols=4), w_depth=256, a_depth=512, c_depth=128),
+    MXUHarnessConfig(mxu=MXUConfig(rows=3, cols=2, fmt="bfloat16"), w_depth=256, a_depth=512,
+                     c_depth=128),
+], ids=["4x4", "3x2-bf16"])
+def test_mxu_harness(cocotb_run, config):
+    """The self-running MXU (the simulation-speed benchmark's top) computes right."""
+    cocotb_run("mxu_harness", config, "verification.tb.mxu_harness")
 
 
 ICARUS = [(shape, test) for shape in ("2x3", "4x4")
@@ -68,7 +70,7 @@ ICARUS += [("2x3-bf16", "test_gemm_random"), ("2x3-bf16", "test_float_edges")]
 @pytest.mark.icarus
 @pytest.mark.parametrize("shape, test", ICARUS)
 def test_mxu_icarus(cocotb_run, shape, test):
-    cocotb_run("mxu", CONFIGS[shape], TB, rf"\.{test}(/|$)", sim="icarus")
+    cocotb_run("mxu", CONFIGS[shape], TB, test, sim="icarus")
 
 
 @pytest.mark.parametrize("params, message", [
@@ -110,12 +112,6 @@ def test_generate_lint_limits(config, tmp_path):
     """Configurations at the limits of the parameters generate Verilog that lints clean."""
     design = generate("mxu", config)
     lint(design.write(tmp_path), design.name)
-
-
-def test_generate_deterministic():
-    a = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
-    b = generate("mxu", MXUConfig(rows=3, cols=2)).verilog
-    assert a == b
 
 
 def test_cli_generate(tmp_path):

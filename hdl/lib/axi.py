@@ -1,0 +1,141 @@
+"""AXI4 and AXI4-Lite interfaces: the memory-mapped buses of the chip.
+
+AXI4 joins every engine that moves data (the TensorCore's DMA, the SparseCore) to the HBM
+controller's ports; AXI4-Lite reaches every engine's control and status registers. Both are
+described from the manager's side (``Out`` members are driven by the manager), so a manager
+holds ``Out(AXI4Signature(...))`` and a subordinate ``In(AXI4Signature(...))``, and the two are
+joined with ``wiring.connect``.
+
+Member names are the AXI signal names in lower case (``awid`` ... ``rready``) and the response
+and burst codes are shaped enums, so a top's flattened ports (``s0_axi__awid``) are found by
+cocotbext-axi's ``AxiBus.from_prefix(dut, "s0_axi_")``. Only the signals Podium uses are
+present: no ``awlock``, ``awcache``, ``awprot``, ``awqos``, ``awregion`` or user signals (the
+AXI specification gives their defaults, and cocotbext-axi treats them as optional).
+"""
+
+from amaranth.lib import enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import check, check_int
+
+__all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature"]
+
+
+class AxiResp(enum.Enum, shape=2):
+    """The ``bresp`` / ``rresp`` codes."""
+
+    OKAY = 0
+    EXOKAY = 1
+    SLVERR = 2
+    DECERR = 3
+
+
+class AxiBurst(enum.Enum, shape=2):
+    """The ``awburst`` / ``arburst`` codes."""
+
+    FIXED = 0
+    INCR = 1
+    WRAP = 2
+
+
+def _check_data_width(data_width, allowed):
+    check("data_width", data_width in allowed, f"one of {', '.join(map(str, allowed))}",
+          data_width)
+
+
+class AXI4Signature(wiring.Signature):
+    """An AXI4 bus with IDs and bursts, as its manager drives it.
+
+    Parameters (keyword-only)
+    -------------------------
+    addr_width : int
+        Address bits, 1..64.
+    data_width : int
+        Data bits, a power of two from 8 to 1024; ``wstrb`` has one bit per byte.
+    id_width : int
+        ID bits, 1..32.
+    """
+
+    def __init__(self, *, addr_width, data_width, id_width):
+        check_int("addr_width", addr_width, 1, 64)
+        _check_data_width(data_width, tuple(2**i for i in range(3, 11)))
+        check_int("id_width", id_width, 1, 32)
+        self._params = (addr_width, data_width, id_width)
+        a, d, i = addr_width, data_width, id_width
+        super().__init__({
+            "awid": Out(i), "awaddr": Out(a), "awlen": Out(8), "awsize": Out(3),
+            "awburst": Out(AxiBurst), "awvalid": Out(1), "awready": In(1),
+            "wdata": Out(d), "wstrb": Out(d // 8), "wlast": Out(1), "wvalid": Out(1),
+            "wready": In(1),
+            "bid": In(i), "bresp": In(AxiResp), "bvalid": In(1), "bready": Out(1),
+            "arid": Out(i), "araddr": Out(a), "arlen": Out(8), "arsize": Out(3),
+            "arburst": Out(AxiBurst), "arvalid": Out(1), "arready": In(1),
+            "rid": In(i), "rdata": In(d), "rresp": In(AxiResp), "rlast": In(1),
+            "rvalid": In(1), "rready": Out(1),
+        })
+
+    @property
+    def addr_width(self):
+        return self._params[0]
+
+    @property
+    def data_width(self):
+        return self._params[1]
+
+    @property
+    def id_width(self):
+        return self._params[2]
+
+    def __eq__(self, other):
+        return isinstance(other, AXI4Signature) and self._params == other._params
+
+    def __hash__(self):
+        return hash(("AXI4", self._params))
+
+    def __repr__(self):
+        a, d, i = self._params
+        return f"AXI4Signature(addr_width={a}, data_width={d}, id_width={i})"
+
+
+class AXI4LiteSignature(wiring.Signature):
+    """An AXI4-Lite bus (single beats, no IDs), as its manager drives it: the control and
+    status port of every engine.
+
+    Parameters (keyword-only)
+    -------------------------
+    addr_width : int
+        Address bits, 1..64.
+    data_width : int
+        32 or 64.
+    """
+
+    def __init__(self, *, addr_width, data_width=32):
+        check_int("addr_width", addr_width, 1, 64)
+        _check_data_width(data_width, (32, 64))
+        self._params = (addr_width, data_width)
+        a, d = addr_width, data_width
+        super().__init__({
+            "awaddr": Out(a), "awvalid": Out(1), "awready": In(1),
+            "wdata": Out(d), "wstrb": Out(d // 8), "wvalid": Out(1), "wready": In(1),
+            "bresp": In(AxiResp), "bvalid": In(1), "bready": Out(1),
+            "araddr": Out(a), "arvalid": Out(1), "arready": In(1),
+            "rdata": In(d), "rresp": In(AxiResp), "rvalid": In(1), "rready": Out(1),
+        })
+
+    @property
+    def addr_width(self):
+        return self._params[0]
+
+    @property
+    def data_width(self):
+        return self._params[1]
+
+    def __eq__(self, other):
+        return isinstance(other, AXI4LiteSignature) and self._params == other._params
+
+    def __hash__(self):
+        return hash(("AXI4-Lite", self._params))
+
+    def __repr__(self):
+        a, d = self._params
+        return f"AXI4LiteSignature(addr_width={a}, data_width={d})"

@@ -1,0 +1,140 @@
+"""The one measurement path of every benchmark.
+
+``measure`` builds a block's configuration (through the shared build cache), runs one
+measurement of its testbench (a cocotb test marked ``measurement``, told what to measure through
+``PODIUM_PERF``) and returns the report the testbench wrote, with the build's and the run's wall
+times. ``write_results`` prints a benchmark's tables and writes them to ``docs/results/<name>.md``
+for people and ``docs/results/<name>.json`` for tools (the scaling model and the sweeps read
+it), with the environment measured at run time, never typed.
+"""
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+
+from hdl.generate import generate
+from sim.runner import BUILD, ROOT, build, run, verilator_env
+
+__all__ = ["measure", "write_results", "environment", "environment_line", "median_seconds",
+           "table", "RESULTS", "REPEATS"]
+
+RESULTS = ROOT / "docs" / "results"
+REPEATS = 3
+"""Wall times are medians of this many runs: build machines are shared and noisy."""
+
+
+def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse=False):
+    """Run measurement ``testcase`` of testbench ``module`` on ``block``/``config`` with the
+    measurement parameters ``spec`` (a dict); return the testbench's report (a dict, or what the
+    testbench wrote) in ``{"report": ..., "build_seconds": ..., "run_seconds": ...}``.
+
+    ``reuse``: return a report measured before on the same build (same Verilog hash) with the
+    same spec and seed instead of simulating again (simulation is deterministic; use it for
+    measurements that take many minutes).
+    """
+    built = build(generate(block, config))
+    key = hashlib.sha256(json.dumps([spec, seed], sort_keys=True).encode()).hexdigest()[:12]
+    test_dir = BUILD / tag / f"{built.design.name}-{testcase}-{key}"
+    saved = test_dir.parent / f"{test_dir.name}.json"
+    build_seconds = float((built.directory / ".built").read_text())
+    if reuse and saved.exists():
+        result = json.loads(saved.read_text())
+        if result["build"] == built.directory.name:
+            return {**result, "build_seconds": build_seconds}
+    report = test_dir.parent / f"{test_dir.name}.report.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    run(built, module, test_dir=test_dir, testcase=rf"\.{testcase}$", seed=seed,
+        extra_env={"PODIUM_PERF": json.dumps({**spec, "report": str(report)})})
+    result = {"report": json.loads(report.read_text()), "build": built.directory.name,
+              "run_seconds": time.perf_counter() - start}
+    saved.write_text(json.dumps(result))
+    return {**result, "build_seconds": build_seconds}
+
+
+def median_seconds(fn, repeats=REPEATS):
+    """Median wall time of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def table(header, rows):
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _first_line(cmd, env=None):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "not found"
+
+
+def _cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment():
+    """Where and with what a benchmark runs, measured now."""
+    import amaranth
+    import cocotb
+    import numpy
+
+    commit = _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
+                             "--untracked-files=no"], capture_output=True, text=True)
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "niceness": os.nice(0),
+        "build_jobs": os.cpu_count(),
+        "python": platform.python_version(),
+        "amaranth": amaranth.__version__,
+        "cocotb": cocotb.__version__,
+        "numpy": numpy.__version__,
+        "verilator": _first_line(["verilator", "--version"], env=verilator_env()),
+        "cxx": _first_line(["g++", "--version"]),
+        "commit": commit + (" with uncommitted changes" if status.stdout.strip() else ""),
+    }
+
+
+def environment_line(env):
+    """The environment as one sentence for a results page."""
+    return (f"{env['cpu']} ({env['machine']}), {env['cores']} cores ({env['cores_usable']} "
+            f"usable), load average {env['load_average'][0]} at start, niceness "
+            f"{env['niceness']}; Python {env['python']}, amaranth {env['amaranth']}, cocotb "
+            f"{env['cocotb']}, {env['verilator']}, {env['cxx']}, builds with "
+            f"{env['build_jobs']} jobs; commit {env['commit']}; {env['date']}")
+
+
+def write_results(name, text, tables, env, quick=False):
+    """Print ``text`` and write it to ``docs/results/<name>.md``, and ``tables`` (a dict of
+    lists of row dicts) with ``env`` to ``<name>.json``; under build/results/ for ``quick``
+    (smoke) runs, so they never overwrite measured results."""
+    directory = BUILD / "results" if quick else RESULTS
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.md").write_text(text)
+    (directory / f"{name}.json").write_text(json.dumps(
+        {"benchmark": name, "environment": env, "tables": tables}, indent=1) + "\n")
+    print(text)
