@@ -6,6 +6,7 @@ Every function takes validated configuration objects (:mod:`.hardware`, :mod:`.w
 and returns seconds or a breakdown of seconds; nothing here reads files or keeps state.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -23,7 +24,8 @@ from .workloads import (
 
 __all__ = ["Segment", "ring_all_reduce_time", "gemm_time", "stream_time", "ops_time",
            "assign_axes", "collective_time", "dcn_all_reduce_time", "exposed_communication",
-           "TrainingStep", "TrainingCosts", "training_costs", "training_step", "tokens_per_replica", "weak_scaling_efficiency",
+           "TrainingStep", "TrainingCosts", "training_costs", "training_step",
+           "tokens_per_replica", "critical_batch", "weak_scaling_efficiency",
            "InferenceResult", "inference", "unet_images_per_second"]
 
 
@@ -328,7 +330,10 @@ def training_costs(system, training, *, tokens=None):
     global_tokens = tokens * replicas
     state = m.params / (par.fsdp * par.tensor) * (2 * ACT_BYTES + training.state_bytes)
     gathered = 2 * (m.params / m.layers) * ACT_BYTES / par.tensor
-    saved = m.layers * tokens * ACT_BYTES * m.d_model * (1 + (1 - training.recompute) * 16)
+    # Saved layer inputs (and, without recomputation, about 16 x d of intermediates per
+    # token), sharded over the tensor-parallel group (sequence parallelism).
+    saved = (m.layers * tokens * ACT_BYTES * m.d_model * (1 + (1 - training.recompute) * 16)
+             / par.tensor)
     return TrainingCosts(
         chips=system.chips, compute=compute, tensor=tensor, all_to_all=all_to_all,
         fsdp_ici=fsdp_ici,
@@ -345,6 +350,52 @@ def training_step(system, training, *, tokens=None):
     """Step time of ``training`` on ``system`` (see :class:`TrainingCosts` for ``tokens``)."""
     return training_costs(system, training, tokens=tokens).step(
         overlap=system.overlap, dcn_latency=system.dcn_latency)
+
+
+def _crossover(f, lo, hi):
+    """The x in [lo, hi] (geometric bisection) where the increasing f(x) crosses zero; None
+    if f is already >= 0 at lo (no crossing above lo), infinity if still < 0 at hi."""
+    if f(lo) >= 0:
+        return None
+    if f(hi) < 0:
+        return math.inf
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        if f(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def critical_batch(system, training):
+    """Global batches (sequences per step) at the crossovers of the step as the batch
+    shrinks (the weights' and gradients' traffic stays, the compute shrinks):
+    ``dcn_dominates``: the DCN all-reduce takes as long as the compute (below it the step is
+    DCN-bound whatever the overlap); ``dcn_exposed``: the DCN time starts to show in the step
+    with the system's overlap; ``ici_dominates``: the FSDP traffic on ICI takes as long as the
+    compute. Fractions of a sequence per chip are allowed (the knob is continuous); None:
+    no crossover down to 1e-4 sequences per replica (the step's fixed costs, such as streaming
+    the weights from HBM, keep the compute above the communication)."""
+    costs = functools.partial(training_costs, system, training)
+    par, seq = training.parallelism, training.model.seq
+    per_token = system.slices * par.data * par.fsdp / seq  # sequences per replica token
+
+    def latency_free(tokens):
+        return costs(tokens=tokens).step(overlap=system.overlap,
+                                         dcn_latency=system.dcn_latency)
+
+    lo, hi = seq * 1e-4, seq * 1e4
+
+    def batch(f):
+        x = _crossover(f, lo, hi)
+        return None if x is None else x * per_token
+
+    return {
+        "dcn_dominates": batch(lambda t: (s := latency_free(t)).compute - s.dcn),
+        "dcn_exposed": batch(lambda t: 1e-12 - latency_free(t).exposed_dcn),
+        "ici_dominates": batch(lambda t: (s := latency_free(t)).compute - s.fsdp_ici),
+    }
 
 
 def weak_scaling_efficiency(step, base):

@@ -12,12 +12,13 @@ the published scaling results fix the per-chip batch (weak scaling).
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .checks import check_bool, check_choice, check_int, check_number
 
 __all__ = ["Gemm", "Stream", "Transformer", "Parallelism", "Training", "Inference", "UNet",
-           "MODELS", "ACT_BYTES", "layer_forward", "training_ops", "inference_ops",
+           "MODELS", "ACT_BYTES", "TRAINING", "PALM_MFU", "PALM_HFU", "training_preset",
+           "recompute_for_ratio", "layer_forward", "training_ops", "inference_ops",
            "unet_ops"]
 
 ACT_BYTES = 2
@@ -523,3 +524,54 @@ def unet_ops(u, *, images):
             ops.append(Gemm(f"up{lvl}.upsample", images * size * size, 9 * width, width))
     ops.append(Gemm("conv_out", images * size * size, 9 * cin, u.latent_channels))
     return [(op, 1) for op in ops]
+
+
+def _gemm_flops(training, recompute):
+    """GEMM FLOPs of one sequence over its tensor-parallel group."""
+    ops = training_ops(replace(training, recompute=recompute), tokens=training.model.seq)
+    return training.parallelism.tensor * sum(op.flops * w for phase in ops.values()
+                                             for op, w in phase if isinstance(op, Gemm))
+
+
+def recompute_for_ratio(training, ratio):
+    """The recomputed fraction of the forward pass that makes hardware FLOPs / model FLOPs
+    equal ``ratio`` (a published HFU / MFU), clipped to [0, 1]."""
+    check_number("ratio", ratio, lo=1)
+    model = training.model.training_flops_per_token() * training.model.seq
+    none, full = _gemm_flops(training, 0.0), _gemm_flops(training, 1.0)
+    return min(1.0, max(0.0, (ratio * model - none) / (full - none)))
+
+
+TRAINING = {
+    "gpt3-175b": "GPT-3 175B, FSDP over each slice, 1 sequence of 2048 tokens per chip "
+                 "(assumed: the batch of Google's runs is not published), full "
+                 "recomputation, fused attention",
+    "llama2-70b": "Llama-2 70B, FSDP over each slice, 1 sequence of 4096 tokens per chip "
+                  "(assumed), full recomputation, fused attention",
+    "palm-540b": "PaLM 540B as published: 12-way tensor x 256-way FSDP per slice, global "
+                 "batch 2048 sequences of 2048 tokens, recomputation set by PaLM's own "
+                 "HFU/MFU ratio, attention not fused (2022)",
+    "mixtral-8x7b": "Mixtral 8x7B, FSDP over each slice with 8-way expert parallelism, 1 "
+                    "sequence of 4096 tokens per chip (assumed), full recomputation, fused "
+                    "attention",
+}
+"""Training presets and what they assume."""
+
+PALM_MFU, PALM_HFU = 0.462, 0.578
+"""PaLM 540B on 6144 TPU v4 chips (arXiv 2204.02311, section 4; ../shared/reference)."""
+
+
+def training_preset(name, *, chips, slices):
+    """The training preset ``name`` for ``slices`` slices of ``chips`` chips. Except PaLM's
+    (a published global batch), the per-chip batch is fixed, so the global batch grows with
+    the slices: weak scaling."""
+    check_choice("workload", name, tuple(TRAINING))
+    if name == "palm-540b":
+        if chips % 12:
+            raise ValueError(f"palm-540b needs slices of a multiple of 12 chips, got {chips}")
+        t = Training(model=MODELS[name], parallelism=Parallelism(tensor=12, fsdp=chips // 12),
+                     global_batch=2048, flash_attention=False)
+        return replace(t, recompute=recompute_for_ratio(t, PALM_HFU / PALM_MFU))
+    expert = 8 if name == "mixtral-8x7b" else 1
+    return Training(model=MODELS[name], parallelism=Parallelism(fsdp=chips, expert=expert),
+                    global_batch=chips * slices)
