@@ -3,12 +3,15 @@
     podium generate mxu --rows 16 --cols 16 --format int8 -o build/mxu16
     podium generate mxu --rows 8 --cols 8 --format bfloat16 --out-format bfloat16 -o build/bf
     podium generate --config configs/mxu.json -o build/mxu
+    podium model run --preset v6e --slices 24 --workload gpt3-175b   (podium/model/cli.py)
 """
 
 import argparse
 import json
 import sys
 import time
+
+from podium.model import cli as model_cli
 
 from .generate import BLOCKS, generate, make_config
 
@@ -30,6 +33,7 @@ def _parser():
                    "or bfloat16)")
     g.add_argument("--acc-depth", type=int, help="MXU accumulator rows")
     g.add_argument("-o", "--out", required=True, help="output directory")
+    model_cli.add_parser(sub)
     return p
 
 
@@ -52,6 +56,8 @@ def _params(args):
 
 def main(argv=None):
     args = _parser().parse_args(argv)
+    if args.command == "model":
+        return args.func(args)
     try:
         block, params = _params(args)
         config = make_config(block, params)

@@ -95,12 +95,12 @@ def fit_two_points(chip, slice_, workload, *, base=BASE_SLICES, targets=TARGETS)
 
     grid = [i / 200 for i in range(201)]
     gaps = [gap(o)[0] for o in grid]
-    for (o_lo, g_lo), (o_hi, g_hi) in zip(zip(grid, gaps), zip(grid[1:], gaps[1:])):
-        if g_lo is not None and g_hi is not None and g_lo <= 0 <= g_hi:
-            break
-    else:
+    brackets = [i for i in range(len(grid) - 1) if gaps[i] is not None
+                and gaps[i + 1] is not None and gaps[i] <= 0 <= gaps[i + 1]]
+    if not brackets:
         raise ValueError(f"no overlap in [0, 1] and DCN latency meet {targets} for "
                          f"{workload} on {chip.name}")
+    o_lo, o_hi = grid[brackets[0]], grid[brackets[0] + 1]
     for _ in range(50):
         mid = (o_lo + o_hi) / 2
         if gap(mid)[0] is not None and gap(mid)[0] <= 0:
