@@ -21,9 +21,9 @@ Terms and where they come from:
 - ``ici_all_to_all``: ``collectives.json`` all-to-all rows when present, else ``ici.json``
   table ``saturation``: saturation / ideal of uniform random traffic (an all-to-all's pattern)
   on the largest network, most VCs, longest packets.
-- ``ici_hop_latency``: ``collectives.json`` table ``alpha_beta``: per-hop cycles times the
-  RTL's bytes per cycle, i.e. the latency expressed as bytes of transfer, moved to the
-  preset's link bandwidth.
+- ``ici_hop_latency``: ``collectives.json`` table ``alpha_beta`` (the row of the largest
+  topology): per-hop cycles times the RTL's bytes per cycle, i.e. the latency expressed as
+  bytes of transfer, moved to the preset's link bandwidth.
 - ``dcn``: Podium has no data-center network: always assumed.
 """
 
@@ -57,17 +57,25 @@ def load_tables(directory, benchmark):
     """The tables of ``<directory>/<benchmark>.json`` as {name: [row, ...]}, or None if the
     file does not exist. Raises ValueError if it is not a results file."""
     path = Path(directory) / f"{benchmark}.json"
+    where = _where(path)
     if not path.exists():
         return None
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from e
+        raise ValueError(f"{where}: not valid JSON ({e})") from e
     tables = data.get("tables") if isinstance(data, dict) else None
     if not isinstance(tables, dict):
-        raise ValueError(f"{path}: expected an object with a 'tables' object")
+        raise ValueError(f"{where}: expected an object with a 'tables' object")
     return {name: [r for r in rows if isinstance(r, dict)]
             for name, rows in tables.items() if isinstance(rows, list)}
+
+
+def _where(path):
+    """``path`` relative to the repository when inside it (stable across checkouts)."""
+    path = Path(path).resolve()
+    root = RESULTS.parents[1]
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def _number(row, key):
@@ -83,7 +91,7 @@ def _rows(directory, benchmark, table, keys):
     table, and the reason when there are none."""
     tables = load_tables(directory, benchmark)
     if tables is None:
-        return [], f"{benchmark}.json not found in {directory}"
+        return [], f"{benchmark}.json not found in {_where(directory)}"
     if table not in tables:
         return [], f"{benchmark}.json has no table '{table}'"
     usable = []
@@ -184,6 +192,13 @@ def _collectives(directory):
                            f"ideal)")
 
 
+def _topology_chips(topology):
+    try:
+        return math.prod(int(k) for k in str(topology).split("x"))
+    except ValueError:
+        return 0
+
+
 def _hop_latency(directory, chip):
     rows, why = _rows(directory, "collectives", "alpha_beta",
                       ("topology", "per_hop_cycles", "bytes_per_cycle"))
@@ -192,7 +207,7 @@ def _hop_latency(directory, chip):
                     f"assumed: {chip.ici_hop_latency * 1e6:g} us, the published figure "
                     f"({why}; the RTL has no SerDes, so its router hop is not a chip-to-chip "
                     f"latency either way)")
-    i, r = rows[-1]
+    i, r = max(rows, key=lambda ir: _topology_chips(ir[1]["topology"]))
     seconds = r["per_hop_cycles"] * r["bytes_per_cycle"] / chip.ici_link_bandwidth
     return Term(seconds, f"measured (collectives.json, alpha_beta row {i}: "
                          f"{r['per_hop_cycles']} cycles per hop at {r['bytes_per_cycle']} B per "

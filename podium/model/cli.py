@@ -158,7 +158,10 @@ def _training_report(args, sys_, work):
              table(["part", "seconds", ""], rows),
              f"MFU {st.mfu:.1%}, HFU {st.hfu:.1%}, {st.tokens_per_second:,.0f} tokens/s, "
              f"{st.memory_bytes / 1e9:.1f} GB of {st.hbm_bytes / 1e9:.0f} GB HBM per chip"
-             f"{'' if st.fits else ' (does not fit)'}"]
+             f"{'' if st.fits else ' (does not fit)'}",
+             "efficiency terms: " + "; ".join(
+                 f"{t} {getattr(sys_.efficiency, t):.3g} ({sys_.efficiency.source(t)})"
+                 for t in sys_.efficiency.TERMS)]
     if args.base:
         base_sys = replace(sys_, slices=args.base)
         base = training_step(base_sys, replace(work, global_batch=work.global_batch

@@ -103,7 +103,8 @@ def fit_two_points(chip, slice_, workload, *, base=BASE_SLICES, targets=TARGETS)
     o_lo, o_hi = grid[brackets[0]], grid[brackets[0] + 1]
     for _ in range(50):
         mid = (o_lo + o_hi) / 2
-        if gap(mid)[0] is not None and gap(mid)[0] <= 0:
+        g = gap(mid)[0]
+        if g is not None and g <= 0:
             o_lo = mid
         else:
             o_hi = mid

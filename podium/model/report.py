@@ -43,8 +43,8 @@ def _label(chip, measured):
     return f"{chip} measured" if measured else f"{chip} datasheet"
 
 
-def _pct(x):
-    return "-" if x is None else f"{100 * x:.1f}%"
+def _pct(x, digits=1):
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
 
 
 def _num(x, digits=3):
@@ -150,7 +150,7 @@ def _critical(results):
 
 
 def _versus_chips(results, quick):
-    pods = [1, 4, 12, 24, 32] if quick else list(range(1, 33))
+    pods = [1, 4, 12, 24, 32, 36] if quick else list(range(1, 37))
     rows = []
     for chip, measured in PRESET_COLUMNS:
         for workload in ("gpt3-175b", "llama2-70b"):
@@ -269,7 +269,7 @@ def _markdown(t, plots):
         "## GPT-3 175B on Trillium multislice (the fitted points)",
         "",
         table(["preset", "slices", "chips", "published", "model", "model - published"],
-              [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"]),
+              [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"], 2),
                 f"{r['error_points']:+.2f} points"] for r in t["gpt3_multislice"]]),
         "",
         "What causes 99 -> 94 (v6e datasheet): the DCN all-reduce's latency term 2(N-1) x "
@@ -286,7 +286,7 @@ def _markdown(t, plots):
         "## Llama-2 70B, 4 to 36 slices (not fitted)",
         "",
         table(["preset", "slices", "chips", "published", "model"],
-              [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"])]
+              [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"], 2)]
                for r in t["llama2_multislice"]]),
         "",
         "## PaLM 540B on 6144 TPU v4 chips (not fitted)",
@@ -331,7 +331,7 @@ def _markdown(t, plots):
                 _batch(r["dcn_dominates"], r["chips"]), _batch(r["dcn_exposed"], r["chips"]),
                 _batch(r["ici_dominates"], r["chips"])] for r in t["critical_batch"]]),
         "",
-        "## Efficiency vs chips, 1 to 32 pods",
+        "## Efficiency vs chips, 1 to 36 pods",
         "",
         f"![efficiency vs chips]({plots[0]})",
         "",
@@ -340,8 +340,9 @@ def _markdown(t, plots):
         table(["preset", "workload", "pods", "chips", "efficiency (base 1 pod)",
                "efficiency (base 4 pods)"],
               [[r["preset"], r["workload"], r["pods"], r["chips"],
-                _pct(r["efficiency_base_1"]), _pct(r["efficiency_base_4"])]
-               for r in t["efficiency_vs_chips"] if r["pods"] in (1, 2, 4, 8, 12, 16, 24, 32)]),
+                _pct(r["efficiency_base_1"], 2), _pct(r["efficiency_base_4"], 2)]
+               for r in t["efficiency_vs_chips"]
+               if r["pods"] in (1, 2, 4, 8, 12, 16, 24, 32, 36)]),
         "",
         "## Inference",
         "",
