@@ -19,7 +19,7 @@ GIB = 2 ** 30
 MIB = 2 ** 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Chip:
     """One accelerator chip.
 
@@ -93,7 +93,7 @@ class Chip:
         return 2 * self.mxus * self.mxu_rows * self.mxu_cols * self.mac_rate * self.formats[fmt]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Slice:
     """One torus (or mesh) of chips joined by ICI.
 
@@ -135,7 +135,7 @@ class Slice:
         return math.prod(self.dims)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Efficiency:
     """Fractions of the datasheet peaks that the hardware achieves, each in (0, 1].
 
@@ -174,7 +174,7 @@ class Efficiency:
         return self.sources.get(term, f"assumed: {getattr(self, term):g} (datasheet peak)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class System:
     """Slices of one chip type joined over the DCN, with the model's two software terms.
 

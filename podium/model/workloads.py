@@ -50,7 +50,7 @@ class Stream:
     bytes: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transformer:
     """A decoder-only transformer.
 
@@ -153,7 +153,7 @@ class Transformer:
                 + 12.0 * self.layers * self.heads * self.head_dim * self.seq)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Parallelism:
     """How one slice's chips share the work: ``data`` x ``fsdp`` x ``tensor`` must equal the
     chips of a slice. ``data``: replicas; ``fsdp``: replicas that also shard weights, gradients
@@ -178,7 +178,7 @@ class Parallelism:
         return self.data * self.fsdp * self.tensor
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Training:
     """One training step.
 
@@ -225,7 +225,7 @@ class Training:
                              f"got {self.parallelism.expert}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Inference:
     """Serving a Transformer on one slice with tensor parallelism over all its chips.
 
@@ -258,7 +258,7 @@ class Inference:
         return self.prompt + self.output / 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UNet:
     """A latent-diffusion UNet (SDXL's shape by default).
 

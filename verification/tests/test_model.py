@@ -257,13 +257,15 @@ def test_layout_mismatches_are_refused():
 # ---------------------------------------------------------------------------------------
 # Properties
 
+PROPERTY = settings(max_examples=60, deadline=None, database=None)
+"""Hypothesis settings of every property: no example database written into the tree."""
 SLICE_COUNTS = st.integers(1, 40)
 WORKLOADS = st.sampled_from(["gpt3-175b", "llama2-70b", "mixtral-8x7b"])
 CHIP_NAMES = st.sampled_from(["v6e", "v5e", "v5p"])
 FACTORS = st.floats(1.0, 8.0)
 
 
-@settings(max_examples=60, deadline=None)
+@PROPERTY
 @given(chip=CHIP_NAMES, workload=WORKLOADS, slices=SLICE_COUNTS, hbm=FACTORS, ici=FACTORS,
        dcn=FACTORS, mac=FACTORS)
 def test_more_bandwidth_never_slows_a_step(chip, workload, slices, hbm, ici, dcn, mac):
@@ -277,7 +279,7 @@ def test_more_bandwidth_never_slows_a_step(chip, workload, slices, hbm, ici, dcn
     assert training_step(faster, work).step <= training_step(sys_, work).step * (1 + 1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@PROPERTY
 @given(chip=CHIP_NAMES, workload=WORKLOADS, slices=SLICE_COUNTS,
        terms=st.lists(st.floats(0.05, 1.0), min_size=5, max_size=5))
 def test_lower_efficiency_never_speeds_a_step(chip, workload, slices, terms):
@@ -288,7 +290,7 @@ def test_lower_efficiency_never_speeds_a_step(chip, workload, slices, terms):
     assert training_step(worse, work).step >= training_step(sys_, work).step * (1 - 1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@PROPERTY
 @given(chip=CHIP_NAMES, workload=WORKLOADS, base=SLICE_COUNTS, more=st.integers(0, 40),
        measured=st.booleans())
 def test_weak_scaling_never_exceeds_one(chip, workload, base, more, measured):
@@ -305,7 +307,7 @@ def test_weak_scaling_never_exceeds_one(chip, workload, base, more, measured):
     assert 0 < large.mfu <= large.hfu <= 1
 
 
-@settings(max_examples=60, deadline=None)
+@PROPERTY
 @given(kind=st.sampled_from(["all_gather", "reduce_scatter", "all_reduce", "all_to_all"]),
        lengths=st.lists(st.integers(2, 16), min_size=1, max_size=3),
        wraps=st.lists(st.booleans(), min_size=3, max_size=3),
