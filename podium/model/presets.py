@@ -40,9 +40,7 @@ def system(name, *, slices=1, slice_=None, measured=False, results=None):
         chip, efficiency = measured_chip(chip, terms), measured_efficiency(terms)
         label = f"{key} (Podium-measured efficiencies)"
     else:
-        efficiency = Efficiency(sources={t: "assumed: 1.0 (datasheet peak)"
-                                         for t in Efficiency.TERMS})
-        label = key
+        efficiency, label = Efficiency(), key
     fit = trillium_fit()
     return System(name=label, chip=chip, slice=slice_ or SLICES[key], slices=slices,
                   efficiency=efficiency, overlap=fit.overlap, dcn_latency=fit.dcn_latency)
@@ -67,5 +65,6 @@ SDXL = UNet()
 
 
 def inference_preset(name):
+    """The inference preset ``name`` (one of INFERENCE)."""
     check_choice("workload", name, tuple(INFERENCE))
     return INFERENCE[name]
