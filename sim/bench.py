@@ -11,9 +11,11 @@ __all__ = ["main"]
 
 
 def _benches():
+    from podium.model import report
     from sim import hbm_perf, ici_perf, mxu_perf
 
-    return {"mxu": mxu_perf.bench, "hbm": hbm_perf.bench, "ici": ici_perf.bench}
+    return {"mxu": mxu_perf.bench, "hbm": hbm_perf.bench, "ici": ici_perf.bench,
+            "model": report.bench}
 
 
 def main(argv=None):

@@ -6,15 +6,14 @@ of latency against load; generation and build cost."""
 from hdl.generate import generate
 from hdl.ici.config import ICIConfig, ICIHarnessConfig
 from sim.measure import (
-    RESULTS,
     environment,
     environment_line,
     measure,
     median_seconds,
+    results_directory,
     table,
     write_results,
 )
-from sim.runner import BUILD
 from verification.models.ici import average_hops, ideal_throughput, zero_load_latency
 
 __all__ = ["sweep", "bench", "BOOKSIM_8X8_TORUS", "NETWORKS"]
@@ -134,8 +133,7 @@ def bench(quick=False, networks=None):
         gen_rows.append([cfg.name, f"{seconds:.1f}", f"{size / 1e6:.1f}"])
         print(gen_rows[-1], flush=True)
 
-    out_dir = BUILD / "results" if quick else RESULTS
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = results_directory(quick)
     _plot(curves, out_dir / "ici_latency.png")
     curve_rows = []
     for c in curves:

@@ -20,7 +20,7 @@ from hdl.generate import generate
 from sim.runner import BUILD, ROOT, build, run, verilator_env
 
 __all__ = ["measure", "write_results", "environment", "environment_line", "median_seconds",
-           "table", "RESULTS", "REPEATS"]
+           "table", "results_directory", "RESULTS", "REPEATS"]
 
 RESULTS = ROOT / "docs" / "results"
 REPEATS = 3
@@ -128,12 +128,18 @@ def environment_line(env):
             f"{env['build_jobs']} jobs; commit {env['commit']}; {env['date']}")
 
 
-def write_results(name, text, tables, env, quick=False):
-    """Print ``text`` and write it to ``docs/results/<name>.md``, and ``tables`` (a dict of
-    lists of row dicts) with ``env`` to ``<name>.json``; under build/results/ for ``quick``
-    (smoke) runs, so they never overwrite measured results."""
+def results_directory(quick=False):
+    """docs/results/, or build/results/ for ``quick`` (smoke) runs, so that they never
+    overwrite measured results; created if needed."""
     directory = BUILD / "results" if quick else RESULTS
     directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def write_results(name, text, tables, env, quick=False):
+    """Print ``text`` and write it to ``<name>.md``, and ``tables`` (a dict of lists of row
+    dicts) with ``env`` to ``<name>.json``, in :func:`results_directory`."""
+    directory = results_directory(quick)
     (directory / f"{name}.md").write_text(text)
     (directory / f"{name}.json").write_text(json.dumps(
         {"benchmark": name, "environment": env, "tables": tables}, indent=1) + "\n")

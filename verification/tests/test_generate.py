@@ -38,7 +38,7 @@ def test_generate_deterministic_across_processes(block):
 def test_chip_generates_lint_clean(tmp_path):
     """``podium generate chip`` writes a top that Verilator lints clean, with the blocks'
     interfaces on its ports."""
-    subprocess.run([sys.executable, "-m", "hdl.cli", "generate", "chip", "-o", str(tmp_path)],
+    subprocess.run([sys.executable, "-m", "podium.cli", "generate", "chip", "-o", str(tmp_path)],
                    check=True, capture_output=True)
     name = ChipConfig().name
     sidecar = json.loads((tmp_path / f"{name}.json").read_text())

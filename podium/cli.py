@@ -1,9 +1,10 @@
-"""The ``podium`` command line: generate the Verilog of a block.
+"""The ``podium`` command line: generate the Verilog of a block, and the performance model.
 
     podium generate mxu --rows 16 --cols 16 --format int8 -o build/mxu16
     podium generate mxu --rows 8 --cols 8 --format bfloat16 --out-format bfloat16 -o build/bf
     podium generate --config configs/mxu.json -o build/mxu
     podium generate chip -o build/chip
+    podium model run --preset v6e --slices 24 --workload gpt3-175b   (podium/model/cli.py)
 """
 
 import argparse
@@ -11,7 +12,9 @@ import json
 import sys
 import time
 
-from .generate import BLOCKS, generate, make_config
+from hdl.generate import BLOCKS, generate, make_config
+
+from .model import cli as model_cli
 
 __all__ = ["main"]
 
@@ -31,6 +34,7 @@ def _parser():
                    "or bfloat16)")
     g.add_argument("--acc-depth", type=int, help="MXU accumulator rows")
     g.add_argument("-o", "--out", required=True, help="output directory")
+    model_cli.add_parser(sub)
     return p
 
 
@@ -53,6 +57,8 @@ def _params(args):
 
 def main(argv=None):
     args = _parser().parse_args(argv)
+    if args.command == "model":
+        return args.func(args)
     try:
         block, params = _params(args)
         config = make_config(block, params)

@@ -1,0 +1,3 @@
+"""Podium's software side: tools that work on the chip as a whole rather than on one block of
+gateware. ``podium.model`` is the analytic performance model from one chip to many slices,
+calibrated on the benchmark results of Podium's own RTL."""

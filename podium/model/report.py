@@ -1,0 +1,450 @@
+"""The scaling report: ``bench()`` computes every table of docs/results/scaling.md (printed,
+and written as markdown, as JSON in the shape of the other benchmark results, and as PNG
+plots), each with the published-figure presets beside the Podium-measured one.
+
+The lead's ``make bench`` runs it as the ``model`` entry; ``podium model report`` too.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+
+from sim.measure import environment, environment_line, results_directory, table, write_results
+
+from .calibrate import measured_terms
+from .costs import (
+    critical_batch,
+    inference,
+    training_costs,
+    training_step,
+    unet_images_per_second,
+    weak_scaling_efficiency,
+)
+from .fit import BASE_SLICES, TARGETS, trillium_fit
+from .hardware import CHIPS, Efficiency
+from .presets import INFERENCE_SLICE, PALM_SLICE, SDXL, inference_preset, system, training
+from .workloads import PALM_HFU, PALM_MFU, TRAINING
+
+__all__ = ["bench", "tables"]
+
+LLAMA_CLAIM = (36, 0.99)
+"""Llama-2 70B on Trillium: 99% weak-scaling efficiency from 4 to 36 slices (tpu.md)."""
+
+PRESET_COLUMNS = (("v6e", False), ("v6e", True))
+"""Every table shows Trillium with datasheet peaks beside Trillium with Podium's measured
+efficiencies (the "podium" preset)."""
+
+
+def _label(chip, measured):
+    return f"{chip} measured" if measured else f"{chip} datasheet"
+
+
+def _pct(x, digits=1):
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _num(x, digits=3):
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _efficiencies(chip, measured, workload, slices, base, results):
+    """Weak-scaling efficiency of ``workload`` at each of ``slices`` against ``base``."""
+    def step(n):
+        sys = system(chip, slices=n, measured=measured, results=results)
+        return training_step(sys, training(workload, sys))
+    reference = step(base)
+    return {n: weak_scaling_efficiency(step(n), reference) for n in slices}
+
+
+def _breakdown_row(label, workload, slices, st):
+    return {"preset": label, "workload": workload, "slices": slices, "chips": st.chips,
+            "compute_s": st.compute, "exposed_ici_s": st.exposed_ici,
+            "exposed_dcn_s": st.exposed_dcn, "sync_s": st.sync, "step_s": st.step,
+            "mfu": st.mfu, "hfu": st.hfu, "memory_gb": st.memory_bytes / 1e9,
+            "fits": st.fits}
+
+
+def _gpt3(results):
+    rows, why = [], []
+    fit = trillium_fit()
+    for chip, measured in PRESET_COLUMNS:
+        effs = _efficiencies(chip, measured, "gpt3-175b", [n for n, _ in TARGETS], BASE_SLICES,
+                             results)
+        for n, published in TARGETS:
+            rows.append({"preset": _label(chip, measured), "slices": n, "chips": 256 * n,
+                         "baseline_slices": BASE_SLICES, "published": published,
+                         "model": effs[n], "error_points": 100 * (effs[n] - published)})
+    for n in (BASE_SLICES, *[n for n, _ in TARGETS]):
+        sys = system("v6e", slices=n)
+        costs = training_costs(sys, training("gpt3-175b", sys))
+        st = costs.step(overlap=fit.overlap, dcn_latency=fit.dcn_latency)
+        why.append({"slices": n, "dcn_bandwidth_s": costs.dcn_bandwidth,
+                    "dcn_latency_s": costs.dcn_steps * fit.dcn_latency,
+                    "window_left_s": max(0.0, fit.overlap * costs.compute - costs.fsdp_ici),
+                    "exposed_dcn_s": st.exposed_dcn, "step_s": st.step})
+    return rows, why
+
+
+def _llama(results, quick):
+    slices = [4, 12, 36] if quick else list(range(4, 37, 4))
+    rows = []
+    for chip, measured in PRESET_COLUMNS:
+        effs = _efficiencies(chip, measured, "llama2-70b", slices, BASE_SLICES, results)
+        for n in slices:
+            published = LLAMA_CLAIM[1] if n == LLAMA_CLAIM[0] else None
+            rows.append({"preset": _label(chip, measured), "slices": n, "chips": 256 * n,
+                         "published": published, "model": effs[n]})
+    return rows
+
+
+def _palm(results):
+    rows = []
+    fit = trillium_fit()
+    for measured in (False, True):
+        sys = system("v4", slices=2, slice_=PALM_SLICE, measured=measured, results=results)
+        work = training("palm-540b", sys)
+        costs = training_costs(sys, work)
+        for overlap, note in ((fit.overlap, "fitted on Trillium"), (0.0, "none (sensitivity)"),
+                              (1.0, "full (sensitivity)")):
+            st = costs.step(overlap=overlap, dcn_latency=fit.dcn_latency)
+            rows.append({"preset": _label("v4", measured), "overlap": overlap,
+                         "overlap_from": note, "recompute": work.recompute, "mfu": st.mfu,
+                         "hfu": st.hfu, "published_mfu": PALM_MFU, "published_hfu": PALM_HFU,
+                         "mfu_error_points": 100 * (st.mfu - PALM_MFU),
+                         "hfu_error_points": 100 * (st.hfu - PALM_HFU),
+                         "step_s": st.step, "compute_s": st.compute,
+                         "exposed_ici_s": st.exposed_ici, "tensor_s": st.tensor})
+    return rows
+
+
+def _breakdowns(results):
+    rows = []
+    for chip, measured in (*PRESET_COLUMNS, ("v5e", False), ("v5p", False)):
+        for workload in ("gpt3-175b", "llama2-70b", "mixtral-8x7b"):
+            for n in (1, 12, 24):
+                sys = system(chip, slices=n, measured=measured, results=results)
+                rows.append(_breakdown_row(_label(chip, measured), workload, n,
+                                           training_step(sys, training(workload, sys))))
+    sys = system("v4", slices=2, slice_=PALM_SLICE)
+    rows.append(_breakdown_row(_label("v4", False), "palm-540b", 2,
+                               training_step(sys, training("palm-540b", sys))))
+    return rows
+
+
+def _critical(results):
+    rows = []
+    for chip, measured in (*PRESET_COLUMNS, ("v5e", False)):
+        for workload in ("gpt3-175b", "llama2-70b"):
+            for n in (4, 12, 24, 32):
+                sys = system(chip, slices=n, measured=measured, results=results)
+                work = training(workload, sys)
+                cb = critical_batch(sys, work)
+                rows.append({"preset": _label(chip, measured), "workload": workload,
+                             "slices": n, "chips": sys.chips,
+                             "preset_batch": work.global_batch, **cb})
+    return rows
+
+
+def _versus_chips(results, quick):
+    pods = [1, 4, 12, 24, 32, 36] if quick else list(range(1, 37))
+    rows = []
+    for chip, measured in PRESET_COLUMNS:
+        for workload in ("gpt3-175b", "llama2-70b"):
+            effs = _efficiencies(chip, measured, workload, pods, 1, results)
+            effs4 = _efficiencies(chip, measured, workload, [p for p in pods if p >= 4],
+                                  BASE_SLICES, results)
+            rows += [{"preset": _label(chip, measured), "workload": workload, "pods": p,
+                      "chips": 256 * p, "efficiency_base_1": effs[p],
+                      "efficiency_base_4": effs4.get(p)} for p in pods]
+    return rows
+
+
+def _inference(results):
+    llama, sdxl = [], []
+    for chip, measured in (*PRESET_COLUMNS, ("v5e", False)):
+        sys = system(chip, slice_=INFERENCE_SLICE, measured=measured, results=results)
+        for batch in (1, 64):
+            inf = replace(inference_preset("llama2-70b"), batch=batch)
+            r = inference(sys, inf)
+            llama.append({"preset": _label(chip, measured), "chips": sys.chips, "batch": batch,
+                          "prompt": inf.prompt, "output": inf.output,
+                          "prefill_tokens_per_s": r.prefill_tokens_per_second,
+                          "time_to_first_token_s": r.prefill_seconds,
+                          "decode_tokens_per_s": r.decode_tokens_per_second,
+                          "decode_step_ms": 1e3 * r.decode_step_seconds,
+                          "memory_gb_per_chip": r.memory_bytes / 1e9, "fits": r.fits})
+        one = system(chip, measured=measured, results=results, slice_=INFERENCE_SLICE)
+        for images in (1, 4):
+            ips = unet_images_per_second(one, SDXL, images=images) / one.chips
+            sdxl.append({"preset": _label(chip, measured), "images_per_chip": images,
+                         "steps": SDXL.steps, "images_per_s_per_chip": ips})
+    return llama, sdxl
+
+
+def _terms(results):
+    terms = measured_terms(CHIPS["v6e"], results)
+    rows = [{"term": name, "value": t.value, "measured": t.measured, "source": t.source}
+            for name, t in terms.items()]
+    return rows
+
+
+def _presets():
+    rows = []
+    for key, chip in CHIPS.items():
+        rows.append({"preset": key, "chip": chip.name, "peak_bf16_tflops": chip.peak_flops()
+                     / 1e12, "hbm_gb": chip.hbm_bytes / 1e9,
+                     "hbm_gb_per_s": chip.hbm_bandwidth / 1e9,
+                     "ici_link_gb_per_s": chip.ici_link_bandwidth / 1e9,
+                     "ici_ports": chip.ici_ports, "dcn_gb_per_s_per_chip": chip.dcn_bandwidth
+                     / 1e9})
+    return rows
+
+
+def tables(*, results=None, quick=False):
+    """Every table of the report as {name: [row, ...]} (JSON-ready: plain numbers,
+    fractions not percents)."""
+    fit = trillium_fit()
+    gpt3, why = _gpt3(results)
+    llama, sdxl = _inference(results)
+    return {
+        "fit": [{"parameter": "overlap", "value": fit.overlap, "unit": "fraction of compute"},
+                {"parameter": "dcn_latency", "value": fit.dcn_latency,
+                 "unit": "s per DCN ring step per message"}],
+        "gpt3_multislice": gpt3,
+        "gpt3_drop": why,
+        "llama2_multislice": _llama(results, quick),
+        "palm": _palm(results),
+        "breakdown": _breakdowns(results),
+        "critical_batch": _critical(results),
+        "efficiency_vs_chips": _versus_chips(results, quick),
+        "inference_llama2_70b": llama,
+        "inference_sdxl": sdxl,
+        "podium_terms": _terms(results),
+        "presets": _presets(),
+    }
+
+
+def _batch(x, chips):
+    if x is None:
+        return "never"
+    if x == float("inf"):
+        return "always"
+    return f"{x:,.0f} ({x / chips:.2g}/chip)"
+
+
+def _markdown(t, plots, env):
+    fit = trillium_fit()
+    terms = {r["term"]: r for r in t["podium_terms"]}
+    measured = [n for n, r in terms.items() if r["measured"]]
+    lines = [
+        "# Scaling model results",
+        "",
+        f"Computed by `podium.model.report.bench` (`make bench model`, `podium model report`) "
+        f"on {environment_line(env)}. The model, its equations and every "
+        "assumption are in [docs/model.md](../model.md).",
+        "",
+        "Two presets in every table: **v6e datasheet** (Trillium's published peaks, every "
+        "efficiency 1.0) and **v6e measured** (the `podium` preset: Trillium's size with the "
+        "efficiency terms of Podium's own RTL benchmarks, read from docs/results/*.json). "
+        f"Terms measured in this run: {', '.join(measured) if measured else 'none'}; the "
+        "others are assumed (see the last table).",
+        "",
+        "## Fitted parameters",
+        "",
+        "Weak-scaling efficiency = (throughput_N / throughput_base) / (N / N_base) with the "
+        f"per-chip batch fixed; baseline {BASE_SLICES} slices (1024 chips). The model has two "
+        "fitted parameters, fitted on the two GPT-3 175B Trillium points and on nothing else:",
+        "",
+        table(["parameter", "value", "meaning"],
+              [["overlap", f"{fit.overlap:.3f}", "fraction of compute time under which FSDP "
+                "and DCN traffic hides"],
+               ["dcn_latency", f"{fit.dcn_latency * 1e6:.1f} us", "per DCN ring step and "
+                "message (one message per layer)"]]),
+        "",
+        "## GPT-3 175B on Trillium multislice (the fitted points)",
+        "",
+        table(["preset", "slices", "chips", "published", "model", "model - published"],
+              [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"], 2),
+                f"{r['error_points']:+.2f} points"] for r in t["gpt3_multislice"]]),
+        "",
+        "What causes 99 -> 94 (v6e datasheet): the DCN all-reduce's latency term 2(N-1) x "
+        "layers x dcn_latency grows linearly with the slices while its bandwidth term "
+        "2(N-1)/N S/B saturates; once the DCN time outgrows the overlap window the FSDP "
+        "traffic leaves free, every further slice adds to the step.",
+        "",
+        table(["slices", "DCN bandwidth term, s", "DCN latency term, s", "window left, s",
+               "exposed DCN, s", "step, s"],
+              [[r["slices"], f"{r['dcn_bandwidth_s']:.3f}", f"{r['dcn_latency_s']:.3f}",
+                f"{r['window_left_s']:.3f}", f"{r['exposed_dcn_s']:.3f}",
+                f"{r['step_s']:.3f}"] for r in t["gpt3_drop"]]),
+        "",
+        "## Llama-2 70B, 4 to 36 slices (not fitted)",
+        "",
+        table(["preset", "slices", "chips", "published", "model"],
+              [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"], 2)]
+               for r in t["llama2_multislice"]]),
+        "",
+        "## PaLM 540B on 6144 TPU v4 chips (not fitted)",
+        "",
+        "Two 3072-chip slices (12x16x16, no wraparound) over the DCN, 12-way tensor x 256-way "
+        "FSDP per slice, global batch 2048 x 2048 tokens; the recomputed fraction is set from "
+        "PaLM's own HFU / MFU ratio (a property of the workload). The overlap fitted on "
+        "Trillium is the model's value; the other two rows are sensitivities, not fits.",
+        "",
+        table(["preset", "overlap", "MFU", "published MFU", "HFU", "published HFU",
+               "MFU error", "HFU error", "step, s", "tensor-parallel, s"],
+              [[r["preset"], f"{r['overlap']:.2f} ({r['overlap_from']})", _pct(r["mfu"]),
+                _pct(r["published_mfu"]), _pct(r["hfu"]), _pct(r["published_hfu"]),
+                f"{r['mfu_error_points']:+.1f} points", f"{r['hfu_error_points']:+.1f} points",
+                f"{r['step_s']:.2f}", f"{r['tensor_s']:.2f}"] for r in t["palm"]]),
+        "",
+        "## Step-time breakdown",
+        "",
+        "Seconds per step per chip. Exposed ICI = tensor-parallel all-reduces + MoE "
+        "all-to-alls + the FSDP traffic that does not hide under the overlap window; exposed "
+        "DCN = the DCN gradient all-reduce left after the window; sync = one barrier per step.",
+        "",
+        table(["preset", "workload", "slices", "chips", "compute", "exposed ICI",
+               "exposed DCN", "sync", "step", "MFU", "HFU", "memory, GB", "fits"],
+              [[r["preset"], r["workload"], r["slices"], r["chips"], f"{r['compute_s']:.3f}",
+                f"{r['exposed_ici_s']:.3f}", f"{r['exposed_dcn_s']:.3f}",
+                f"{r['sync_s']:.4f}", f"{r['step_s']:.3f}", _pct(r["mfu"]), _pct(r["hfu"]),
+                f"{r['memory_gb']:.1f}", "yes" if r["fits"] else "no"]
+               for r in t["breakdown"]]),
+        "",
+        "## Critical global batch",
+        "",
+        "Global batch (sequences per step) below which: the DCN all-reduce takes longer than "
+        "the step's compute (the step is DCN-bound whatever the overlap); the DCN time starts "
+        "to show in the step (with the fitted overlap); the FSDP traffic on ICI takes longer "
+        "than the compute. \"never\": no crossover down to 1e-4 sequences per replica, because "
+        "streaming the gathered weights from HBM keeps the compute above the DCN time.",
+        "",
+        table(["preset", "workload", "slices", "preset batch", "DCN > compute below",
+               "DCN exposed below", "FSDP ICI > compute below"],
+              [[r["preset"], r["workload"], r["slices"], r["preset_batch"],
+                _batch(r["dcn_dominates"], r["chips"]), _batch(r["dcn_exposed"], r["chips"]),
+                _batch(r["ici_dominates"], r["chips"])] for r in t["critical_batch"]]),
+        "",
+        "## Efficiency vs chips, 1 to 36 pods",
+        "",
+        f"![efficiency vs chips]({plots[0]})",
+        "",
+        f"![step breakdown]({plots[1]})",
+        "",
+        table(["preset", "workload", "pods", "chips", "efficiency (base 1 pod)",
+               "efficiency (base 4 pods)"],
+              [[r["preset"], r["workload"], r["pods"], r["chips"],
+                _pct(r["efficiency_base_1"], 2), _pct(r["efficiency_base_4"], 2)]
+               for r in t["efficiency_vs_chips"]
+               if r["pods"] in (1, 2, 4, 8, 12, 16, 24, 32, 36)]),
+        "",
+        "## Inference",
+        "",
+        "Llama-2 70B on 8 chips (a 2x4 slice, tensor parallel, bfloat16 weights), prompts of "
+        "2048 and 512 generated tokens (decode at the mean context). No published figure for "
+        "these shapes is in ../shared/reference: the model's numbers only.",
+        "",
+        table(["preset", "batch", "prefill tokens/s", "time to first token, s",
+               "decode tokens/s", "decode step, ms", "memory per chip, GB", "fits"],
+              [[r["preset"], r["batch"], f"{r['prefill_tokens_per_s']:,.0f}",
+                f"{r['time_to_first_token_s']:.2f}", f"{r['decode_tokens_per_s']:,.0f}",
+                f"{r['decode_step_ms']:.1f}", f"{r['memory_gb_per_chip']:.1f}",
+                "yes" if r["fits"] else "no"] for r in t["inference_llama2_70b"]]),
+        "",
+        f"SDXL UNet at 1024 x 1024, {SDXL.steps} steps with classifier-free guidance, data "
+        "parallel (the VAE and text encoders not counted):",
+        "",
+        table(["preset", "images at once per chip", "images/s per chip"],
+              [[r["preset"], r["images_per_chip"], f"{r['images_per_s_per_chip']:.2f}"]
+               for r in t["inference_sdxl"]]),
+        "",
+        "## Podium-measured terms",
+        "",
+        table(["term", "value", "source"],
+              [[r["term"], _num(r["value"], 4), r["source"]] for r in t["podium_terms"]]),
+        "",
+        "## Presets",
+        "",
+        "Sources of every figure: docs/model.md and `podium/model/hardware.py`.",
+        "",
+        table(["preset", "chip", "peak bf16, TFLOP/s", "HBM, GB", "HBM, GB/s",
+               "ICI link, GB/s per direction", "ICI ports", "DCN, GB/s per chip"],
+              [[r["preset"], r["chip"], f"{r['peak_bf16_tflops']:.0f}", f"{r['hbm_gb']:.0f}",
+                f"{r['hbm_gb_per_s']:.0f}", f"{r['ici_link_gb_per_s']:.0f}", r["ici_ports"],
+                f"{r['dcn_gb_per_s_per_chip']:.3g}"] for r in t["presets"]]),
+        "",
+        "Training presets: " + "; ".join(f"`{k}`: {v}" for k, v in TRAINING.items()) + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _plots(t, directory):
+    """Efficiency vs chips and the GPT-3 step breakdown, as PNG files in ``directory``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ("scaling_efficiency.png", "scaling_breakdown.png")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for (preset, workload), style in zip(
+            [(p, w) for w in ("gpt3-175b", "llama2-70b") for p in
+             (_label("v6e", False), _label("v6e", True))], ("-", "--", "-.", ":"), strict=True):
+        rows = [r for r in t["efficiency_vs_chips"]
+                if r["preset"] == preset and r["workload"] == workload]
+        label = f"{workload}, {preset}"
+        axes[0].plot([r["chips"] for r in rows], [r["efficiency_base_1"] for r in rows],
+                     style, label=label)
+        base4 = [r for r in rows if r["efficiency_base_4"] is not None]
+        axes[1].plot([r["chips"] for r in base4], [r["efficiency_base_4"] for r in base4],
+                     style, label=label)
+    axes[1].plot([256 * n for n, _ in TARGETS], [e for _, e in TARGETS], "ko",
+                 label="published GPT-3 175B")
+    axes[1].plot([256 * LLAMA_CLAIM[0]], [LLAMA_CLAIM[1]], "ks", label="published Llama-2 70B")
+    for ax, title in zip(axes, ("baseline 1 pod", f"baseline {BASE_SLICES} pods"), strict=True):
+        ax.set_xlabel("chips (256 per pod)")
+        ax.set_ylabel("weak-scaling efficiency")
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(directory / names[0], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    rows = [r for r in t["efficiency_vs_chips"]
+            if r["preset"] == _label("v6e", False) and r["workload"] == "gpt3-175b"]
+    pods = [r["pods"] for r in rows]
+    parts = {"compute": [], "exposed ICI": [], "exposed DCN": [], "sync": []}
+    for p in pods:
+        sys = system("v6e", slices=p)
+        st = training_step(sys, training("gpt3-175b", sys))
+        for key, value in zip(parts, (st.compute, st.exposed_ici, st.exposed_dcn, st.sync),
+                              strict=True):
+            parts[key].append(value)
+    bottom = np.zeros(len(pods))
+    for key, values in parts.items():
+        ax.bar(pods, values, bottom=bottom, label=key)
+        bottom += np.array(values)
+    ax.set_xlabel("pods (slices of 256 chips)")
+    ax.set_ylabel("seconds per step")
+    ax.set_title("GPT-3 175B on v6e (datasheet), 1 sequence per chip")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(directory / names[1], dpi=110)
+    plt.close(fig)
+    return names
+
+
+def bench(quick=False, results=None):
+    """Compute the report, print it and write docs/results/scaling.md, scaling.json and the
+    PNG plots (build/results/ with ``quick``: fewer points, a smoke run). ``results``: the
+    directory of measured results to calibrate on (default docs/results)."""
+    env = environment()
+    t = tables(results=results, quick=quick)
+    plots = _plots(t, results_directory(quick))
+    env["efficiency_terms"] = {r["term"]: r["source"] for r in t["podium_terms"]}
+    env["datasheet_efficiency"] = {n: 1.0 for n in Efficiency.TERMS}
+    write_results("scaling", _markdown(t, plots, env), t, env, quick)
+    return t

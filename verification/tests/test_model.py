@@ -1,0 +1,531 @@
+"""Tests of the performance model (podium/model): every formula against hand-computed cases,
+properties over random configurations (hypothesis), configuration checks, the calibration
+loader on fixture files, the fit, the report and the CLI end to end. Pure Python: no
+simulator is involved."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from podium.model import calibrate, costs, hardware, presets, workloads
+from podium.model.costs import (
+    Segment,
+    assign_axes,
+    collective_time,
+    critical_batch,
+    dcn_all_reduce_time,
+    exposed_communication,
+    gemm_time,
+    ring_all_reduce_time,
+    stream_time,
+    training_step,
+    weak_scaling_efficiency,
+)
+from podium.model.fit import BASE_SLICES, TARGETS, trillium_fit
+from podium.model.hardware import CHIPS, Chip, Efficiency, Slice, System
+from podium.model.workloads import MODELS, Gemm, Parallelism, Stream, Training, Transformer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TOY_CHIP = Chip(name="toy", mxus=1, mxu_rows=128, mxu_cols=128, mac_rate=1e9,
+                formats={"bfloat16": 1.0}, vmem_bytes=6 * 1024 ** 2, hbm_bytes=1e9,
+                hbm_bandwidth=1e12, ici_ports=4, ici_link_bandwidth=1e10,
+                ici_hop_latency=1e-6, dcn_bandwidth=1e9)
+"""A chip with round numbers for hand-computed cases: 128x128 MXU at 1 G MAC/s, 1 TB/s HBM,
+10 GB/s links, 1 GB/s DCN; VMEM of 6 MiB makes the GEMM tile 1024 (3 x 1024^2 x 2 B)."""
+
+
+def toy_system(*, dims=(4,), wrap=(True,), slices=1, efficiency=None, overlap=0.0,
+               dcn_latency=0.0):
+    return System(name="toy", chip=TOY_CHIP, slice=Slice(dims=dims, wrap=wrap), slices=slices,
+                  efficiency=efficiency or Efficiency(), overlap=overlap,
+                  dcn_latency=dcn_latency)
+
+
+# ---------------------------------------------------------------------------------------
+# Formulas, hand-computed
+
+
+def test_ring_all_reduce_formula():
+    # 2(n-1)/n x S / B: 4 members, 1000 B, 100 B/s -> 2 x 3/4 x 10 s.
+    assert ring_all_reduce_time(4, 1000, 100) == pytest.approx(15.0)
+    assert ring_all_reduce_time(1, 1000, 100) == 0.0
+
+
+def test_collectives_on_one_ring():
+    sys_ = toy_system()
+    ring = [Segment(4, True)]
+    # all-gather of 4 MB over a bidirectional ring of 4: 3/4 x 4e6 / (2 x 1e10) + 3 hops.
+    expected = 0.75 * 4e6 / 2e10 + 3e-6
+    assert collective_time("all_gather", ring, 4e6, sys_) == pytest.approx(expected)
+    assert collective_time("reduce_scatter", ring, 4e6, sys_) == pytest.approx(expected)
+    assert collective_time("all_reduce", ring, 4e6, sys_) == pytest.approx(2 * expected)
+    # The all-reduce's bandwidth term is the ring formula with the two directions' bandwidth.
+    assert (collective_time("all_reduce", ring, 4e6, sys_) - 6e-6
+            == pytest.approx(ring_all_reduce_time(4, 4e6, 2e10)))
+
+
+def test_line_takes_twice_the_ring_bandwidth_time():
+    sys_ = replace(toy_system(), chip=replace(TOY_CHIP, ici_hop_latency=0.0))
+    ring = collective_time("all_gather", [Segment(8, True)], 8e6, sys_)
+    line = collective_time("all_gather", [Segment(8, False)], 8e6, sys_)
+    assert line == pytest.approx(2 * ring)
+
+
+def test_two_axes_divide_the_bandwidth_term():
+    sys_ = replace(toy_system(), chip=replace(TOY_CHIP, ici_hop_latency=0.0))
+    one = collective_time("all_gather", [Segment(16, True)], 1e7, sys_)
+    two = collective_time("all_gather", [Segment(4, True), Segment(4, True)], 1e7, sys_)
+    # (g-1)/g x V / (sum of the axes' bandwidths): 15/16 / 2e10 vs 15/16 / 4e10.
+    assert one == pytest.approx(15 / 16 * 1e7 / 2e10)
+    assert two == pytest.approx(15 / 16 * 1e7 / 4e10)
+
+
+def test_all_to_all_bisection_bound():
+    sys_ = replace(toy_system(), chip=replace(TOY_CHIP, ici_hop_latency=0.0))
+    # Uniform traffic on a ring of k: 8b/k per chip (../shared/reference/ici.md); a line 4b/k.
+    assert collective_time("all_to_all", [Segment(8, True)], 1e6, sys_) == pytest.approx(
+        1e6 / (8 * 1e10 / 8))
+    assert collective_time("all_to_all", [Segment(8, False)], 1e6, sys_) == pytest.approx(
+        1e6 / (4 * 1e10 / 8))
+    half = replace(sys_, efficiency=Efficiency(ici_all_to_all=0.5))
+    assert collective_time("all_to_all", [Segment(8, True)], 1e6, half) == pytest.approx(2e-4)
+
+
+def test_collective_of_nothing_is_free_and_kind_is_checked():
+    sys_ = toy_system()
+    assert collective_time("all_reduce", [], 1e6, sys_) == 0.0
+    with pytest.raises(ValueError, match="collective kind"):
+        collective_time("broadcast", [Segment(4, True)], 1e6, sys_)
+
+
+def test_dcn_all_reduce_formula():
+    sys_ = toy_system(slices=4, dcn_latency=1e-4)
+    # 2 x 3/4 x 1e8 B / 1e9 B/s + 2 x 3 ring steps x 10 messages x 100 us.
+    assert dcn_all_reduce_time(sys_, 1e8, 10) == pytest.approx(0.15 + 6e-3)
+    assert dcn_all_reduce_time(toy_system(slices=1), 1e8, 10) == 0.0
+
+
+def test_gemm_roofline_compute_bound():
+    sys_ = toy_system()
+    g = Gemm("g", 1024, 256, 256)
+    # 2 x 2 weight tiles, each streaming 1024 rows: 4096 cycles at 1 GHz.
+    assert gemm_time(sys_, g) == pytest.approx(4096e-9)
+    slow = replace(sys_, efficiency=Efficiency(mxu=0.5))
+    assert gemm_time(slow, g) == pytest.approx(2 * 4096e-9)
+    # 100 MACs short of a tile still costs the whole tile (quantization).
+    assert gemm_time(sys_, Gemm("g", 1024, 257, 256)) == pytest.approx(3 * 2 * 1024e-9)
+
+
+def test_gemm_roofline_memory_bound():
+    sys_ = replace(toy_system(), chip=replace(TOY_CHIP, hbm_bandwidth=1e10))
+    g = Gemm("g", 1, 4096, 4096)
+    # MXU: 32 x 32 tiles x max(1, 128) rows = 131072 cycles = 131 us; HBM: A (1 x 4096) read
+    # once per 1024-column block (4 times), B once, C once, 2 B each, at 10 GB/s: 3.4 ms.
+    traffic = 2 * (1 * 4096 * 4 + 4096 * 4096 + 4096)
+    assert gemm_time(sys_, g) == pytest.approx(traffic / 1e10)
+    assert traffic / 1e10 > 131072e-9
+    assert gemm_time(sys_, replace(g, traffic=1e9)) == pytest.approx(1e9 / 1e10)
+
+
+def test_stream_roofline():
+    sys_ = toy_system(efficiency=Efficiency(hbm=0.8))
+    assert stream_time(sys_, Stream("s", 8e9)) == pytest.approx(8e9 / (1e12 * 0.8))
+
+
+def test_overlap_hides_ici_first_then_dcn():
+    # Window 0.5 x 10 = 5 s: 3 s of ICI hides, 2 s left for 4 s of DCN.
+    assert exposed_communication(10, 3, 4, 0.5) == (0.0, 2.0)
+    assert exposed_communication(10, 7, 4, 0.5) == (2.0, 4.0)
+    assert exposed_communication(10, 3, 4, 0.0) == (3.0, 4.0)
+    assert exposed_communication(10, 3, 4, 1.0) == (0.0, 0.0)
+
+
+def test_transformer_parameters_and_flops():
+    tiny = Transformer(name="tiny", layers=2, d_model=8, heads=2, kv_heads=1, head_dim=4,
+                       ffn=16, vocab=10, seq=6, gated=False)
+    # Per layer: q 8x8 + kv 2 x 8x4 + o 8x8 = 192; MLP 2 x 8x16 = 256; embeddings 2 x 80.
+    assert tiny.params == 2 * (192 + 256) + 160
+    assert tiny.matmul_params_per_token == 2 * (192 + 256) + 80
+    # 6 x matmul params + 12 x layers x heads x head_dim x seq.
+    assert tiny.training_flops_per_token() == 6 * 976 + 12 * 2 * 2 * 4 * 6
+    assert MODELS["gpt3-175b"].params == pytest.approx(175e9, rel=0.003)
+    assert MODELS["llama2-70b"].params == pytest.approx(69e9, rel=0.003)
+    assert MODELS["palm-540b"].params == pytest.approx(540.35e9, rel=0.001)
+    assert MODELS["mixtral-8x7b"].params == pytest.approx(46.7e9, rel=0.003)
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b", "llama2-70b", "palm-540b"])
+def test_gemms_of_a_step_are_the_model_flops(name):
+    """Without recomputation or fused attention, the GEMMs of a step add up to 6 x params x
+    tokens plus the attention terms, i.e. the model FLOPs."""
+    t = Training(model=MODELS[name], parallelism=Parallelism(fsdp=256), global_batch=256,
+                 recompute=0.0, flash_attention=False)
+    tokens = t.model.seq
+    ops = workloads.training_ops(t, tokens=tokens)
+    gemm = sum(op.flops * w for phase in ops.values() for op, w in phase
+               if isinstance(op, Gemm))
+    assert gemm == pytest.approx(t.model.training_flops_per_token() * tokens, rel=1e-9)
+
+
+def test_recompute_from_published_ratio():
+    sys_ = presets.system("v4", slices=2, slice_=presets.PALM_SLICE)
+    t = presets.training("palm-540b", sys_)
+    step = training_step(sys_, t)
+    assert step.hardware_flops / step.model_flops == pytest.approx(
+        workloads.PALM_HFU / workloads.PALM_MFU, rel=0.01)
+    assert 0 < t.recompute < 1
+
+
+def test_weak_scaling_definition():
+    sys_ = presets.system("v6e", slices=1)
+    base = training_step(sys_, presets.training("llama2-70b", sys_))
+    slow = replace(base, chips=2 * base.chips, tokens=2 * base.tokens, step=1.25 * base.step)
+    # (throughput ratio 2 / 1.25) / (chip ratio 2) = 0.8.
+    assert weak_scaling_efficiency(slow, base) == pytest.approx(0.8)
+
+
+def test_assign_axes():
+    sl = Slice.in_pod((16, 16), (16, 16))
+    axes = assign_axes(sl, [("tensor", 4), ("fsdp", 64)])
+    assert axes["tensor"] == [Segment(4, False, 1)]
+    assert axes["fsdp"] == [Segment(4, True, 4), Segment(16, True, 1)]
+    part = Slice.in_pod((8, 16), (16, 16))
+    assert part.wrap == (False, True)
+    assert assign_axes(part, [("fsdp", 128)])["fsdp"] == [Segment(8, False), Segment(16, True)]
+    with pytest.raises(ValueError, match="parallelism.tensor=3"):
+        assign_axes(sl, [("tensor", 3)])
+    with pytest.raises(ValueError, match="parallelism.data=2 does not fit"):
+        assign_axes(sl, [("fsdp", 256), ("data", 2)])
+
+
+# ---------------------------------------------------------------------------------------
+# Configuration checks
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: replace(CHIPS["v6e"], hbm_bandwidth=-1), "chip.hbm_bandwidth must be > 0, got -1"),
+    (lambda: replace(CHIPS["v6e"], mxus=0), "chip.mxus must be an integer in 1..1024, got 0"),
+    (lambda: replace(CHIPS["v6e"], ici_hop_latency=float("nan")), "chip.ici_hop_latency"),
+    (lambda: replace(CHIPS["v6e"], formats={"int8": 2.0}), "chip.formats must include"),
+    (lambda: replace(CHIPS["v6e"], formats={"bfloat16": 0}), "chip.formats.bfloat16 must be"),
+    (lambda: Slice(dims=(16, 0), wrap=(True, True)), r"slice.dims\[1\] must be an integer"),
+    (lambda: Slice(dims=(16, 16), wrap=(True,)), "slice.wrap must have one entry per axis"),
+    (lambda: Slice.in_pod((32, 16), (16, 16)), "slice.dims must fit in the pod"),
+    (lambda: Efficiency(mxu=1.5), r"efficiency.mxu must be in \(0, 1\], got 1.5"),
+    (lambda: Efficiency(hbm=0), r"efficiency.hbm must be in \(0, 1\], got 0"),
+    (lambda: replace(presets.system("v6e"), slices=0), "system.slices must be an integer"),
+    (lambda: replace(presets.system("v6e"), overlap=2), r"system.overlap must be in \[0, 1\]"),
+    (lambda: System(name="x", chip=CHIPS["v6e"], slice=Slice(dims=(4, 4, 4), wrap=(True,) * 3)),
+     "chip.ici_ports is 4"),
+    (lambda: replace(MODELS["llama2-70b"], kv_heads=3), "model.kv_heads must divide"),
+    (lambda: replace(MODELS["llama2-70b"], layers=0), "model.layers must be an integer"),
+    (lambda: replace(MODELS["mixtral-8x7b"], top_k=9), "model.top_k must be an integer"),
+    (lambda: Parallelism(fsdp=6, expert=4), "parallelism.expert must divide parallelism.fsdp"),
+    (lambda: Training(model=MODELS["llama2-70b"], parallelism=Parallelism(tensor=3),
+                      global_batch=8), "parallelism.tensor must divide model.heads"),
+    (lambda: Training(model=MODELS["llama2-70b"], parallelism=Parallelism(),
+                      global_batch=8, recompute=1.5), r"training.recompute must be in \[0, 1\]"),
+    (lambda: workloads.UNet(depths=(0, 2)), "unet.depths must have one entry per level"),
+    (lambda: workloads.Inference(model=MODELS["llama2-70b"], batch=1, prompt=10 ** 6,
+                                 output=1), "inference.prompt must be an integer"),
+    (lambda: presets.system("v7"), "preset must be one of"),
+])
+def test_bad_configuration_names_the_parameter(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_layout_mismatches_are_refused():
+    sys_ = presets.system("v6e", slices=2)
+    t = presets.training("llama2-70b", sys_)
+    with pytest.raises(ValueError, match="must equal the chips of a slice"):
+        training_step(sys_, replace(t, parallelism=Parallelism(fsdp=128)))
+    with pytest.raises(ValueError, match="training.global_batch must be a multiple"):
+        training_step(sys_, replace(t, global_batch=100))
+
+
+# ---------------------------------------------------------------------------------------
+# Properties
+
+PROPERTY = settings(max_examples=60, deadline=None, database=None)
+"""Hypothesis settings of every property: no example database written into the tree."""
+SLICE_COUNTS = st.integers(1, 40)
+WORKLOADS = st.sampled_from(["gpt3-175b", "llama2-70b", "mixtral-8x7b"])
+CHIP_NAMES = st.sampled_from(["v6e", "v5e", "v5p"])
+FACTORS = st.floats(1.0, 8.0)
+
+
+@PROPERTY
+@given(chip=CHIP_NAMES, workload=WORKLOADS, slices=SLICE_COUNTS, hbm=FACTORS, ici=FACTORS,
+       dcn=FACTORS, mac=FACTORS)
+def test_more_bandwidth_never_slows_a_step(chip, workload, slices, hbm, ici, dcn, mac):
+    sys_ = presets.system(chip, slices=slices)
+    work = presets.training(workload, sys_)
+    c = sys_.chip
+    faster = replace(sys_, chip=replace(c, hbm_bandwidth=c.hbm_bandwidth * hbm,
+                                        ici_link_bandwidth=c.ici_link_bandwidth * ici,
+                                        dcn_bandwidth=c.dcn_bandwidth * dcn,
+                                        mac_rate=c.mac_rate * mac))
+    assert training_step(faster, work).step <= training_step(sys_, work).step * (1 + 1e-12)
+
+
+@PROPERTY
+@given(chip=CHIP_NAMES, workload=WORKLOADS, slices=SLICE_COUNTS,
+       terms=st.lists(st.floats(0.05, 1.0), min_size=5, max_size=5))
+def test_lower_efficiency_never_speeds_a_step(chip, workload, slices, terms):
+    sys_ = presets.system(chip, slices=slices)
+    work = presets.training(workload, sys_)
+    worse = replace(sys_, efficiency=Efficiency(**dict(zip(Efficiency.TERMS, terms,
+                                                           strict=True))))
+    assert training_step(worse, work).step >= training_step(sys_, work).step * (1 - 1e-12)
+
+
+@PROPERTY
+@given(chip=CHIP_NAMES, workload=WORKLOADS, base=SLICE_COUNTS, more=st.integers(0, 40),
+       measured=st.booleans())
+def test_weak_scaling_never_exceeds_one(chip, workload, base, more, measured):
+    """More chips with the per-chip batch fixed never raise per-chip throughput."""
+    def step(n):
+        sys_ = presets.system(chip, slices=n, measured=measured)
+        return training_step(sys_, presets.training(workload, sys_))
+
+    small, large = step(base), step(base + more)
+    efficiency = weak_scaling_efficiency(large, small)
+    assert 0 < efficiency <= 1 + 1e-12
+    assert large.tokens_per_second / large.chips <= small.tokens_per_second / small.chips * (
+        1 + 1e-12)
+    assert 0 < large.mfu <= large.hfu <= 1
+
+
+@PROPERTY
+@given(kind=st.sampled_from(["all_gather", "reduce_scatter", "all_reduce", "all_to_all"]),
+       lengths=st.lists(st.integers(2, 16), min_size=1, max_size=3),
+       wraps=st.lists(st.booleans(), min_size=3, max_size=3),
+       volume=st.floats(1.0, 1e10), extra=st.floats(1.0, 10.0))
+def test_collectives_grow_with_volume_and_shrink_with_bandwidth(kind, lengths, wraps, volume,
+                                                                extra):
+    segments = [Segment(k, w) for k, w in zip(lengths, wraps, strict=False)]
+    sys_ = presets.system("v6e")
+    t = collective_time(kind, segments, volume, sys_)
+    assert t > 0
+    assert collective_time(kind, segments, volume * extra, sys_) >= t
+    wide = replace(sys_, chip=replace(sys_.chip, ici_link_bandwidth=sys_.chip.ici_link_bandwidth
+                                      * extra))
+    assert collective_time(kind, segments, volume, wide) <= t
+
+
+# ---------------------------------------------------------------------------------------
+# Calibration loader
+
+
+def write_results(directory, benchmark, tables):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{benchmark}.json").write_text(json.dumps(
+        {"benchmark": benchmark, "environment": {}, "tables": tables}))
+
+
+MXU_ROWS = [{"format": "int8", "rows": 8, "cols": 8, "m": 256, "k": 32, "n": 32, "cycles": 4124,
+             "utilization": 0.993},
+            {"format": "int8", "rows": 16, "cols": 16, "m": 256, "k": 64, "n": 64,
+             "cycles": 4148, "utilization": 0.987},
+            {"format": "bfloat16", "rows": 16, "cols": 16, "m": 256, "k": 64, "n": 64,
+             "cycles": 4148, "utilization": 0.987}]
+HBM_ROWS = [{"pattern": "seq_read", "efficiency": 0.998, "bound": 1.0},
+            {"pattern": "rand_read", "efficiency": 0.481, "bound": 0.5},
+            {"pattern": "stream", "efficiency": 0.976, "bound": 1.0}]
+ICI_ROWS = [{"dims": [4, 4], "vcs": 4, "packet_flits": 4, "saturation": 0.734, "ideal": 1.0,
+             "zero_load_latency": 11.2},
+            {"dims": [8, 8], "vcs": 4, "packet_flits": 4, "saturation": 0.504, "ideal": 1.0,
+             "zero_load_latency": 15.2},
+            {"dims": [8, 8], "vcs": 2, "packet_flits": 4, "saturation": 0.443, "ideal": 1.0,
+             "zero_load_latency": 15.2}]
+
+
+def test_calibration_from_present_files(tmp_path):
+    write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
+    write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
+    write_results(tmp_path, "ici", {"saturation": ICI_ROWS})
+    write_results(tmp_path, "collectives", {
+        "busbw": [{"collective": "all_reduce", "topology": "1x4", "chips": 4,
+                   "bytes_per_chip": 1024, "efficiency": 0.7},
+                  {"collective": "all_reduce", "topology": "1x4", "chips": 4,
+                   "bytes_per_chip": 65536, "efficiency": 0.9},
+                  {"collective": "all_to_all", "topology": "2x2", "chips": 4,
+                   "bytes_per_chip": 65536, "efficiency": 0.6}],
+        "alpha_beta": [{"topology": "1x4", "alpha_cycles": 30, "per_hop_cycles": 4,
+                        "bytes_per_cycle": 8}]})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    assert terms["mxu"].value == pytest.approx(4096 / 4148)
+    assert "mxu.json, utilization row 2: bfloat16 16x16" in terms["mxu"].source
+    assert terms["hbm"].value == 0.976 and "row 2: stream" in terms["hbm"].source
+    assert terms["ici_collective"].value == 0.9 and "busbw row 1" in terms[
+        "ici_collective"].source
+    assert terms["ici_all_to_all"].value == 0.6
+    assert terms["ici_hop_latency"].value == pytest.approx(4 * 8 / 100e9)
+    assert all(t.measured for n, t in terms.items() if n != "dcn")
+    sys_ = presets.system("podium", results=tmp_path)
+    assert sys_.efficiency.mxu == pytest.approx(4096 / 4148)
+    assert sys_.efficiency.source("hbm").startswith("measured (hbm.json")
+
+
+def test_calibration_without_files_says_assumed(tmp_path):
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    assert all(t.value == 1.0 for n, t in terms.items() if n != "ici_hop_latency")
+    assert not any(t.measured for t in terms.values())
+    assert "mxu.json not found" in terms["mxu"].source
+    assert terms["ici_hop_latency"].value == CHIPS["v6e"].ici_hop_latency
+    assert presets.system("podium", results=tmp_path).efficiency == Efficiency()
+
+
+def test_calibration_partial_and_tensorcore_preferred(tmp_path):
+    write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
+    write_results(tmp_path, "hbm", {"other": HBM_ROWS})
+    write_results(tmp_path, "ici", {"saturation": [{"dims": [4, 4], "vcs": 2}]})
+    write_results(tmp_path, "tensorcore", {"gemm": [
+        {"m": 64, "k": 64, "n": 64, "format": "int8", "cycles": 900, "mxu_busy_fraction": 0.9,
+         "roofline_fraction": 0.8},
+        {"m": 256, "k": 64, "n": 64, "format": "int8", "cycles": 4400,
+         "mxu_busy_fraction": 0.95, "roofline_fraction": 0.93}]})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    assert terms["mxu"].value == 0.93 and "tensorcore.json, gemm row 1" in terms["mxu"].source
+    assert terms["hbm"].source == "assumed: 1.0 (hbm.json has no table 'patterns')"
+    assert "has no row with" in terms["ici_all_to_all"].source
+    assert not terms["ici_collective"].measured
+
+
+def test_calibration_follows_file_changes(tmp_path):
+    write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
+    assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.976
+    write_results(tmp_path, "hbm", {"patterns": [{"pattern": "stream", "efficiency": 0.5}]})
+    assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.5
+
+
+def test_calibration_refuses_a_corrupt_file(tmp_path):
+    (tmp_path / "mxu.json").write_text("{not json")
+    with pytest.raises(ValueError, match="mxu.json: not valid JSON"):
+        calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    (tmp_path / "mxu.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="expected an object with a 'tables' object"):
+        calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+
+
+# ---------------------------------------------------------------------------------------
+# The fit and the published comparisons
+
+
+def test_fit_meets_both_gpt3_points():
+    fit = trillium_fit()
+    assert 0 < fit.overlap < 1 and 0 < fit.dcn_latency < 1e-3
+    assert fit.base == BASE_SLICES
+    for (n, target), (m, achieved) in zip(TARGETS, fit.achieved, strict=True):
+        assert n == m and abs(achieved - target) < 0.01
+
+
+def test_published_comparisons():
+    t = __import__("podium.model.report", fromlist=["tables"]).tables(quick=True)
+    for row in t["gpt3_multislice"]:
+        if row["preset"] == "v6e datasheet":
+            assert abs(row["error_points"]) < 1
+    llama36 = [r for r in t["llama2_multislice"] if r["slices"] == 36]
+    assert all(abs(r["model"] - 0.99) < 0.01 for r in llama36)
+    assert {r["preset"] for r in t["palm"]} == {"v4 datasheet", "v4 measured"}
+    assert all(r["efficiency_base_1"] <= 1 + 1e-12 for r in t["efficiency_vs_chips"])
+
+
+def test_critical_batch_ordering():
+    sys_ = presets.system("v6e", slices=24)
+    cb = critical_batch(sys_, presets.training("llama2-70b", sys_))
+    assert cb["dcn_dominates"] < cb["dcn_exposed"]
+    step = training_step(sys_, presets.training("llama2-70b", sys_),
+                         tokens=cb["dcn_exposed"] * 4096 / (24 * 256) * 1.01)
+    assert step.exposed_dcn == 0
+
+
+def test_inference_and_unet():
+    sys_ = presets.system("v6e", slice_=presets.INFERENCE_SLICE)
+    r = costs.inference(sys_, presets.inference_preset("llama2-70b"))
+    assert r.fits and r.prefill_tokens_per_second > r.decode_tokens_per_second > 0
+    # Decode at batch 1 is bound by streaming the weights: at least weights / HBM bandwidth.
+    one = costs.inference(sys_, replace(presets.inference_preset("llama2-70b"), batch=1))
+    weights = 2 * MODELS["llama2-70b"].params / 8
+    assert one.decode_step_seconds >= weights / sys_.chip.hbm_bandwidth
+    unet_flops = sum(op.flops for op, _ in workloads.unet_ops(presets.SDXL, images=1)
+                     if isinstance(op, Gemm))
+    assert 5e12 < unet_flops < 8e12
+    ips = costs.unet_images_per_second(sys_, presets.SDXL, images=1)
+    # Never faster than the peak allows: 2 evaluations per step (guidance).
+    assert ips <= sys_.chips * sys_.chip.peak_flops() / (2 * presets.SDXL.steps * unet_flops)
+
+
+def test_one_configuration_is_fast():
+    sys_ = presets.system("v6e", slices=24)
+    work = presets.training("gpt3-175b", sys_)
+    start = time.perf_counter()
+    training_step(sys_, work)
+    assert time.perf_counter() - start < 0.1
+
+
+def test_module_exports():
+    for module in (hardware, workloads, costs, calibrate, presets):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
+
+
+# ---------------------------------------------------------------------------------------
+# The CLI end to end
+
+
+def run_cli(*args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "podium.cli", "model", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_run_training():
+    r = run_cli("run", "--preset", "v6e", "--slices", "24", "--workload", "gpt3-175b",
+                "--base", "4")
+    assert r.returncode == 0, r.stderr
+    assert "exposed DCN" in r.stdout and "weak-scaling efficiency against 4" in r.stdout
+    assert "94.00%" in r.stdout
+
+
+def test_cli_run_json_and_inference(tmp_path):
+    write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
+    r = run_cli("run", "--preset", "podium", "--workload", "llama2-70b-inference", "--json",
+                "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["decode_tokens_per_second"] > 0 and "Podium-measured" in result["system"]
+
+
+def test_cli_refuses_bad_configuration():
+    r = run_cli("run", "--set", "chip.hbm_bandwidth=-1")
+    assert r.returncode == 2
+    assert "chip.hbm_bandwidth must be > 0, got -1" in r.stderr
+    r = run_cli("run", "--set", "parallelism.tensor=3")
+    assert r.returncode == 2 and "parallelism.tensor" in r.stderr
+    r = run_cli("run", "--set", "nonsense")
+    assert r.returncode == 2 and "--set takes PATH=VALUE" in r.stderr
+
+
+def test_cli_calibration_and_report(tmp_path):
+    write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
+    r = run_cli("calibration", "--results", str(tmp_path))
+    assert r.returncode == 0 and "measured (mxu.json" in r.stdout
+    r = run_cli("report", "--quick", "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = ROOT / "build" / "results"
+    data = json.loads((out / "scaling.json").read_text())
+    assert data["benchmark"] == "scaling" and "gpt3_multislice" in data["tables"]
+    assert (out / "scaling_efficiency.png").stat().st_size > 0
+    assert math.isclose(trillium_fit().overlap, data["tables"]["fit"][0]["value"])
