@@ -4,6 +4,8 @@ Seeds: each test's seed is PODIUM_SEED when set (an integer, or ``random`` for a
 otherwise a fixed value derived from the test's id, so a run is reproducible by default. The
 seed is printed and is part of every failure message; ``PODIUM_SEED=<n> pytest '<test id>'``
 replays a failure. PODIUM_WAVES=1 builds with tracing and leaves dump.fst in the test directory.
+PODIUM_LOCKSTEP=<checkout> runs every cocotb test on the lockstep design of its configuration
+against the generator of another checkout (sim/lockstep.py).
 """
 
 import os
@@ -33,6 +35,18 @@ def seed(request):
     return value
 
 
+def _lockstep(design, block, config):
+    import runpy
+
+    from sim.lockstep import lockstep, old_design
+
+    block, params = block, config.to_dict()
+    if os.environ.get("PODIUM_LOCKSTEP_MAP"):
+        block, params = runpy.run_path(os.environ["PODIUM_LOCKSTEP_MAP"])["translate"](
+            block, params)
+    return lockstep(design, old_design(os.environ["PODIUM_LOCKSTEP"], block, params))
+
+
 @pytest.fixture
 def cocotb_run(request, seed):
     """``cocotb_run(block, config, module, test=None, sim="verilator")``: build the block's
@@ -43,7 +57,10 @@ def cocotb_run(request, seed):
     def go(block, config, module, test=None, sim="verilator"):
         if not simulator_available(sim):
             pytest.skip(f"{sim} is not installed")
-        built = build(generate(block, config), sim, waves=waves)
+        design = generate(block, config)
+        if os.environ.get("PODIUM_LOCKSTEP"):
+            design = _lockstep(design, block, config)
+        built = build(design, sim, waves=waves)
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid.split("::", 1)[1])
         return run(built, module, test_dir=BUILD / "tests" / sim / name,
                    testcase=rf"\.{test}(/|$)" if test else None, seed=seed)
