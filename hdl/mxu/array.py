@@ -24,11 +24,12 @@ register, so nothing is lost or duplicated.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.delay import delay_taps, skew
 from ..lib.hier import Submodule
+from ..lib.queue import Queue
 from .pe import ProcessingElement
 
 __all__ = ["SystolicArray", "SystolicRow", "activation_layout", "result_layout"]
@@ -134,8 +135,8 @@ class SystolicArray(wiring.Component):
         R, C, fmt = self._rows, self._cols, self._fmt
 
         out_layout = result_layout(fmt, C)
-        m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(width=out_layout.size, depth=2)
-        advance = out_fifo.w_rdy
+        m.submodules.out_queue = out_queue = Queue(out_layout, 2)
+        advance = out_queue.i.ready
 
         # Fold bookkeeping at the array's left edge.
         fill = Signal(range(R + 1))         # rows shifted into the column-0 chain since commit
@@ -211,10 +212,8 @@ class SystolicArray(wiring.Component):
         m.d.comb += [
             out.data.eq(Cat(*result)),
             out.last.eq(o_last),
-            out_fifo.w_data.eq(out),
-            out_fifo.w_en.eq(advance & o_valid),
-            self.o.payload.eq(out_fifo.r_data),
-            self.o.valid.eq(out_fifo.r_rdy),
-            out_fifo.r_en.eq(self.o.ready),
+            out_queue.i.payload.eq(out),
+            out_queue.i.valid.eq(advance & o_valid),
         ]
+        wiring.connect(m, out_queue.o, wiring.flipped(self.o))
         return m

@@ -10,13 +10,15 @@ counter. Streams run at full rate (results are always taken), so the cycle count
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import Config, check_int
+from ..lib.queue import Queue
 from ..top import Top, describe_shape
+from .accumulator import output_layout
 from .config import MXUConfig
-from .unit import MXU, command_layout, output_layout
+from .unit import MXU, command_layout
 
 __all__ = ["MXUHarnessConfig", "MXUHarness"]
 
@@ -58,7 +60,7 @@ class _MemoryStreamer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         port = self._port
-        m.submodules.fifo = buf = fifo.SyncFIFO(width=self._width, depth=3)
+        m.submodules.queue = buf = Queue(self._width, 3)
         ptr = Signal(range(self._depth + 1))
         end = Signal(range(self._depth + 1))
         inflight = Signal()
@@ -70,13 +72,11 @@ class _MemoryStreamer(wiring.Component):
         m.d.sync += inflight.eq(issue & ~self.start)
         m.d.comb += [
             port.addr.eq(ptr),
-            buf.w_data.eq(port.data),
-            buf.w_en.eq(inflight),
-            self.o.payload.eq(buf.r_data),
-            self.o.valid.eq(buf.r_rdy),
-            buf.r_en.eq(self.o.ready),
-            self.busy.eq((ptr != end) | inflight | buf.r_rdy),
+            buf.i.payload.eq(port.data),
+            buf.i.valid.eq(inflight),
+            self.busy.eq((ptr != end) | inflight | buf.o.valid),
         ]
+        wiring.connect(m, buf.o, wiring.flipped(self.o))
         return m
 
 

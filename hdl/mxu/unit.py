@@ -23,24 +23,20 @@ one beat on ``c`` with ``error`` and ``last`` set, in command order, and ``cmd_e
 """
 
 from amaranth.hdl import Array, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.sram import SRAM
 from ..top import Top
+from .accumulator import Accumulator, acc_addr_bits, output_layout
 from .array import SystolicArray
 from .config import GEMM_DIM_BITS
 
 __all__ = ["MXU", "command_layout", "output_layout", "COUNTERS"]
 
 RING_DEPTH = 4
-OUT_DEPTH = 4
-COUNTER_WIDTH = 32
 COUNTERS = ("busy", "mac", "weight_load", "stall", "weight_wait", "cmd_errors")
-
-
-def _addr_bits(config):
-    return max(1, (config.acc_depth - 1).bit_length())
 
 
 def command_layout(config):
@@ -48,17 +44,9 @@ def command_layout(config):
         "m": GEMM_DIM_BITS,
         "k": GEMM_DIM_BITS,
         "n": GEMM_DIM_BITS,
-        "acc_addr": _addr_bits(config),
+        "acc_addr": acc_addr_bits(config),
         "accumulate": 1,
         "emit": 1,
-    })
-
-
-def output_layout(config):
-    return data.StructLayout({
-        "data": data.ArrayLayout(config.format.out_shape(config.output), config.cols),
-        "last": 1,
-        "error": 1,
     })
 
 
@@ -143,8 +131,9 @@ class MXU(Top):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        R, C, fmt = cfg.rows, cfg.cols, cfg.format
+        R, C = cfg.rows, cfg.cols
         m.submodules.array = arr = self._array
+        m.submodules.accumulator = acc = Accumulator(cfg, self._acc)
 
         # Command ring: written in order, read by three walkers, freed by the result walker.
         entry_layout = data.StructLayout({"cmd": command_layout(cfg), "ok": 1})
@@ -164,7 +153,25 @@ class MXU(Top):
             slot = ring[wr_ptr[: (RING_DEPTH - 1).bit_length()]]
             m.d.sync += [slot.cmd.eq(cmd), slot.ok.eq(cmd_ok), wr_ptr.eq(wr_ptr + 1)]
 
-        # Weight walker: real tile rows come from `w`, missing ones are padding rows.
+        self._feed_weights(m, wk, arr)
+        self._feed_activations(m, ak, arr)
+        self._place_results(m, rk, arr, acc)
+        wiring.connect(m, acc.c, wiring.flipped(self.c))
+
+        m.d.comb += self.idle.eq((wr_ptr == rk.ptr) & ~acc.busy)
+        count_events(m, self, {
+            "busy": ~self.idle,
+            "mac": arr.a_take,
+            "weight_load": arr.w_take,
+            "stall": ~arr.advance,
+            "weight_wait": arr.weight_wait,
+            "cmd_errors": self.cmd.valid & self.cmd.ready & ~cmd_ok,
+        })
+        return m
+
+    def _feed_weights(self, m, wk, arr):
+        """Weight walker: real tile rows come from ``w``, missing ones are padding rows."""
+        R, C, fmt = self._config.rows, self._config.cols, self._config.format
         w_row = Signal(range(max(R, 2)))
         real_row = w_row < wk.k_left
         m.d.comb += [
@@ -181,7 +188,10 @@ class MXU(Top):
             with m.If(w_row == R - 1):
                 wk.next_tile(m)
 
-        # Activation walker: `m` vectors per fold, lanes past k zeroed, `last` on the final one.
+    def _feed_activations(self, m, ak, arr):
+        """Activation walker: ``m`` vectors per fold, lanes past k zeroed, ``last`` on the
+        final one."""
+        R = self._config.rows
         a_row = Signal(GEMM_DIM_BITS)
         a_last = a_row == ak.entry.cmd.m - 1
         m.d.comb += [
@@ -198,54 +208,30 @@ class MXU(Top):
             with m.If(a_last):
                 ak.next_tile(m)
 
-        # Accumulator memory (an SRAM macro, hdl/lib/sram.py): a read-modify-write pipeline of
-        # two stages; its read port is transparent, so a row written and read in the same cycle
-        # (m = 1 folds on a one-row array) reads the new sum.
-        acc_row = data.ArrayLayout(fmt.acc_shape, C)
-        rd_addr, rd_data = Signal(_addr_bits(cfg)), Signal(acc_row)
-        wr_en, wr_addr, wr_data = Signal(), Signal(_addr_bits(cfg)), Signal(acc_row)
-        self._acc.instance(m, "acc", we=wr_en, waddr=wr_addr, wdata=wr_data, raddr=[rd_addr],
-                           rdata=[rd_data])
-        m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(
-            width=output_layout(cfg).size, depth=OUT_DEPTH)
-
-        # Stage 0: place each result row of the array, read its accumulator row. A row of a
-        # column tile's last k-tile is final once written: if the command emits, it also goes
-        # out, so stage 0 takes it only when the output FIFO is sure to have room (counting
-        # the beat stage 1 may hold). A refused command sends its error beat the same way.
+    def _place_results(self, m, rk, arr, acc):
+        """Result walker: the accumulator row of each result row of the array (row ``r`` of
+        column tile ``j`` at ``acc_addr + j*m + r``), whether it accumulates and whether it is
+        sent; a refused command's error beat, in command order."""
+        cfg = self._config
+        C = cfg.cols
         r_row = Signal(GEMM_DIM_BITS)
-        r_base = Signal(_addr_bits(cfg) + 1)    # j * m: the column tile's first row
-        r_addr = rk.entry.cmd.acc_addr + r_base + r_row
+        r_base = Signal(acc_addr_bits(cfg) + 1)    # j * m: the column tile's first row
         r_fold_end = r_row == rk.entry.cmd.m - 1
-        r_emits = rk.last_k & rk.entry.cmd.emit
-
-        s1_write = Signal()
-        s1_out = Signal()
-        s1_error = Signal()
-        s1_last = Signal()
-        s1_lanes = Signal(range(C + 1))
-        s1_overwrite = Signal()
-        s1_addr = Signal.like(r_addr)
-        s1_data = Signal(data.ArrayLayout(fmt.acc_shape, C))
-
-        room = out_fifo.level + s1_out < OUT_DEPTH
+        row = acc.i.payload
         m.d.comb += [
-            arr.o.ready.eq(rk.ok & (~r_emits | room)),
-            rd_addr.eq(r_addr),
+            acc.i.valid.eq((rk.ok & arr.o.valid) | rk.skip),
+            arr.o.ready.eq(rk.ok & acc.i.ready),
+            row.data.eq(arr.o.payload.data),
+            row.addr.eq(rk.entry.cmd.acc_addr + r_base + r_row),
+            row.write.eq(~rk.skip),
+            row.overwrite.eq((rk.koff == 0) & ~rk.entry.cmd.accumulate),
+            row.send.eq(rk.skip | (rk.last_k & rk.entry.cmd.emit)),
+            row.error.eq(rk.skip),
+            row.last.eq(rk.skip | (r_fold_end & rk.last_k & rk.last_n)),
+            row.lanes.eq(Mux(rk.n_left > C, C, rk.n_left)),
         ]
         r_take = arr.o.valid & arr.o.ready
-        r_refuse = rk.skip & room
-        m.d.sync += [
-            s1_write.eq(r_take),
-            s1_out.eq((r_take & r_emits) | r_refuse),
-            s1_error.eq(r_refuse),
-            s1_last.eq(r_refuse | (r_fold_end & rk.last_k & rk.last_n)),
-            s1_lanes.eq(Mux(rk.n_left > C, C, rk.n_left)),
-            s1_overwrite.eq((rk.koff == 0) & ~rk.entry.cmd.accumulate),
-            s1_addr.eq(r_addr),
-            s1_data.eq(arr.o.payload.data),
-        ]
-        with m.If(r_refuse):
+        with m.If(rk.skip & acc.i.ready):
             m.d.sync += rk.ptr.eq(rk.ptr + 1)
         with m.If(r_take):
             m.d.sync += r_row.eq(Mux(r_fold_end, 0, r_row + 1))
@@ -253,44 +239,3 @@ class MXU(Top):
                 with m.If(rk.last_k):
                     m.d.sync += r_base.eq(Mux(rk.last_n, 0, r_base + rk.entry.cmd.m))
                 rk.next_tile(m)
-
-        # Stage 1: add (or overwrite), write back, and send the row if it is final.
-        total = Signal(data.ArrayLayout(fmt.acc_shape, C))
-        out = Signal(output_layout(cfg))
-        for c in range(C):
-            m.d.comb += [
-                total[c].eq(Mux(s1_overwrite, s1_data[c],
-                                fmt.add(m, rd_data[c], s1_data[c], name=f"acc{c}"))),
-                out.data[c].eq(Mux(~s1_error & (c < s1_lanes), fmt.cast(cfg.output, total[c]),
-                                   0)),
-            ]
-        m.d.comb += [
-            wr_addr.eq(s1_addr),
-            wr_data.eq(total),
-            wr_en.eq(s1_write),
-            out.last.eq(s1_last),
-            out.error.eq(s1_error),
-            out_fifo.w_data.eq(out),
-            out_fifo.w_en.eq(s1_out),
-            self.c.payload.eq(out_fifo.r_data),
-            self.c.valid.eq(out_fifo.r_rdy),
-            out_fifo.r_en.eq(self.c.ready),
-        ]
-
-        # Status and counters.
-        m.d.comb += self.idle.eq((wr_ptr == rk.ptr) & ~s1_write & ~s1_out
-                                 & (out_fifo.level == 0))
-        events = {
-            "busy": ~self.idle,
-            "mac": arr.a_take,
-            "weight_load": arr.w_take,
-            "stall": ~arr.advance,
-            "weight_wait": arr.weight_wait,
-            "cmd_errors": self.cmd.valid & self.cmd.ready & ~cmd_ok,
-        }
-        for name, event in events.items():
-            counter = getattr(self, name)
-            with m.If(event):
-                m.d.sync += counter.eq(counter + 1)
-        return m
-

@@ -1,0 +1,126 @@
+"""Configuration of the TensorCore generator, validated on construction."""
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from ..config import Config, ConfigError, check_choice, check_int
+from ..mxu.config import MXUConfig
+from .isa import MAX_SEMAPHORES
+
+__all__ = ["TensorCoreConfig"]
+
+_POW2 = tuple(2**i for i in range(31))
+
+
+@dataclass(frozen=True)
+class TensorCoreConfig(Config):
+    """Parameters of one TensorCore: its MXU, VMEM, queues and DMA.
+
+    Parameters
+    ----------
+    mxu : MXUConfig
+        The matrix unit; ``rows`` and ``cols`` must be powers of two here (operand vectors
+        tile a VMEM row).
+    vmem_bytes : int
+        VMEM capacity, a power of two, 1 KiB .. 16 MiB.
+    vmem_banks : int
+        Banks, 1..64, a power of two; each has one read and one write port.
+    row_bytes : int
+        VMEM row width: a power of two at least ``4 * cols`` (a result row), the A and B
+        operand vectors and the AXI data width, at most 1024.
+    imem_depth : int
+        Instructions the instruction memory holds, 16..32768, a power of two.
+    queue_depth : int
+        Entries of each engine queue, 2..64.
+    semaphores : int
+        1..31.
+    deadlock_cycles : int
+        Cycles without progress before the sequencer stops with DEADLOCK, 16..2**20.
+    axi_data_width, axi_addr_width, axi_id_width : int
+        The DMA's AXI4 bus (the HBM controller's port): data 64..1024 bits, address 12..48,
+        ID 1..8 bits.
+    dma_ids : int
+        IDs the DMA uses in turn, 1..2**axi_id_width (at most 16).
+    dma_bursts : int
+        Bursts in flight, 1..64.
+    max_burst : int
+        Beats per burst, 1..256.
+    """
+
+    KIND = "TensorCore"
+
+    mxu: MXUConfig = MXUConfig()
+    vmem_bytes: int = 64 * 1024
+    vmem_banks: int = 8
+    row_bytes: int = 32
+    imem_depth: int = 1024
+    queue_depth: int = 8
+    semaphores: int = 16
+    deadlock_cycles: int = 1024
+    axi_data_width: int = 256
+    axi_addr_width: int = 32
+    axi_id_width: int = 4
+    dma_ids: int = 4
+    dma_bursts: int = 16
+    max_burst: int = 16
+
+    def validate(self):
+        mxu = self.mxu
+        check_choice("mxu.rows", mxu.rows, tuple(2**i for i in range(9)))
+        check_choice("mxu.cols", mxu.cols, tuple(2**i for i in range(9)))
+        check_choice("vmem_bytes", self.vmem_bytes, _POW2[10:25])
+        check_choice("vmem_banks", self.vmem_banks, _POW2[:7])
+        check_choice("axi_data_width", self.axi_data_width, _POW2[6:11])
+        esize = mxu.format.in_width // 8
+        need = max(4 * mxu.cols, mxu.rows * esize, self.axi_data_width // 8)
+        check_choice("row_bytes", self.row_bytes, tuple(p for p in _POW2 if need <= p <= 1024))
+        if self.vmem_bytes < self.vmem_banks * self.row_bytes:
+            raise ConfigError("vmem_bytes", f"must hold at least one row per bank "
+                                            f"({self.vmem_banks * self.row_bytes}), got "
+                                            f"{self.vmem_bytes}")
+        check_choice("imem_depth", self.imem_depth, _POW2[4:16])
+        check_int("queue_depth", self.queue_depth, 2, 64)
+        check_int("semaphores", self.semaphores, 1, MAX_SEMAPHORES)
+        check_int("deadlock_cycles", self.deadlock_cycles, 16, 1 << 20)
+        check_int("axi_addr_width", self.axi_addr_width, 12, 48)
+        check_int("axi_id_width", self.axi_id_width, 1, 8)
+        check_int("dma_ids", self.dma_ids, 1, min(16, 1 << self.axi_id_width))
+        check_int("dma_bursts", self.dma_bursts, 1, 64)
+        check_int("max_burst", self.max_burst, 1, 256)
+
+    # Derived sizes ---------------------------------------------------------------------
+
+    @property
+    def lanes(self):
+        """32-bit lanes of a VMEM row: the VPU's width."""
+        return self.row_bytes // 4
+
+    @property
+    def vmem_rows(self):
+        return self.vmem_bytes // self.row_bytes
+
+    @property
+    def bank_rows(self):
+        return self.vmem_rows // self.vmem_banks
+
+    @property
+    def beat_bytes(self):
+        return self.axi_data_width // 8
+
+    @property
+    def esize(self):
+        """Bytes of an MXU operand."""
+        return self.mxu.format.in_width // 8
+
+    @property
+    def osize(self):
+        """Bytes of an MXU result."""
+        return 2 if self.mxu.output == "bfloat16" else 4
+
+    @property
+    def name(self):
+        """Verilog module name: the MXU's shape and format and a hash of every parameter."""
+        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode())
+        mxu = self.mxu
+        return f"podium_tc_{mxu.rows}x{mxu.cols}_{mxu.fmt}_{digest.hexdigest()[:8]}"
