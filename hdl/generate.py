@@ -23,12 +23,15 @@ from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
+from .tensorcore.config import TensorCoreConfig
+from .tensorcore.core import TensorCore
 
 __all__ = ["BLOCKS", "Design", "generate", "make_config"]
 
 BLOCKS = {
     "chip": (ChipConfig, Chip),
     "mxu": (MXUConfig, MXU),
+    "tensorcore": (TensorCoreConfig, TensorCore),
     "hbm": (HBMConfig, HBMController),
     "ici": (ICIConfig, Network),
     "ici_router": (ICIConfig, Router),

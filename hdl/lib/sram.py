@@ -10,7 +10,9 @@ clears itself with a loop in an ``initial`` block (the contents of a real SRAM a
 undefined; the model's zeros are what the golden models assume).
 
 Read ports are synchronous (address in one cycle, data the next) and transparent: a read of the
-row being written in the same cycle returns the new data.
+row being written in the same cycle returns the new data. With ``byte_enable`` the write port
+has a byte mask ``wstrb`` and reads are read-first instead (a read of the row being written
+returns its old contents), as a byte-writable SRAM macro behaves (the TensorCore's VMEM banks).
 """
 
 from amaranth.hdl import ClockSignal, Instance
@@ -25,9 +27,10 @@ class SRAM:
     for ``hdl.lib.hier.convert_hierarchy``, ``instance()`` adds one to an Amaranth module.
     """
 
-    def __init__(self, name, *, width, depth, read_ports=1):
+    def __init__(self, name, *, width, depth, read_ports=1, byte_enable=False):
         self._name, self._width, self._depth = name, width, depth
         self._reads = read_ports
+        self._strb = byte_enable
         self._abits = max(1, (depth - 1).bit_length())
 
     @property
@@ -50,15 +53,23 @@ class SRAM:
             f"  input [{w - 1}:0] wdata;",
         ]
         body = ["    if (we) mem[waddr] <= wdata;"]
+        if self._strb:
+            ports.append("wstrb")
+            decl.append(f"  input [{w // 8 - 1}:0] wstrb;")
+            body = ["    if (we) for (j = 0; j < {0}; j = j + 1)".format(w // 8),
+                    "      if (wstrb[j]) mem[waddr][j * 8 +: 8] <= wdata[j * 8 +: 8];"]
         for i in range(self._reads):
             ports += [f"raddr{i}", f"rdata{i}"]
             decl += [f"  input [{a - 1}:0] raddr{i};", f"  output reg [{w - 1}:0] rdata{i};"]
-            body.append(f"    rdata{i} <= (we && waddr == raddr{i}) ? wdata : mem[raddr{i}];")
+            read = f"mem[raddr{i}]" if self._strb else \
+                f"(we && waddr == raddr{i}) ? wdata : mem[raddr{i}]"
+            body.append(f"    rdata{i} <= {read};")
         return "\n".join([
             f"module {self._name}({', '.join(ports)});",
             *decl,
             f"  reg [{w - 1}:0] mem [0:{d - 1}];",
             "  integer i;",
+            *(["  integer j;"] if self._strb else []),
             "  initial begin",
             f"    for (i = 0; i < {d}; i = i + 1) mem[i] = {w}'d0;",
             *[f"    rdata{i} = {w}'d0;" for i in range(self._reads)],
@@ -70,10 +81,13 @@ class SRAM:
             "",
         ])
 
-    def instance(self, m, name, *, we, waddr, wdata, raddr, rdata):
-        """Add an instance; ``raddr`` and ``rdata`` are lists, one entry per read port."""
+    def instance(self, m, name, *, we, waddr, wdata, raddr, rdata, wstrb=None):
+        """Add an instance; ``raddr`` and ``rdata`` are lists, one entry per read port;
+        ``wstrb`` with ``byte_enable``."""
         ports = {"i_clk": ClockSignal(), "i_we": we, "i_waddr": waddr[: self._abits],
                  "i_wdata": wdata}
+        if self._strb:
+            ports["i_wstrb"] = wstrb
         for i, (addr, data) in enumerate(zip(raddr, rdata, strict=True)):
             ports[f"i_raddr{i}"] = addr[: self._abits]
             ports[f"o_rdata{i}"] = data

@@ -1,0 +1,202 @@
+"""cocotb testbench of the TensorCore top: a host on its AXI4-Lite port (cocotbext-axi) that
+loads programs into the instruction memory, starts them and reads status, counters, registers
+and semaphores; cocotbext-axi's ``AxiRam`` as the HBM behind the DMA's AXI4 port, with the
+flow's idle and backpressure on its channels.
+
+:class:`TensorCoreBench` is also the host the chip's bench (verification/tb/chip.py) uses: it
+only needs the CSR bus prefix and a memory with ``read``/``write``.
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from hdl.tensorcore.config import TensorCoreConfig
+from hdl.tensorcore.isa import SEM_NONE, Error, Op, Queue, encode
+from verification.models.mxu import MXUModel
+from verification.tb.axi import axi_ram, axil_master
+from verification.tb.bench import FLOWS, new_rng, start
+from verification.tb.packing import load_sidecar
+
+__all__ = ["TensorCoreHost", "TensorCoreBench", "Outcome"]
+
+REG = {"CONTROL": 0x0004, "STATUS": 0x0008, "ERROR": 0x000C, "ERROR_PC": 0x0010,
+       "START_PC": 0x0018, "COUNTERS": 0x0100, "REGS": 0x0200, "SEMS": 0x0300, "IMEM": 0x8000}
+COUNTERS = ("cycles", "retired", "mxu_busy", "dma_busy", "vpu_busy", "dma_wait", "mxu_wait",
+            "vpu_wait", "sem_stalls", "bytes_read", "bytes_written", "dispatch_stalls",
+            "mxu_vectors")
+HBM_BYTES = 1 << 20
+
+
+class Outcome:
+    """What a run left: status, error, registers, semaphores, counters."""
+
+    def __init__(self, status, error, error_pc, regs, sems, counters):
+        self.done = bool(status & 2)
+        self.error = Error(error) if status & 4 else Error.NONE
+        self.error_pc = error_pc
+        self.regs, self.sems, self.counters = regs, sems, counters
+
+    def __repr__(self):
+        return (f"Outcome(done={self.done}, error={self.error.name}, pc={self.error_pc}, "
+                f"counters={self.counters})")
+
+
+class TensorCoreHost:
+    """The host side of a TensorCore: program load, start, wait, read back."""
+
+    def __init__(self, dut, prefix, config, flow="none_none"):
+        self.dut = dut
+        self.config = config
+        self.csr = axil_master(dut, prefix, flow)
+
+    async def read(self, addr):
+        return int.from_bytes((await self.csr.read(addr, 4)).data, "little")
+
+    async def write(self, addr, value):
+        await self.csr.write(addr, int(value).to_bytes(4, "little"))
+
+    async def load(self, words, at=0):
+        for i, w in enumerate(words):
+            await self.write(REG["IMEM"] + 8 * (at + i), w & 0xFFFFFFFF)
+            await self.write(REG["IMEM"] + 8 * (at + i) + 4, w >> 32)
+
+    async def run(self, running, *, start_pc=0, budget=200_000):
+        """Start at ``start_pc``, wait (at most ``budget`` cycles) for ``running`` (the
+        TensorCore's pin) to fall, and return the :class:`Outcome`."""
+        await self.write(REG["START_PC"], start_pc)
+        await self.write(REG["CONTROL"], 1)
+        for _ in range(budget):
+            await RisingEdge(self.dut.clk)
+            if not running.value:
+                break
+        else:
+            raise AssertionError(f"still running after {budget} cycles")
+        return await self.outcome()
+
+    async def outcome(self):
+        cfg = self.config
+        status = await self.read(REG["STATUS"])
+        assert not status & 1, f"status {status:#x}: still running"
+        regs = [await self.read(REG["REGS"] + 4 * r) for r in range(16)]
+        sems = [await self.read(REG["SEMS"] + 4 * s) for s in range(cfg.semaphores)]
+        counters = {name: await self.read(REG["COUNTERS"] + 4 * k)
+                    for k, name in enumerate(COUNTERS)}
+        return Outcome(status, await self.read(REG["ERROR"]), await self.read(REG["ERROR_PC"]),
+                       regs, sems, counters)
+
+    async def clear(self):
+        await self.write(REG["CONTROL"], 4)
+
+
+class TensorCoreBench:
+    """The TensorCore alone: host on ``csr``, ``AxiRam`` on ``axi``."""
+
+    def __init__(self, dut, flow="random_random"):
+        self.dut = dut
+        self.sidecar = load_sidecar()
+        self.cfg = TensorCoreConfig.from_dict(self.sidecar["parameters"])
+        self.rng = new_rng()
+        self.host = TensorCoreHost(dut, "csr", self.cfg, flow)
+        self.ram = axi_ram(dut, "axi", HBM_BYTES, flow)
+
+    async def start(self):
+        await start(self.dut)
+        await ClockCycles(self.dut.clk, 2)
+
+    async def run(self, program, **kw):
+        await self.host.load(program)
+        return await self.host.run(self.dut.running, **kw)
+
+
+def li(reg, value):
+    return encode(Op.LI, a=reg, imm32=value & 0xFFFFFFFF)
+
+
+@cocotb.test()
+@cocotb.parametrize(flow=FLOWS)
+async def test_dma_round_trip(dut, flow):
+    """A 2-D transfer HBM -> VMEM with strided rows, and back to another HBM region: the
+    bytes land where the shape says, the semaphores order the two transfers."""
+    tb = TensorCoreBench(dut, flow)
+    await tb.start()
+    beat = tb.cfg.beat_bytes
+    rows, run = 5, 2 * beat
+    src, dst, hstride = 0x1000, 0x8000, 3 * beat
+    data = bytes(tb.rng.getrandbits(8) for _ in range(rows * hstride))
+    tb.ram.write(src, data)
+    program = [
+        li(1, src), li(2, 0), li(3, dst), li(4, run), li(5, rows), li(6, hstride), li(7, run),
+        encode(Op.DMA_SHAPE, dim=0, b=4),
+        encode(Op.DMA_SHAPE, dim=1, b=5, c=6, d=7),
+        encode(Op.DMA_LOAD, b=1, c=2, sem=0),
+        encode(Op.WAIT, queue=Queue.DMA, sem=0),
+        encode(Op.DMA_SHAPE, dim=1, b=5, c=7, d=7),
+        encode(Op.DMA_STORE, b=3, c=2, sem=1),
+        encode(Op.WAIT, queue=Queue.DMA, sem=1),
+        encode(Op.HALT),
+    ]
+    out = await tb.run(program)
+    assert out.done and out.error == Error.NONE, out
+    want = b"".join(data[r * hstride: r * hstride + run] for r in range(rows))
+    got = tb.ram.read(dst, rows * run)
+    assert got == want, "stored bytes differ from the loaded rows"
+    assert out.counters["bytes_read"] == out.counters["bytes_written"] == rows * run, out
+    assert out.counters["retired"] == len(program), out
+    assert out.sems[:2] == [0, 0], out
+
+
+@cocotb.test()
+@cocotb.parametrize(flow=FLOWS)
+async def test_matmul_from_hbm(dut, flow):
+    """A GEMM through the whole core: DMA the operands in, ``matmul`` (the MXU reads VMEM,
+    writes the results to VMEM), DMA the result out; compared with the MXU golden model."""
+    tb = TensorCoreBench(dut, flow)
+    await tb.start()
+    cfg = tb.cfg
+    R, C, beat = cfg.mxu.rows, cfg.mxu.cols, cfg.beat_bytes
+    m, k, n = 2 * R + 1, 2 * R + 3, 2 * C - 1
+    rng = np.random.default_rng(tb.rng.getrandbits(32))
+    a = rng.integers(-128, 128, size=(m, k))
+    b = rng.integers(-128, 128, size=(k, n))
+    pitch = lambda nbytes: -(-nbytes // beat) * beat   # noqa: E731
+    a_pitch, b_pitch, c_pitch = pitch(k), pitch(n), pitch(4 * n)
+    hbm_a, hbm_b, hbm_c = 0x10000, 0x20000, 0x30000
+    for i in range(m):
+        tb.ram.write(hbm_a + i * a_pitch, a[i].astype(np.int8).tobytes())
+    for i in range(k):
+        tb.ram.write(hbm_b + i * b_pitch, b[i].astype(np.int8).tobytes())
+    bank = cfg.vmem_bytes // cfg.vmem_banks
+    va, vb, vc = 0, bank, 2 * bank
+    program = [li(1, hbm_a), li(2, va), li(3, a_pitch), li(4, m),
+               encode(Op.DMA_SHAPE, dim=0, b=3), encode(Op.DMA_SHAPE, dim=1, b=4, c=3, d=3),
+               encode(Op.DMA_LOAD, b=1, c=2, sem=SEM_NONE),
+               li(1, hbm_b), li(2, vb), li(3, b_pitch), li(4, k),
+               encode(Op.DMA_SHAPE, dim=0, b=3), encode(Op.DMA_SHAPE, dim=1, b=4, c=3, d=3),
+               encode(Op.DMA_LOAD, b=1, c=2, sem=0),
+               encode(Op.SIGNAL, queue=Queue.DMA, sem=1),     # after both loads
+               li(5, m), li(6, k), li(7, n), encode(Op.MXU_SHAPE, b=5, c=6, d=7),
+               li(5, a_pitch), li(6, b_pitch), li(7, c_pitch),
+               encode(Op.MXU_STRIDE, b=5, c=6, d=7),
+               encode(Op.WAIT, queue=Queue.MXU, sem=1),
+               encode(Op.WAIT, queue=Queue.MXU, sem=0),
+               li(8, va), li(9, vb), li(10, vc),
+               encode(Op.MATMUL, b=8, c=9, d=10, emit=1),
+               encode(Op.SIGNAL, queue=Queue.MXU, sem=2),
+               encode(Op.WAIT, queue=Queue.DMA, sem=2),
+               li(1, hbm_c), li(2, vc), li(3, c_pitch), li(4, m),
+               encode(Op.DMA_SHAPE, dim=0, b=3), encode(Op.DMA_SHAPE, dim=1, b=4, c=3, d=3),
+               encode(Op.DMA_STORE, b=1, c=2, sem=3),
+               encode(Op.WAIT, queue=Queue.DMA, sem=3),
+               encode(Op.HALT)]
+    out = await tb.run(program)
+    assert out.done and out.error == Error.NONE, out
+    model = MXUModel(R, C, cfg.mxu.acc_depth, cfg.mxu.fmt, cfg.mxu.out_fmt)
+    from verification.models.mxu import Gemm
+    want = np.array([beat.data for beat in model.execute(Gemm(m, k, n), a, b)])
+    tiles = -(-n // C)
+    want = np.hstack([want[j * m:(j + 1) * m] for j in range(tiles)])[:, :n]
+    for i in range(m):
+        got = np.frombuffer(tb.ram.read(hbm_c + i * c_pitch, 4 * n), dtype=np.int32)
+        assert got.tolist() == want[i].tolist(), f"row {i}: {got} != {want[i]}; {out}"
+    assert out.counters["mxu_vectors"] == m * -(-k // R) * tiles, out
