@@ -1,15 +1,17 @@
 """The chip: Podium's blocks composed into one top.
 
     Chip
-    ├── HBM controller   AXI4 ports ``mem<p>`` in, pseudo-channel interfaces ``hbm_pc<i>`` out
-    ├── ICI router       one node of the pod: links ``ici_link_*``, local ports ``ici_inject`` /
-    │                    ``ici_eject``, coordinates ``ici_coord``
-    └── MXU              ``mxu_cmd``, ``mxu_w``, ``mxu_a`` in, ``mxu_c`` out
+    ├── TensorCore       control and status on ``csr`` (AXI4-Lite); its DMA is the manager of
+    │                    HBM port 0
+    ├── HBM controller   ports ``mem<p>`` (p >= 1) for the host or later engines; pseudo-channel
+    │                    interfaces ``hbm_pc<i>`` to the PHY (the device model in simulation)
+    └── ICI router       one node of the pod: links ``ici_link_*``, local ports ``ici_inject`` /
+                         ``ici_eject``, coordinates ``ici_coord``
 
 Each block is the same Verilog module as when it is generated alone (emitted once, instantiated
-by name), joined here with ``wiring.connect``. What is not yet on the chip reaches the ports:
-the engines that will drive the MXU and the HBM ports (TensorCore, SparseCore, DMA) take them
-over without reshaping the blocks.
+by name), joined here with ``wiring.connect``. The engines still to come (SparseCore, the ICI
+endpoint of the DMA) take over ports that reach the chip's edge today without reshaping the
+blocks.
 """
 
 import hashlib
@@ -20,7 +22,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import Config
+from .config import Config, ConfigError
 from .hbm.axi_port import axi_signature
 from .hbm.channel import DfiSignature
 from .hbm.config import HBMConfig
@@ -29,8 +31,8 @@ from .ici.config import ICIConfig
 from .ici.packet import coord_layout
 from .ici.router import Router
 from .lib.hier import Submodule
-from .mxu.config import MXUConfig
-from .mxu.unit import MXU
+from .tensorcore.config import TensorCoreConfig
+from .tensorcore.core import TensorCore
 from .top import Top
 
 __all__ = ["ChipConfig", "Chip"]
@@ -42,7 +44,8 @@ class ChipConfig(Config):
 
     Parameters
     ----------
-    mxu : MXUConfig
+    tensorcore : TensorCoreConfig
+        Its DMA bus must match the HBM controller's ports (data, address and ID widths).
     hbm : HBMConfig
     ici : ICIConfig
         The pod this chip is a node of (the router's ports and formats follow from it).
@@ -50,9 +53,17 @@ class ChipConfig(Config):
 
     KIND = "chip"
 
-    mxu: MXUConfig = MXUConfig()
+    tensorcore: TensorCoreConfig = TensorCoreConfig()
     hbm: HBMConfig = HBMConfig()
     ici: ICIConfig = ICIConfig()
+
+    def validate(self):
+        tc, hbm = self.tensorcore, self.hbm
+        for name, want in (("axi_data_width", hbm.access_bytes * 8),
+                           ("axi_addr_width", hbm.addr_width), ("axi_id_width", hbm.id_width)):
+            if getattr(tc, name) != want:
+                raise ConfigError(f"tensorcore.{name}", f"must equal the HBM controller's "
+                                                        f"({want}), got {getattr(tc, name)}")
 
     @property
     def name(self):
@@ -61,39 +72,42 @@ class ChipConfig(Config):
 
 
 class Chip(Top):
-    """A chip (see the module docstring for its blocks).
+    """A chip (see the module docstring).
 
     Members
     -------
+    csr : In(AXI4LiteSignature)
+        The TensorCore's control and status.
+    running, done, error : Out(1)
+        The TensorCore's STATUS bits.
     mem<p> : In(AXI4Signature)
-        HBM controller port ``p``.
+        HBM controller port ``p`` for ``p >= 1``.
     hbm_pc<i> : Out(DfiSignature)
-        Pseudo-channel ``i``'s command and data interface (to the PHY, or the device model).
+        Pseudo-channel ``i``'s command and data interface.
     ici_coord : In(coord_layout)
         This chip's coordinates in the pod.
-    ici_link_out, ici_link_in : arrays of the router's links, one per network port.
-    ici_inject, ici_eject : the router's local ports.
-    mxu_cmd, mxu_w, mxu_a, mxu_c : the MXU's streams.
+    ici_link_out, ici_link_in, ici_inject, ici_eject : the router's links and local ports.
     """
 
     def __init__(self, config):
+        self._tc = TensorCore(config.tensorcore)
         self._hbm = HBMController(config.hbm)
         self._router = Router(config.ici)
-        self._mxu = MXU(config.mxu)
         self._blocks = {
+            "tc": Submodule(config.tensorcore.name, self._tc, children=self._tc.submodules),
             "hbm": Submodule(config.hbm.name, self._hbm, children=self._hbm.submodules),
             "ici": Submodule(config.ici.router_name, self._router),
-            "mxu": Submodule(config.mxu.name, self._mxu, children=self._mxu.submodules),
         }
-        members = {f"mem{p}": In(axi_signature(config.hbm)) for p in range(config.hbm.ports)}
+        tc = self._tc.signature.members
+        members = {name: tc[name] for name in ("csr", "running", "done", "error")}
+        members.update({f"mem{p}": In(axi_signature(config.hbm))
+                        for p in range(1, config.hbm.ports)})
         members.update({f"hbm_pc{i}": Out(DfiSignature(config.hbm))
                         for i in range(config.hbm.pseudo_channels)})
         router = self._router.signature.members
         members["ici_coord"] = In(coord_layout(config.ici))
         for name in ("link_out", "link_in", "inject", "eject"):
             members[f"ici_{name}"] = router[name]
-        for name in ("cmd", "w", "a", "c"):
-            members[f"mxu_{name}"] = self._mxu.signature.members[name]
         super().__init__(config, members)
 
     @property
@@ -103,10 +117,14 @@ class Chip(Top):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
+        tc = self._blocks["tc"].instance(m, "tensorcore")
         hbm = self._blocks["hbm"].instance(m, "hbm")
         ici = self._blocks["ici"].instance(m, "ici")
-        mxu = self._blocks["mxu"].instance(m, "mxu")
-        for p in range(cfg.hbm.ports):
+        wiring.connect(m, wiring.flipped(self.csr), tc.csr)
+        m.d.comb += [self.running.eq(tc.running), self.done.eq(tc.done),
+                     self.error.eq(tc.error)]
+        wiring.connect(m, tc.axi, hbm.s0_axi)
+        for p in range(1, cfg.hbm.ports):
             wiring.connect(m, wiring.flipped(getattr(self, f"mem{p}")),
                            getattr(hbm, f"s{p}_axi"))
         for i in range(cfg.hbm.pseudo_channels):
@@ -118,7 +136,4 @@ class Chip(Top):
         for lp in range(cfg.ici.local_ports):
             wiring.connect(m, wiring.flipped(self.ici_inject[lp]), ici.inject[lp])
             wiring.connect(m, ici.eject[lp], wiring.flipped(self.ici_eject[lp]))
-        for name in ("cmd", "w", "a"):
-            wiring.connect(m, wiring.flipped(getattr(self, f"mxu_{name}")), getattr(mxu, name))
-        wiring.connect(m, mxu.c, wiring.flipped(self.mxu_c))
         return m

@@ -20,6 +20,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiResp
 
 from hdl.hbm.config import HBMConfig
+from verification.models import ecc
 from verification.models.hbm import HBMDeviceModel
 from verification.models.memory import ByteMemory
 from verification.tb.axi import AxiDriver, axi_master
@@ -41,9 +42,9 @@ __all__ = ["HBMBench"]
 class _Device:
     """Handles of one pseudo-channel's command/data interface."""
 
-    def __init__(self, dut, i):
+    def __init__(self, dut, prefix):
         def port(name):
-            return getattr(dut, f"pc{i}__{name}")
+            return getattr(dut, f"{prefix}__{name}")
         self.row_valid, self.row_op = port("row_valid"), port("row_op")
         self.row_bank, self.row_addr = port("row_bank"), port("row_addr")
         self.col_valid, self.col_op = port("col_valid"), port("col_op")
@@ -53,17 +54,19 @@ class _Device:
 
 
 class HBMBench:
-    def __init__(self, dut, flow="random_random", masters=True):
+    def __init__(self, dut, flow="random_random", masters=True, *, config=None, prefix="pc"):
+        """``config`` and ``prefix``: the controller's configuration and the prefix of its
+        pseudo-channel ports when it is part of a larger top (the chip)."""
         self.dut = dut
         self.sidecar = load_sidecar()
-        self.cfg = HBMConfig.from_dict(self.sidecar["parameters"])
+        self.cfg = config or HBMConfig.from_dict(self.sidecar["parameters"])
         cfg = self.cfg
         self.rng = new_rng()
         self.row_ops = {v: k.lower() for k, v in
-                        enum_values(self.sidecar, "pc0__row_op").items()}
+                        enum_values(self.sidecar, f"{prefix}0__row_op").items()}
         self.model = HBMDeviceModel(cfg.timing, cfg.pseudo_channels, cfg.bank_groups,
                                     cfg.banks_per_group, cfg.words, check_refresh=cfg.refresh)
-        self.devices = [_Device(dut, i) for i in range(cfg.pseudo_channels)]
+        self.devices = [_Device(dut, f"{prefix}{i}") for i in range(cfg.pseudo_channels)]
         self.memory = ByteMemory()
         self.cycle = 0
         self.error = None
@@ -130,6 +133,31 @@ class HBMBench:
                 model.wr(i, cycle, int(d.col_bank.value), int(d.col_addr.value))
             else:
                 model.rd(i, cycle, int(d.col_bank.value), int(d.col_addr.value))
+
+    # Backdoor: the device's storage, through the controller's ECC and address map ---------
+
+    def load(self, address, data):
+        """Put ``data`` at byte ``address`` (access-aligned, whole accesses) straight into the
+        device model, as the controller would have written it."""
+        ab = self.cfg.access_bytes
+        assert address % ab == 0 and len(data) % ab == 0, "backdoor loads whole accesses"
+        for at in range(0, len(data), ab):
+            pc, bank, row, col = self.cfg.decode(address + at)
+            words = [ecc.encode(int.from_bytes(data[at + 8 * w: at + 8 * w + 8], "little"))
+                     for w in range(ab // 8)]
+            self.model.ch[pc].mem[(bank, row, col)] = words
+
+    def dump(self, address, length):
+        """The bytes at ``address`` as the device model holds them (no bit may be flipped)."""
+        ab = self.cfg.access_bytes
+        out = bytearray()
+        for at in range(address - address % ab, address + length, ab):
+            for word in self.model.stored(*self.cfg.decode(at)):
+                data, corrected, bad = ecc.decode(word)
+                assert not corrected and not bad, f"ECC error in the device at {at:#x}"
+                out += data.to_bytes(8, "little")
+        start = address % ab
+        return bytes(out[start: start + length])
 
     # Scoreboard ----------------------------------------------------------------------------
 

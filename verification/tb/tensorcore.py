@@ -3,8 +3,9 @@ loads programs into the instruction memory, starts them and reads status, counte
 and semaphores; cocotbext-axi's ``AxiRam`` as the HBM behind the DMA's AXI4 port, with the
 flow's idle and backpressure on its channels.
 
-:class:`TensorCoreBench` is also the host the chip's bench (verification/tb/chip.py) uses: it
-only needs the CSR bus prefix and a memory with ``read``/``write``.
+The tests are written against a small bench interface (``cfg``, ``rng``, ``write_hbm``,
+``read_hbm``, ``run``) that the chip's bench (verification/tb/chip.py) also provides, so the
+same programs run on the TensorCore alone and on the chip with the HBM controller.
 """
 
 import cocotb
@@ -104,6 +105,12 @@ class TensorCoreBench:
         await start(self.dut)
         await ClockCycles(self.dut.clk, 2)
 
+    def write_hbm(self, address, data):
+        self.ram.write(address, data)
+
+    def read_hbm(self, address, length):
+        return self.ram.read(address, length)
+
     async def run(self, program, **kw):
         await self.host.load(program)
         return await self.host.run(self.dut.running, **kw)
@@ -113,18 +120,14 @@ def li(reg, value):
     return encode(Op.LI, a=reg, imm32=value & 0xFFFFFFFF)
 
 
-@cocotb.test()
-@cocotb.parametrize(flow=FLOWS)
-async def test_dma_round_trip(dut, flow):
+async def dma_round_trip(tb):
     """A 2-D transfer HBM -> VMEM with strided rows, and back to another HBM region: the
     bytes land where the shape says, the semaphores order the two transfers."""
-    tb = TensorCoreBench(dut, flow)
-    await tb.start()
     beat = tb.cfg.beat_bytes
     rows, run = 5, 2 * beat
     src, dst, hstride = 0x1000, 0x8000, 3 * beat
     data = bytes(tb.rng.getrandbits(8) for _ in range(rows * hstride))
-    tb.ram.write(src, data)
+    tb.write_hbm(src, data)
     program = [
         li(1, src), li(2, 0), li(3, dst), li(4, run), li(5, rows), li(6, hstride), li(7, run),
         encode(Op.DMA_SHAPE, dim=0, b=4),
@@ -139,20 +142,16 @@ async def test_dma_round_trip(dut, flow):
     out = await tb.run(program)
     assert out.done and out.error == Error.NONE, out
     want = b"".join(data[r * hstride: r * hstride + run] for r in range(rows))
-    got = tb.ram.read(dst, rows * run)
+    got = tb.read_hbm(dst, rows * run)
     assert got == want, "stored bytes differ from the loaded rows"
     assert out.counters["bytes_read"] == out.counters["bytes_written"] == rows * run, out
     assert out.counters["retired"] == len(program), out
     assert out.sems[:2] == [0, 0], out
 
 
-@cocotb.test()
-@cocotb.parametrize(flow=FLOWS)
-async def test_matmul_from_hbm(dut, flow):
+async def matmul_from_hbm(tb):
     """A GEMM through the whole core: DMA the operands in, ``matmul`` (the MXU reads VMEM,
     writes the results to VMEM), DMA the result out; compared with the MXU golden model."""
-    tb = TensorCoreBench(dut, flow)
-    await tb.start()
     cfg = tb.cfg
     R, C, beat = cfg.mxu.rows, cfg.mxu.cols, cfg.beat_bytes
     m, k, n = 2 * R + 1, 2 * R + 3, 2 * C - 1
@@ -162,10 +161,10 @@ async def test_matmul_from_hbm(dut, flow):
     pitch = lambda nbytes: -(-nbytes // beat) * beat   # noqa: E731
     a_pitch, b_pitch, c_pitch = pitch(k), pitch(n), pitch(4 * n)
     hbm_a, hbm_b, hbm_c = 0x10000, 0x20000, 0x30000
-    for i in range(m):
-        tb.ram.write(hbm_a + i * a_pitch, a[i].astype(np.int8).tobytes())
-    for i in range(k):
-        tb.ram.write(hbm_b + i * b_pitch, b[i].astype(np.int8).tobytes())
+    for rows, pitch_, at in ((a, a_pitch, hbm_a), (b, b_pitch, hbm_b)):
+        image = np.zeros((len(rows), pitch_), dtype=np.int8)
+        image[:, :rows.shape[1]] = rows
+        tb.write_hbm(at, image.tobytes())
     bank = cfg.vmem_bytes // cfg.vmem_banks
     va, vb, vc = 0, bank, 2 * bank
     program = [li(1, hbm_a), li(2, va), li(3, a_pitch), li(4, m),
@@ -197,6 +196,28 @@ async def test_matmul_from_hbm(dut, flow):
     tiles = -(-n // C)
     want = np.hstack([want[j * m:(j + 1) * m] for j in range(tiles)])[:, :n]
     for i in range(m):
-        got = np.frombuffer(tb.ram.read(hbm_c + i * c_pitch, 4 * n), dtype=np.int32)
+        got = np.frombuffer(tb.read_hbm(hbm_c + i * c_pitch, 4 * n), dtype=np.int32)
         assert got.tolist() == want[i].tolist(), f"row {i}: {got} != {want[i]}; {out}"
     assert out.counters["mxu_vectors"] == m * -(-k // R) * tiles, out
+
+
+TESTS = [dma_round_trip, matmul_from_hbm]
+"""The programs every bench of a TensorCore runs (this one, the chip's)."""
+
+
+def cocotb_tests(bench, bodies, flows, module):
+    """A cocotb test ``test_<body>`` of ``module`` per test body, over ``flows``, on benches
+    made by ``bench(dut, flow)`` (started, then handed to the body)."""
+    tests = {}
+    for body in bodies:
+        async def test(dut, flow, body=body):
+            tb = bench(dut, flow)
+            await tb.start()
+            await body(tb)
+        test.__name__ = test.__qualname__ = f"test_{body.__name__}"
+        test.__doc__, test.__module__ = body.__doc__, module
+        tests[test.__name__] = cocotb.test()(cocotb.parametrize(flow=flows)(test))
+    return tests
+
+
+globals().update(cocotb_tests(TensorCoreBench, TESTS, FLOWS, __name__))
