@@ -246,11 +246,11 @@ def _candidates(limit, unit, first):
 def _choose_tiling(config, M, K, N):
     best = None
     probe = _GemmPlan(config, M, K, N, GemmTiling(1, 1, 1))
-    tms = _candidates(M, config.mxu.rows, M)
+    tms = _candidates(M, 1, M)
     tks = _candidates(_roundup(K, probe.tk_unit), probe.tk_unit, _roundup(K, probe.tk_unit))
     tns = _candidates(min(_roundup(probe.Ncc, probe.tn_unit), _UNROLL * probe.chunk),
                       probe.tn_unit, _roundup(probe.Ncc, probe.tn_unit))
-    for tm in tms or [M]:
+    for tm in tms:
         for tk in tks:
             for tn in tns:
                 plan = _GemmPlan(config, M, K, N, GemmTiling(tm, tk, tn))
@@ -595,7 +595,7 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
         dtype = "fp32" if float_act else "int32"
         relu = ", relu" if activation == "relu" and not last else ""
         e(f"vop add.{dtype} {rc}, {rc}, {rbr}, src2=broadcast{relu}")
-        e(f"addi {rc}, {rc}, {p.rb}")
+        e(f"addi {rc}, {rc}, {p.tm * p.rb}")
         e(f"addi {rbr}, {rbr}, {p.rb}")
         e(f"addi {n_loop}, {n_loop}, -1")
         e(f"bne {n_loop}, r0, {bias}")
