@@ -107,6 +107,15 @@ class Program:
             image[tensor.address] = tensor.pack(inputs[name])
         return image
 
+    def bind(self, **arrays):
+        """Make inputs constants: pack each named input into the HBM image and drop it
+        from ``inputs``."""
+        for name, array in arrays.items():
+            if name not in self.inputs:
+                raise ValueError(f"{name!r} is not an input; inputs: {sorted(self.inputs)}")
+            tensor = self.inputs.pop(name)
+            self.hbm[tensor.address] = tensor.pack(array)
+
     def read_outputs(self, read):
         """Name -> array of every output, with ``read(address, length)`` returning HBM
         bytes after a run."""

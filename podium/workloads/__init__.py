@@ -1,0 +1,1 @@
+"""Real workloads compiled for the TensorCore: ``digits`` (the UCI digits MLP)."""
