@@ -703,7 +703,8 @@ def mlp(config, layers, batch, activation="relu", requant=None):
         _check_dim(f"layers[{n}] width", w.shape[1])
     float_act = in_dtype == "bfloat16"
     if not float_act:
-        if requant is None or len(requant) != len(layers) - 1:
+        requant = list(requant or [])
+        if len(requant) != len(layers) - 1:
             raise CompileError(f"requant must give (multiplier, shift) for each of the "
                                f"{len(layers) - 1} hidden layers of an int8 MLP")
         for n, (mult, shift) in enumerate(requant):

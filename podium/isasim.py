@@ -12,9 +12,10 @@ has not finished, a blocked ``wait`` included; the front end stalls on a full qu
 
 Scheduling: every step one component (front end or engine) that can progress takes one
 action. Without a seed the components take turns in a fixed order (front end, DMA, MXU, VPU),
-which makes runs reproducible; with ``seed`` each step picks a component that can progress at
-random, which explores other fair interleavings: a program without data races gives the same
-result under all of them. When none can progress before the program is done, the run stops
+which makes runs reproducible; with ``seed`` each component gets a random speed for the run
+and each step picks one that can progress with probability proportional to its speed, which
+explores other fair interleavings (an engine far behind the others, or far ahead): a program
+without data races gives the same result under all of them. When none can progress before the program is done, the run stops
 with DEADLOCK (the hardware detects the same state after ``deadlock_cycles`` cycles).
 
 Errors follow the doc: the first one stops dispatching, the instructions already dispatched
@@ -175,6 +176,7 @@ class TensorCoreSim:
         actors = [self._front_end_step] + [lambda q=q: self._engine_step(q) for q in _ENGINES]
         ready = [self._front_end_ready] + [lambda q=q: self._engine_ready(q) for q in _ENGINES]
         steps, turn = 0, 0
+        speed = None if self.rng is None else self.rng.exponential(size=4) ** 3
         status = "timeout"
         while steps < max_steps:
             able = [i for i in range(4) if ready[i]()]
@@ -192,7 +194,9 @@ class TensorCoreSim:
                     turn = (turn + 1) % 4
                 choice, turn = turn, (turn + 1) % 4
             else:
-                choice = able[self.rng.integers(len(able))]
+                weights = speed[able]
+                choice = able[int(np.searchsorted(np.cumsum(weights),
+                                                  self.rng.random() * weights.sum()))]
             actors[choice]()
             steps += 1
         return Result(status=status, error=self.error, error_pc=self.error_pc, pc=self.pc,
