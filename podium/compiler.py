@@ -34,11 +34,14 @@ import ml_dtypes
 import numpy as np
 
 from hdl.tensorcore.config import TensorCoreConfig
+from verification.models import fp
+from verification.models.mxu import Gemm, MXUModel
 
 from .asm import assemble
 from .program import Program, Tensor
 
-__all__ = ["gemm", "mlp", "GemmTiling", "MLP_ACTIVATIONS", "CompileError"]
+__all__ = ["gemm", "mlp", "gemm_reference", "result_bits", "GemmTiling", "MLP_ACTIVATIONS",
+           "CompileError"]
 
 MLP_ACTIVATIONS = ("relu", "none")
 _TEMPS = ("r12", "r13", "r14", "r15")
@@ -458,6 +461,32 @@ def gemm(config, M, K, N, dtype=None, tiling=None):
                              "tiling": [tiling.tm, tiling.tk, tiling.tn],
                              "grid": [plan.Mt, plan.Nt, plan.Kt], "vmem": vmem,
                              "assembly": text})
+
+
+def gemm_reference(config, a, b):
+    """What a compiled GEMM must give, as integers: for int8, numpy's product modulo 2**32;
+    for the float formats the bit patterns the MXU golden model computes for one command
+    over the whole GEMM (a compiled program's tiles and K chunks add in the same order)."""
+    M, K = a.shape
+    N = b.shape[1]
+    fmt = config.mxu.fmt
+    if fmt == "int8":
+        return (a.astype(np.int64) @ b.astype(np.int64) + 2**31) % 2**32 - 2**31
+    cols = config.mxu.cols
+    model = MXUModel(config.mxu.rows, cols, M * -(-N // cols), fmt, config.mxu.output)
+    beats = model.execute(Gemm(M, K, N), a.view(fp.BITS[fmt]), b.view(fp.BITS[fmt]))
+    out = np.zeros((M, -(-N // cols) * cols), dtype=np.int64)
+    for index, beat in enumerate(beats):
+        j, r = divmod(index, M)
+        out[r, j * cols:(j + 1) * cols] = beat.data
+    return out[:, :N]
+
+
+def result_bits(config, c):
+    """A GEMM's result array as integers comparable with :func:`gemm_reference`."""
+    if config.mxu.fmt == "int8":
+        return c.astype(np.int64)
+    return c.view(np.uint16 if config.osize == 2 else np.uint32).astype(np.int64)
 
 
 def _assemble_checked(config, text):

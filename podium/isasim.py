@@ -15,8 +15,9 @@ action. Without a seed the components take turns in a fixed order (front end, DM
 which makes runs reproducible; with ``seed`` each component gets a random speed for the run
 and each step picks one that can progress with probability proportional to its speed, which
 explores other fair interleavings (an engine far behind the others, or far ahead): a program
-without data races gives the same result under all of them. When none can progress before the program is done, the run stops
-with DEADLOCK (the hardware detects the same state after ``deadlock_cycles`` cycles).
+without data races gives the same result under all of them. When none can progress before
+the program is done, the run stops with DEADLOCK (the hardware detects the same state after
+``deadlock_cycles`` cycles).
 
 Errors follow the doc: the first one stops dispatching, the instructions already dispatched
 keep running while they can (a ``wait`` that nothing will satisfy ends them), and the result

@@ -12,11 +12,10 @@ import pytest
 
 from hdl.mxu.config import MXUConfig
 from hdl.tensorcore.config import TensorCoreConfig
-from podium.compiler import CompileError, GemmTiling, gemm, mlp
+from podium.compiler import CompileError, GemmTiling, gemm, gemm_reference, mlp, result_bits
 from podium.runner import run
 from podium.workloads.digits import infer_bf16
 from verification.models import fp
-from verification.models.mxu import Gemm, MXUModel
 
 DEFAULT = TensorCoreConfig()
 CONFIGS = {
@@ -45,39 +44,14 @@ def operands(config, M, K, N, rng):
             rng.standard_normal((K, N)).astype(dtype))
 
 
-def reference(config, a, b):
-    """int8: numpy's product modulo 2**32; floats: the MXU model's bits for one command
-    over the whole GEMM."""
-    M, K = a.shape
-    N = b.shape[1]
-    fmt = config.mxu.fmt
-    if fmt == "int8":
-        return (a.astype(np.int64) @ b.astype(np.int64) + 2**31) % 2**32 - 2**31
-    cols = config.mxu.cols
-    model = MXUModel(config.mxu.rows, cols, M * -(-N // cols), fmt, config.mxu.output)
-    beats = model.execute(Gemm(M, K, N), a.view(fp.BITS[fmt]), b.view(fp.BITS[fmt]))
-    out = np.zeros((M, -(-N // cols) * cols), dtype=np.int64)
-    for index, beat in enumerate(beats):
-        j, r = divmod(index, M)
-        out[r, j * cols:(j + 1) * cols] = beat.data
-    return out[:, :N]
-
-
-def bits(config, c):
-    """Comparable integers of a result array."""
-    if config.mxu.fmt == "int8":
-        return c.astype(np.int64)
-    return c.view(np.uint16 if config.osize == 2 else np.uint32).astype(np.int64)
-
-
 def check_gemm(config, M, K, N, rng, seeds=(None,), tiling=None):
     program = gemm(config, M, K, N, tiling=tiling)
     a, b = operands(config, M, K, N, rng)
-    expect = reference(config, a, b)
+    expect = gemm_reference(config, a, b)
     for seed in seeds:
         result, out = run(program, {"A": a, "B": b}, seed=seed)
         assert result.status == "done", (result.error, result.error_pc, seed)
-        assert np.array_equal(bits(config, out["C"]), expect), (M, K, N, seed)
+        assert np.array_equal(result_bits(config, out["C"]), expect), (M, K, N, seed)
         assert result.counters["bytes_written"] == M * program.outputs["C"].row_bytes
     return program
 
