@@ -364,7 +364,8 @@ def _gemm_code(p, base, vmem, sem):
             e(f"jmp {done}")
             e.place(keep)
             chunks("" if first else "accumulate")
-            e(f"jmp {done}")
+            if first:
+                e(f"jmp {done}")
         e.place(done)
         for name, zs, reg, bufs in (("a", za, au, ("A0", "A1")), ("b", zb, bu, ("B0", "B1"))):
             keep = e.label(f"keep_{name}")

@@ -463,3 +463,17 @@ def test_semaphores_order_engines(seed):
         assert np.array_equal(np.frombuffer(r.hbm.read(0x200, 32), np.int32), 2 * x)
         outcomes.add(done(racy, hbm=image, seed=s).hbm.read(0x200, 32))
     assert len(outcomes) > 1, "the racy program should depend on the interleaving"
+
+
+def test_documented_example():
+    """The assembly example of docs/tensorcore.md runs and computes what it says."""
+    doc = open(__file__.rsplit("/verification/", 1)[0] + "/docs/tensorcore.md").read()
+    start = doc.index("    # 4 rows of int32 and a bias row")
+    text = "\n".join(line[4:] for line in doc[start:doc.index("\n\n", start)].splitlines())
+    x = np.arange(-16, 16, dtype=np.int32).reshape(4, 8) * 100
+    bias = np.arange(8, dtype=np.int32) * 10
+    r = done(text, hbm={0x1000: x.tobytes() + bias.tobytes()})
+    got = np.frombuffer(r.hbm.read(0x2000, 128), np.int8).reshape(4, 32)
+    assert np.array_equal(got[:, :8], np.clip((np.maximum(3 * x + bias, 0) * 3 + 128) >> 8,
+                                              -128, 127))
+    assert not got[:, 8:].any()
