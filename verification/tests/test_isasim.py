@@ -477,3 +477,42 @@ def test_documented_example():
     assert np.array_equal(got[:, :8], np.clip((np.maximum(3 * x + bias, 0) * 3 + 128) >> 8,
                                               -128, 127))
     assert not got[:, 8:].any()
+
+
+def test_vpu_float_ops_and_widening_casts(seed):
+    """The remaining operations, dtypes and casts, on values where numpy's float32 and
+    ml_dtypes' bfloat16 arithmetic is the doc's (no NaN)."""
+    rng = np.random.default_rng(seed)
+    f = rng.standard_normal((2, 8)).astype(np.float32)
+    g = rng.standard_normal((2, 8)).astype(np.float32)
+    h = rng.standard_normal((2, 16)).astype(ml_dtypes.bfloat16)
+    k = rng.standard_normal((2, 16)).astype(ml_dtypes.bfloat16)
+    q = rng.integers(-128, 128, (2, 32), dtype=np.int8)
+    image = np.zeros(1024, dtype=np.uint8)
+    for at, values in ((0, f), (64, g), (128, h), (192, k), (256, q)):
+        raw = np.ascontiguousarray(values).view(np.uint8).ravel()
+        image[at:at + len(raw)] = raw
+    text = (_load_all(1024).replace("wait mxu", "wait vpu") + _vpu_setup(2)
+            + li(1, 0) + li(2, 64) + li(3, 128) + li(4, 192) + li(5, 256)
+            + li(6, 512) + li(7, 576) + li(8, 640) + li(9, 704) + li(10, 768) + li(11, 832)
+            + li(12, 896)
+            + "vop min.fp32 r6, r1, r2\n"
+            + "vop relu.fp32 r7, r1, r0\n"
+            + "vop sub.bf16 r8, r3, r4\n"
+            + "vop copy.bf16 r9, r3, r0\n"
+            + "vcast bf16_f32 r10, r3\n"
+            + "vcast i8_i32 r11, r5\n"
+            + li(13, 2) + "vred sum.fp32 r12, r1, r13\n"      # spans of 2 rows: f, then g
+            + "halt\n")
+    r = done(text, hbm={0: image.tobytes()})
+    assert np.array_equal(_vmem_rows(r, 512, 2, np.float32), np.minimum(f, g))
+    assert np.array_equal(_vmem_rows(r, 576, 2, np.float32), np.where(f > 0, f, 0))
+    assert np.array_equal(_vmem_rows(r, 640, 2, np.uint16),
+                          (h.astype(np.float32) - k.astype(np.float32))
+                          .astype(ml_dtypes.bfloat16).view(np.uint16))
+    assert np.array_equal(_vmem_rows(r, 704, 2, np.uint16), h.view(np.uint16))
+    assert np.array_equal(_vmem_rows(r, 768, 2, np.float32), h[:, :8].astype(np.float32))
+    assert np.array_equal(_vmem_rows(r, 832, 2, np.int32), q[:, :8].astype(np.int32))
+    s = f[0] + f[1]                         # rows first, then the pairwise tree
+    tree = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    assert _vmem_rows(r, 896, 1, np.float32)[0, 0] == tree
