@@ -294,10 +294,9 @@ def _gemm_code(p, base, vmem, sem):
     def fetch(cursor):
         """DMA loads of the blocks that change at step ``cursor``."""
         i, j, kc = cursor
-        blocks = (("a", za, al, (i, til.tm, p.M), (kc, til.tk * p.esize), p.lda, p.a_stride),
-                  ("b", zb, bl, (kc, til.tk, p.K), (j, til.tn * p.esize), p.ldb, p.b_stride))
-        for name, zs, reg, (row, rows, total), (col, run, ld), vstride in (
-                (b[0], b[1], b[2], b[3], (*b[4], b[5]), b[6]) for b in blocks):
+        blocks = (("a", za, al, (i, til.tm, p.M), (kc, til.tk * p.esize, p.lda), p.a_stride),
+                  ("b", zb, bl, (kc, til.tk, p.K), (j, til.tn * p.esize, p.ldb), p.b_stride))
+        for name, zs, reg, (row, rows, total), (col, run, ld), vstride in blocks:
             skip = e.label(f"no_{name}")
             e.unless_zero(regs(cursor, zs), skip)
             e(f"wait dma, {sem[name + '_empty']}")
@@ -322,7 +321,8 @@ def _gemm_code(p, base, vmem, sem):
         end = e.label("chunks_end")
         for s in range(_UNROLL):
             sep = ", " if flags else ""
-            e(f"matmul {au}, {t[0]}, {t[1]}, {s * p.acc_per_chunk}{sep}{flags}")
+            acc = s * p.acc_per_chunk if s < p.r else 0     # chunks past r never run
+            e(f"matmul {au}, {t[0]}, {t[1]}, {acc}{sep}{flags}")
             if s < _UNROLL - 1:
                 e(f"addi {t[3]}, {t[3]}, -1")
                 e(f"beq {t[3]}, r0, {end}")
