@@ -132,9 +132,10 @@ class TensorCoreSim:
 
     # Program and state ------------------------------------------------------------------
 
-    def load(self, words):
-        """Load instruction words; the rest of the instruction memory holds ``nop``."""
-        words = [int(w) for w in words]
+    def load(self, program):
+        """Load instruction words (a list, or a Program's ``words``); the rest of the
+        instruction memory holds ``nop``."""
+        words = [int(w) for w in getattr(program, "words", program)]
         if len(words) > self.config.imem_depth:
             raise ValueError(f"program of {len(words)} instructions does not fit imem_depth "
                              f"{self.config.imem_depth}")
@@ -385,10 +386,12 @@ class TensorCoreSim:
         return head.op != Op.WAIT or self.sems[head.args["sem"]] > 0
 
     def _signal(self, sem, pc):
+        """Increment ``sem``; False (and SEM_OVERFLOW) if it is at its maximum."""
         if self.sems[sem] == SEM_MAX:
             self._fail(Error.SEM_OVERFLOW, pc, f"semaphore {sem} is at {SEM_MAX}")
-        else:
-            self.sems[sem] += 1
+            return False
+        self.sems[sem] += 1
+        return True
 
     def _engine_step(self, q):
         entry = self.queues[q].pop(0)
@@ -396,13 +399,14 @@ class TensorCoreSim:
         if op == Op.WAIT:
             self.sems[args["sem"]] -= 1
         elif op == Op.SIGNAL:
-            self._signal(args["sem"], entry.pc)
+            if not self._signal(args["sem"], entry.pc):
+                return
         elif op in (Op.DMA_LOAD, Op.DMA_STORE):
             if not self._transfer(op == Op.DMA_LOAD, args):
                 self._fail(Error.DMA_RESPONSE, entry.pc, "HBM answered DECERR")
                 return
-            if args["sem"] != SEM_NONE:
-                self._signal(args["sem"], entry.pc)
+            if args["sem"] != SEM_NONE and not self._signal(args["sem"], entry.pc):
+                return
         elif op == Op.MATMUL:
             self._matmul(args)
         elif op in (Op.VOP, Op.VCAST, Op.VRED):

@@ -516,3 +516,11 @@ def test_vpu_float_ops_and_widening_casts(seed):
     s = f[0] + f[1]                         # rows first, then the pairwise tree
     tree = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
     assert _vmem_rows(r, 896, 1, np.float32)[0, 0] == tree
+
+
+def test_sem_overflow_on_dma_completion():
+    text = (li(1, 255) + "loop:\nsignal dma, s4\naddi r1, r1, -1\nbne r1, r0, loop\n"
+            + li(2, 32) + "dma.shape 0, r2, r0, r0\ndma.load r0, r0, s4\nhalt\n")
+    r = sim_run(text)
+    assert (r.error, r.error_pc) == (Error.SEM_OVERFLOW, len(assemble(text)) - 2)
+    assert r.semaphores[4] == 255 and r.counters["bytes_read"] == 32
