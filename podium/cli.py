@@ -5,6 +5,9 @@
     podium generate --config configs/mxu.json -o build/mxu
     podium generate chip -o build/chip
     podium model run --preset v6e --slices 24 --workload gpt3-175b   (podium/model/cli.py)
+    podium compile gemm --m 512 --k 512 --n 512 -o gemm.json           (podium/tools.py)
+    podium run gemm.json --sim golden
+    podium asm prog.s -o prog.hex; podium disasm prog.hex
 """
 
 import argparse
@@ -14,6 +17,7 @@ import time
 
 from hdl.generate import BLOCKS, generate, make_config
 
+from . import tools
 from .model import cli as model_cli
 
 __all__ = ["main"]
@@ -35,6 +39,7 @@ def _parser():
     g.add_argument("--acc-depth", type=int, help="MXU accumulator rows")
     g.add_argument("-o", "--out", required=True, help="output directory")
     model_cli.add_parser(sub)
+    tools.add_parsers(sub)
     return p
 
 
@@ -59,6 +64,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     if args.command == "model":
         return args.func(args)
+    if args.command in ("asm", "disasm", "compile", "run"):
+        return tools.run_command(args)
     try:
         block, params = _params(args)
         config = make_config(block, params)

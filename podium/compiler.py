@@ -1,0 +1,771 @@
+"""The TensorCore compiler: GEMMs and MLPs to programs (podium/program.py) for one
+TensorCoreConfig, written as assembly (podium/asm.py) and assembled.
+
+``gemm(config, M, K, N)`` follows the JAX Pallas model: a grid of steps ``(i, j, kc)`` over
+tiles ``tm x tk`` of A, ``tk x tn`` of B and ``tm x tn`` of C (``kc`` fastest), each operand a
+block whose index depends on some of the grid indices; a block is fetched only when its
+index changes, into one of two VMEM buffers, so the DMA fetches step ``t+1`` while the MXU
+computes step ``t``. The program is a loop over the steps in scalar registers, its length
+independent of M, K and N: each iteration dispatches the DMA loads of the next step, the
+MXU work of this one and, when a C tile is complete, its store. Engines synchronize
+through semaphore pairs per operand (``full`` from producer to consumer, ``empty`` back,
+two credits for two buffers), and every ``wait`` is dispatched after the ``signal`` it
+needs, so no queue depth can deadlock the front end. K larger than one tile accumulates in
+the MXU accumulator across steps (``accumulate``, ``emit`` on the last).
+
+``mlp(config, layers, batch, ...)`` fuses a whole MLP: weights and biases stay in VMEM, the
+batch streams through in row tiles (double-buffered), each layer's output stays in VMEM for
+the next; the epilogue runs on the VPU: bias add (``vop add ... src2=broadcast`` with fused
+``relu``), then int8 requantization (``vcast i32_i8``) or bfloat16 rounding (``vcast
+f32_bf16``) of hidden activations.
+
+Layouts. HBM rows are padded to the AXI beat. In VMEM a result tile is stored in *chunks*:
+chunk ``s`` holds columns ``s*L .. s*L+L-1`` (``L = row_bytes / 4`` lanes) of every row, one
+VMEM row per matrix row, so a bias row broadcasts over a chunk and a cast's packed output is
+the next layer's operand (``k = L`` per ``matmul``, accumulated over chunks). N is padded to
+whole chunks: the padding columns of C compute ``A x 0``. A, B and C buffers (and their
+double buffers) are placed in distinct VMEM banks when the banks allow.
+"""
+
+import math
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from hdl.tensorcore.config import TensorCoreConfig
+from verification.models import fp
+from verification.models.mxu import Gemm, MXUModel
+
+from .asm import assemble
+from .program import Program, Tensor
+
+__all__ = ["gemm", "mlp", "gemm_reference", "result_bits", "GemmTiling", "MLP_ACTIVATIONS",
+           "CompileError"]
+
+MLP_ACTIVATIONS = ("relu", "none")
+_TEMPS = ("r12", "r13", "r14", "r15")
+_UNROLL = 4
+"""Chunk matmuls per GEMM step, unrolled (each has its own ``acc_addr``): at most
+``_UNROLL`` chunks per N tile, so the program's length does not depend on the tiling."""
+_HBM_ALIGN = 4096
+
+
+class CompileError(ValueError):
+    """A request the compiler cannot compile, naming the parameter and what is allowed."""
+
+
+def _roundup(x, m):
+    return -(-x // m) * m
+
+
+def _check_dim(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise CompileError(f"{name} must be an integer in 1..65535, got {value!r}")
+
+
+class _Asm:
+    """Assembly text under construction, with fresh labels and small idioms."""
+
+    def __init__(self):
+        self.lines = []
+        self.count = 0
+
+    def __call__(self, line):
+        self.lines.append(f"        {line}")
+
+    def label(self, hint):
+        self.count += 1
+        return f"{hint}{self.count}"
+
+    def place(self, label):
+        self.lines.append(f"{label}:")
+
+    def comment(self, text):
+        self.lines.append(f"# {text}")
+
+    def li(self, reg, value):
+        self(f"li {reg}, {value}")
+
+    def affine(self, dst, base, terms, tmp):
+        """``dst = base + sum(reg * coef)``."""
+        self.li(dst, base)
+        for reg, coef in terms:
+            self.li(tmp, coef)
+            self(f"mul {tmp}, {reg}, {tmp}")
+            self(f"add {dst}, {dst}, {tmp}")
+
+    def tile_size(self, dst, index, tile, total, tmp):
+        """``dst = min(tile, total - index * tile)``: the size of tile ``index``."""
+        self.li(tmp, tile)
+        self(f"mul {dst}, {index}, {tmp}")
+        self.li(tmp, total)
+        self(f"sub {dst}, {tmp}, {dst}")
+        self.li(tmp, tile)
+        done = self.label("min")
+        self(f"blt {dst}, {tmp}, {done}")
+        self(f"addi {dst}, {tmp}, 0")
+        self.place(done)
+
+    def toggle(self, reg, first, second, tmp):
+        """``reg`` from one of two buffer addresses to the other."""
+        self.li(tmp, first + second)
+        self(f"sub {reg}, {tmp}, {reg}")
+
+    def unless_zero(self, regs, label):
+        """Branch to ``label`` unless every register of ``regs`` is zero."""
+        for reg in regs:
+            self(f"bne {reg}, r0, {label}")
+
+    def dma_shape(self, run, dims, t):
+        """Set the DMA shape: run bytes and up to three (count, hbm stride, vmem stride)."""
+        dims = list(dims) + [(1, 0, 0)] * (3 - len(dims))
+        self.li(t[0], run)
+        self(f"dma.shape 0, {t[0]}, r0, r0")
+        for d, (count, hstride, vstride) in enumerate(dims, 1):
+            regs = []
+            for k, value in enumerate((count, hstride, vstride)):
+                if isinstance(value, str):
+                    regs.append(value)
+                elif value == 0:
+                    regs.append("r0")
+                else:
+                    self.li(t[k], value)
+                    regs.append(t[k])
+            self(f"dma.shape {d}, {', '.join(regs)}")
+
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# Formats and VMEM placement
+
+
+def _formats(config):
+    """(operand dtype, result dtype) names of the configuration's MXU."""
+    fmt = config.mxu.fmt
+    return fmt, {"int32": "int32", "float32": "float32",
+                 "bfloat16": "bfloat16"}[config.mxu.output]
+
+
+def _place(config, sizes):
+    """VMEM address of each buffer (name -> bytes), each in banks of its own when the banks
+    allow, else packed; None when they do not fit."""
+    row, bank = config.row_bytes, config.vmem_bytes // config.vmem_banks
+    need = {n: max(1, -(-s // bank)) for n, s in sizes.items()}
+    addresses, at = {}, 0
+    if sum(need.values()) <= config.vmem_banks:
+        for name in sizes:
+            addresses[name] = at
+            at += need[name] * bank
+        return addresses
+    for name, size in sizes.items():
+        addresses[name] = at
+        at += _roundup(max(size, 1), row)
+    return addresses if at <= config.vmem_bytes else None
+
+
+def _distinct_banks(config, sizes):
+    bank = config.vmem_bytes // config.vmem_banks
+    return sum(max(1, -(-s // bank)) for s in sizes.values()) <= config.vmem_banks
+
+
+def _semaphores(config, names):
+    if config.semaphores < len(names):
+        raise CompileError(f"config.semaphores must be at least {len(names)} for this "
+                           f"program, got {config.semaphores}")
+    return {n: f"s{i}" for i, n in enumerate(names)}
+
+
+# ---------------------------------------------------------------------------------------
+# GEMM
+
+
+@dataclass(frozen=True)
+class GemmTiling:
+    """Block sizes of a GEMM: ``tm`` rows of A and C, ``tk`` of the reduction, ``tn`` columns
+    of B and C (a multiple of the chunk width)."""
+
+    tm: int
+    tk: int
+    tn: int
+
+
+class _GemmPlan:
+    """Every constant of one GEMM's program: layouts, tiles, buffers."""
+
+    def __init__(self, config, M, K, N, tiling):
+        cfg = self.config = config
+        self.M, self.K, self.N = M, K, N
+        self.esize, self.osize = cfg.esize, cfg.osize
+        self.rb, beat = cfg.row_bytes, cfg.beat_bytes
+        self.chunk = self.rb // self.osize
+        self.tk_unit = math.lcm(cfg.mxu.rows, beat // self.esize)
+        self.tn_unit = math.lcm(self.chunk, beat // self.esize)
+        self.Ncc = _roundup(N, self.chunk)
+        self.Nch = self.Ncc // self.chunk
+        self.lda = _roundup(K * self.esize, beat)
+        self.ldb = _roundup(self.Ncc * self.esize, beat)
+        self.ldc = self.Ncc * self.osize
+        self.tiling = tiling
+        tm, tk, tn = tiling.tm, tiling.tk, tiling.tn
+        self.r = tn // self.chunk
+        self.Mt, self.Kt, self.Nt = -(-M // tm), -(-K // tk), -(-self.Ncc // tn)
+        self.a_stride, self.b_stride = tk * self.esize, tn * self.esize
+        self.acc_per_chunk = tm * -(-self.chunk // cfg.mxu.cols)
+        self.sizes = {"A0": tm * self.a_stride, "A1": tm * self.a_stride,
+                      "B0": tk * self.b_stride, "B1": tk * self.b_stride,
+                      "C0": self.r * tm * self.rb, "C1": self.r * tm * self.rb}
+
+    def fits(self):
+        return (self.r * self.acc_per_chunk <= self.config.mxu.acc_depth
+                and _place(self.config, self.sizes) is not None)
+
+    def cost(self):
+        """Estimated cycles: the larger of DMA and MXU time, plus the front end's work per
+        step (about 100 cycles) and a bank-sharing penalty."""
+        rows, tile = self.config.mxu.rows, self.tiling
+        steps = self.Mt * self.Nt * self.Kt
+        a_loads = self.Mt * (1 if self.Kt == 1 else self.Nt * self.Kt)
+        b_loads = 1 if self.Kt == self.Nt == 1 else steps
+        dma = (a_loads * tile.tm * self.a_stride + b_loads * tile.tk * self.b_stride
+               + self.M * self.ldc) / self.config.beat_bytes
+        mxu = steps * self.r * -(-tile.tk // rows) * max(tile.tm, rows)
+        shared = 1 if _distinct_banks(self.config, self.sizes) else 1.5
+        return max(dma, mxu) * shared + 100 * steps
+
+
+def _candidates(limit, unit, first):
+    """Multiples of ``unit`` up to ``limit`` by powers of two, and ``first`` if in range."""
+    values = {first} if first <= limit else set()
+    v = unit
+    while v <= limit:
+        values.add(v)
+        v *= 2
+    return sorted(values)
+
+
+def _choose_tiling(config, M, K, N):
+    best = None
+    probe = _GemmPlan(config, M, K, N, GemmTiling(1, 1, 1))
+    tms = _candidates(M, 1, M)
+    tks = _candidates(_roundup(K, probe.tk_unit), probe.tk_unit, _roundup(K, probe.tk_unit))
+    tns = _candidates(min(_roundup(probe.Ncc, probe.tn_unit), _UNROLL * probe.chunk),
+                      probe.tn_unit, _roundup(probe.Ncc, probe.tn_unit))
+    for tm in tms:
+        for tk in tks:
+            for tn in tns:
+                plan = _GemmPlan(config, M, K, N, GemmTiling(tm, tk, tn))
+                if plan.fits():
+                    key = (plan.cost(), -tm * tk * tn)
+                    if best is None or key < best[0]:
+                        best = (key, plan.tiling)
+    if best is None:
+        raise CompileError(f"no tiling of a {M}x{K}x{N} GEMM fits vmem_bytes "
+                           f"{config.vmem_bytes} and acc_depth {config.mxu.acc_depth}")
+    return best[1]
+
+
+_GEMM_SEMS = ("a_full", "a_empty", "b_full", "b_empty", "c_full", "c_empty")
+
+
+def _gemm_code(p, base, vmem, sem):
+    """Assembly of the GEMM loop (see the module docstring)."""
+    e = _Asm()
+    t = _TEMPS
+    load, comp = ("r1", "r2", "r3"), ("r4", "r5", "r6")       # (i, j, kc) of two steps
+    al, au, bl, bu, cb = "r7", "r8", "r9", "r10", "r11"       # buffer addresses
+    ext = (p.Mt, p.Nt, p.Kt)
+    til = p.tiling
+
+    def zero_set(deps):
+        """Indices that must be zero at a step for a block depending on ``deps`` (a set of
+        0=i, 1=j, 2=kc) to change there: those faster than its fastest varying index."""
+        varying = [x for x in deps if ext[x] > 1]
+        fastest = max(varying) if varying else -1
+        return [x for x in range(3) if ext[x] > 1 and (x > fastest or not varying)]
+
+    za, zb, zc = zero_set({0, 2}), zero_set({1, 2}), zero_set({0, 1})
+
+    def regs(cursor, zs):
+        return [cursor[x] for x in zs]
+
+    def fetch(cursor):
+        """DMA loads of the blocks that change at step ``cursor``."""
+        i, j, kc = cursor
+        blocks = (("a", za, al, (i, til.tm, p.M), (kc, til.tk * p.esize, p.lda), p.a_stride),
+                  ("b", zb, bl, (kc, til.tk, p.K), (j, til.tn * p.esize, p.ldb), p.b_stride))
+        for name, zs, reg, (row, rows, total), (col, run, ld), vstride in blocks:
+            skip = e.label(f"no_{name}")
+            e.unless_zero(regs(cursor, zs), skip)
+            e(f"wait dma, {sem[name + '_empty']}")
+            e.tile_size(t[1], row, rows, total, t[3])
+            e.tile_size(t[2], col, run, ld, t[3])
+            e(f"dma.shape 0, {t[2]}, r0, r0")
+            e.li(t[2], ld)
+            e.li(t[3], vstride)
+            e(f"dma.shape 1, {t[1]}, {t[2]}, {t[3]}")
+            e.li(t[1], 1)
+            e(f"dma.shape 2, {t[1]}, r0, r0")
+            e.affine(t[0], base[name.upper()], [(row, rows * ld), (col, run)], t[3])
+            e(f"dma.load {t[0]}, {reg}, {sem[name + '_full']}")
+            bufs = name.upper() + "0", name.upper() + "1"
+            e.toggle(reg, vmem[bufs[0]], vmem[bufs[1]], t[3])
+            e.place(skip)
+
+    def chunks(flags):
+        """The matmuls of one step, one per chunk of the N tile (``t[3]`` chunks)."""
+        e(f"addi {t[0]}, {bu}, 0")
+        e(f"addi {t[1]}, {cb}, 0")
+        end = e.label("chunks_end")
+        for s in range(_UNROLL):
+            sep = ", " if flags else ""
+            acc = s * p.acc_per_chunk if s < p.r else 0     # chunks past r never run
+            e(f"matmul {au}, {t[0]}, {t[1]}, {acc}{sep}{flags}")
+            if s < _UNROLL - 1:
+                e(f"addi {t[3]}, {t[3]}, -1")
+                e(f"beq {t[3]}, r0, {end}")
+                e(f"addi {t[0]}, {t[0]}, {p.chunk * p.esize}")
+                e(f"addi {t[1]}, {t[1]}, {til.tm * p.rb}")
+        e.place(end)
+
+    def compute():
+        i, j, kc = comp
+        for name, zs in (("a", za), ("b", zb)):
+            skip = e.label(f"have_{name}")
+            e.unless_zero(regs(comp, zs), skip)
+            e(f"wait mxu, {sem[name + '_full']}")
+            e.place(skip)
+        no_emit = e.label("no_emit")
+        e.unless_zero(regs(load, zc), no_emit)
+        e(f"wait mxu, {sem['c_empty']}")
+        e.place(no_emit)
+        e.tile_size(t[0], i, til.tm, p.M, t[3])
+        e.tile_size(t[1], kc, til.tk, p.K, t[3])
+        e.li(t[2], p.chunk)
+        e(f"mxu.shape {t[0]}, {t[1]}, {t[2]}")
+        e.li(t[0], p.a_stride)
+        e.li(t[1], p.b_stride)
+        e.li(t[2], p.rb)
+        e(f"mxu.stride {t[0]}, {t[1]}, {t[2]}")
+        e.tile_size(t[3], j, p.r, p.Nch, t[2])
+        # accumulate unless this is the first k-step; emit on the last (the next step's kc
+        # is 0): four variants of the chunk matmuls, chosen by branches
+        later, done = e.label("later"), e.label("matmuls")
+        for first in (True, False):
+            keep = e.label("keep")
+            if first:
+                e(f"bne {kc}, r0, {later}")
+            else:
+                e.place(later)
+            e(f"bne {load[2]}, r0, {keep}")
+            chunks("emit" if first else "accumulate, emit")
+            e(f"jmp {done}")
+            e.place(keep)
+            chunks("" if first else "accumulate")
+            if first:
+                e(f"jmp {done}")
+        e.place(done)
+        for name, zs, reg, bufs in (("a", za, au, ("A0", "A1")), ("b", zb, bu, ("B0", "B1"))):
+            keep = e.label(f"keep_{name}")
+            e.unless_zero(regs(load, zs), keep)
+            e(f"signal mxu, {sem[name + '_empty']}")
+            e.toggle(reg, vmem[bufs[0]], vmem[bufs[1]], t[3])
+            e.place(keep)
+
+    def store():
+        i, j, _ = comp
+        skip = e.label("no_store")
+        e.unless_zero(regs(load, zc), skip)
+        e(f"signal mxu, {sem['c_full']}")
+        e(f"wait dma, {sem['c_full']}")
+        e.affine(t[0], base["C"], [(i, til.tm * p.ldc), (j, til.tn * p.osize)], t[3])
+        e.tile_size(t[1], j, p.r, p.Nch, t[3])
+        e.li(t[2], p.rb)
+        e.li(t[3], til.tm * p.rb)
+        e(f"dma.shape 2, {t[1]}, {t[2]}, {t[3]}")
+        e.tile_size(t[1], i, til.tm, p.M, t[3])
+        e.li(t[3], p.ldc)
+        e(f"dma.shape 1, {t[1]}, {t[3]}, {t[2]}")
+        e(f"dma.shape 0, {t[2]}, r0, r0")
+        e(f"dma.store {t[0]}, {cb}, {sem['c_empty']}")
+        e.toggle(cb, vmem["C0"], vmem["C1"], t[3])
+        e.place(skip)
+
+    e.comment(f"GEMM {p.M}x{p.K}x{p.N}: tiles {til.tm}x{til.tk}x{til.tn}, grid "
+              f"{p.Mt}x{p.Nt}x{p.Kt}")
+    for reg, buf in ((al, "A0"), (au, "A0"), (bl, "B0"), (bu, "B0"), (cb, "C0")):
+        e.li(reg, vmem[buf])
+    for queue, name in (("dma", "a_empty"), ("dma", "b_empty"), ("mxu", "c_empty")):
+        e(f"signal {queue}, {sem[name]}")
+        e(f"signal {queue}, {sem[name]}")
+    fetch(load)
+    e.place("step")
+    for now, nxt in zip(comp, load, strict=True):
+        e(f"addi {now}, {nxt}, 0")
+    carry = e.label("advanced")
+    for x in (2, 1, 0):
+        e(f"addi {load[x]}, {load[x]}, 1")
+        e.li(t[0], ext[x])
+        e(f"bne {load[x]}, {t[0]}, {carry}")
+        e(f"addi {load[x]}, r0, 0")
+    e.place(carry)
+    last = e.label("last")
+    e(f"add {t[0]}, {load[0]}, {load[1]}")
+    e(f"add {t[0]}, {t[0]}, {load[2]}")
+    e(f"beq {t[0]}, r0, {last}")
+    fetch(load)
+    e.place(last)
+    compute()
+    store()
+    e(f"add {t[0]}, {load[0]}, {load[1]}")
+    e(f"add {t[0]}, {t[0]}, {load[2]}")
+    e(f"bne {t[0]}, r0, step")
+    e("halt")
+    return e.text()
+
+
+def gemm(config, M, K, N, dtype=None, tiling=None):
+    """A program computing ``C = A @ B`` for A (M x K) and B (K x N) in the MXU's operand
+    format, C in its result format (int8 -> int32; bfloat16 / fp8 -> float32 or bfloat16).
+    ``dtype`` (optional) must name the configuration's MXU format; ``tiling`` overrides the
+    chosen :class:`GemmTiling`."""
+    if not isinstance(config, TensorCoreConfig):
+        raise CompileError(f"config must be a TensorCoreConfig, got {config!r}")
+    for name, value in (("M", M), ("K", K), ("N", N)):
+        _check_dim(name, value)
+    in_dtype, out_dtype = _formats(config)
+    if dtype is not None and dtype != in_dtype:
+        raise CompileError(f"dtype must be the MXU's format {in_dtype!r} of this "
+                           f"configuration, got {dtype!r}")
+    tiling = tiling or _choose_tiling(config, M, K, N)
+    plan = _GemmPlan(config, M, K, N, tiling)
+    if tiling.tn % plan.tn_unit or tiling.tk % plan.tk_unit or not plan.fits():
+        raise CompileError(f"tiling {tiling} must have tk a multiple of {plan.tk_unit}, tn "
+                           f"of {plan.tn_unit}, and fit VMEM and the accumulator")
+    vmem = _place(config, plan.sizes)
+    a = Tensor(0, (M, K), in_dtype, plan.lda)
+    b = Tensor(_roundup(a.address + a.nbytes, _HBM_ALIGN), (K, N), in_dtype, plan.ldb)
+    c = Tensor(_roundup(b.address + b.nbytes, _HBM_ALIGN), (M, N), out_dtype, plan.ldc)
+    if c.address + c.nbytes > 1 << 32:
+        raise CompileError(f"a {M}x{K}x{N} GEMM needs {c.address + c.nbytes} bytes of HBM, "
+                           f"past the 32-bit address space")
+    base = {"A": a.address, "B": b.address, "C": c.address}
+    sem = _semaphores(config, _GEMM_SEMS)
+    text = _gemm_code(plan, base, vmem, sem)
+    words = _assemble_checked(config, text)
+    return Program(words=words, config=config,
+                   hbm_capacity=_roundup(c.address + c.nbytes, _HBM_ALIGN),
+                   inputs={"A": a, "B": b}, outputs={"C": c},
+                   metadata={"kind": "gemm", "M": M, "K": K, "N": N, "dtype": in_dtype,
+                             "tiling": [tiling.tm, tiling.tk, tiling.tn],
+                             "grid": [plan.Mt, plan.Nt, plan.Kt], "vmem": vmem,
+                             "assembly": text})
+
+
+def gemm_reference(config, a, b):
+    """What a compiled GEMM must give, as integers: for int8, numpy's product modulo 2**32;
+    for the float formats the bit patterns the MXU golden model computes for one command
+    over the whole GEMM (a compiled program's tiles and K chunks add in the same order)."""
+    M, K = a.shape
+    N = b.shape[1]
+    fmt = config.mxu.fmt
+    if fmt == "int8":
+        return (a.astype(np.int64) @ b.astype(np.int64) + 2**31) % 2**32 - 2**31
+    cols = config.mxu.cols
+    model = MXUModel(config.mxu.rows, cols, M * -(-N // cols), fmt, config.mxu.output)
+    beats = model.execute(Gemm(M, K, N), a.view(fp.BITS[fmt]), b.view(fp.BITS[fmt]))
+    out = np.zeros((M, -(-N // cols) * cols), dtype=np.int64)
+    for index, beat in enumerate(beats):
+        j, r = divmod(index, M)
+        out[r, j * cols:(j + 1) * cols] = beat.data
+    return out[:, :N]
+
+
+def result_bits(config, c):
+    """A GEMM's result array as integers comparable with :func:`gemm_reference`."""
+    if config.mxu.fmt == "int8":
+        return c.astype(np.int64)
+    return c.view(np.uint16 if config.osize == 2 else np.uint32).astype(np.int64)
+
+
+def _assemble_checked(config, text):
+    words = assemble(text)
+    if len(words) > config.imem_depth:
+        raise CompileError(f"the program needs {len(words)} instructions; config.imem_depth "
+                           f"is {config.imem_depth}")
+    return words
+
+
+# ---------------------------------------------------------------------------------------
+# MLP
+
+
+_MLP_SEMS = ("x_full", "x_empty", "w_full", "bias_full", "h_full", "h_ready", "o_full",
+             "o_empty")
+
+
+class _MLPPlan:
+    """Layouts of a fused MLP: weights and biases resident, row tiles of ``tm``."""
+
+    def __init__(self, config, widths, M, tm):
+        cfg = self.config = config
+        self.M, self.tm, self.widths = M, tm, widths
+        self.esize, self.osize, self.rb = cfg.esize, cfg.osize, cfg.row_bytes
+        beat = cfg.beat_bytes
+        self.chunk = self.rb // self.osize
+        self.ncc = [_roundup(n, self.chunk) for n in widths[1:]]
+        self.nch = [n // self.chunk for n in self.ncc]
+        self.k_rows = [widths[0]] + self.ncc[:-1]          # weight rows of each layer
+        self.w_stride = [_roundup(n * self.esize, cfg.mxu.cols * self.esize)
+                         for n in self.ncc]
+        self.w_offset, at = [], 0
+        for rows, stride in zip(self.k_rows, self.w_stride, strict=True):
+            self.w_offset.append(at)
+            at = _roundup(at + rows * stride, self.rb)
+        self.w_bytes = _roundup(at, beat)
+        self.bias_offset = [self.rb * sum(self.nch[:i]) for i in range(len(self.nch))]
+        self.bias_bytes = self.rb * sum(self.nch)
+        self.ldx = _roundup(widths[0] * self.esize, beat)
+        self.x_stride = _roundup(self.ldx, cfg.mxu.rows * self.esize)
+        self.ldo = self.ncc[-1] * self.osize
+        self.Mt = -(-M // tm)
+        hidden = max(self.nch[:-1], default=1)
+        self.sizes = {"W": self.w_bytes + self.bias_bytes, "X0": tm * self.x_stride,
+                      "X1": tm * self.x_stride, "H0": hidden * tm * self.rb,
+                      "H1": hidden * tm * self.rb, "O0": self.nch[-1] * tm * self.rb,
+                      "O1": self.nch[-1] * tm * self.rb}
+
+    def fits(self):
+        acc = self.tm * -(-self.chunk // self.config.mxu.cols)
+        return acc <= self.config.mxu.acc_depth and _place(self.config, self.sizes) is not None
+
+
+def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
+    e = _Asm()
+    t = _TEMPS
+    i, ci, xl, xu, ob, mt, n_loop, ra, rbr, rc, g_loop = (
+        "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11")
+    w_vmem = vmem["W"]
+
+    def fetch_x():
+        e(f"wait dma, {sem['x_empty']}")
+        e.tile_size(t[1], i, p.tm, p.M, t[3])
+        e.dma_shape(p.ldx, [(t[1], p.ldx, p.x_stride)], (t[0], t[2], t[3]))
+        e.affine(t[0], base["X"], [(i, p.tm * p.ldx)], t[3])
+        e(f"dma.load {t[0]}, {xl}, {sem['x_full']}")
+        e.toggle(xl, vmem["X0"], vmem["X1"], t[3])
+
+    def layer(n):
+        last = n == len(p.nch) - 1
+        src = vmem[f"H{(n - 1) % 2}"]
+        e.comment(f"layer {n}: {p.widths[n]} -> {p.widths[n + 1]}")
+        e(f"wait mxu, {sem['x_full' if n == 0 else 'h_ready']}")
+        if last:
+            e(f"wait mxu, {sem['o_empty']}")
+        k = p.widths[0] if n == 0 else p.chunk
+        e.li(t[0], k)
+        e.li(t[1], p.chunk)
+        e(f"mxu.shape {mt}, {t[0]}, {t[1]}")
+        e.li(t[0], p.x_stride if n == 0 else p.rb)
+        e.li(t[1], p.w_stride[n])
+        e.li(t[2], p.rb)
+        e(f"mxu.stride {t[0]}, {t[1]}, {t[2]}")
+        e.li(rbr, w_vmem + p.w_offset[n])
+        if last:
+            e(f"addi {rc}, {ob}, 0")
+        else:
+            e.li(rc, vmem[f"H{n % 2}"])
+        e.li(n_loop, p.nch[n])
+        out_chunk = e.label("out_chunk")
+        e.place(out_chunk)
+        groups = 1 if n == 0 else p.nch[n - 1]
+        if n == 0:
+            e(f"matmul {xu}, {rbr}, {rc}, 0, emit")
+        else:
+            e.li(ra, src)
+            e(f"addi {t[0]}, {rbr}, 0")
+            e(f"matmul {ra}, {t[0]}, {rc}, 0{', emit' if groups == 1 else ''}")
+            if groups > 1:
+                if groups > 2:
+                    e.li(g_loop, groups - 2)
+                    middle = e.label("group")
+                    e.place(middle)
+                    e(f"addi {ra}, {ra}, {p.tm * p.rb}")
+                    e.li(t[1], p.chunk * p.w_stride[n])
+                    e(f"add {t[0]}, {t[0]}, {t[1]}")
+                    e(f"matmul {ra}, {t[0]}, {rc}, 0, accumulate")
+                    e(f"addi {g_loop}, {g_loop}, -1")
+                    e(f"bne {g_loop}, r0, {middle}")
+                e(f"addi {ra}, {ra}, {p.tm * p.rb}")
+                e.li(t[1], p.chunk * p.w_stride[n])
+                e(f"add {t[0]}, {t[0]}, {t[1]}")
+                e(f"matmul {ra}, {t[0]}, {rc}, 0, accumulate, emit")
+        e(f"addi {rbr}, {rbr}, {p.chunk * p.esize}")
+        e(f"addi {rc}, {rc}, {p.tm * p.rb}")
+        e(f"addi {n_loop}, {n_loop}, -1")
+        e(f"bne {n_loop}, r0, {out_chunk}")
+        if n == 0:
+            e(f"signal mxu, {sem['x_empty']}")
+            e.toggle(xu, vmem["X0"], vmem["X1"], t[3])
+        e(f"signal mxu, {sem['h_full']}")
+        # epilogue on the VPU
+        e(f"wait vpu, {sem['h_full']}")
+        e.li(t[0], p.tm)
+        e(f"vpu.cfg {t[0]}, r0, r0")
+        if last:
+            e(f"addi {rc}, {ob}, 0")
+        else:
+            e.li(rc, vmem[f"H{n % 2}"])
+        e.li(rbr, w_vmem + p.w_bytes + p.bias_offset[n])
+        e.li(n_loop, p.nch[n])
+        bias = e.label("bias")
+        e.place(bias)
+        dtype = "fp32" if float_act else "int32"
+        relu = ", relu" if activation == "relu" and not last else ""
+        e(f"vop add.{dtype} {rc}, {rc}, {rbr}, src2=broadcast{relu}")
+        e(f"addi {rc}, {rc}, {p.tm * p.rb}")
+        e(f"addi {rbr}, {rbr}, {p.rb}")
+        e(f"addi {n_loop}, {n_loop}, -1")
+        e(f"bne {n_loop}, r0, {bias}")
+        if not last:
+            e.li(t[0], p.nch[n] * p.tm)
+            if float_act:
+                e(f"vpu.cfg {t[0]}, r0, r0")
+            else:
+                e.li(t[1], requant[n][0] & 0xFFFFFFFF)
+                e.li(t[2], requant[n][1])
+                e(f"vpu.cfg {t[0]}, {t[1]}, {t[2]}")
+            e.li(rc, vmem[f"H{n % 2}"])
+            e(f"vcast {'f32_bf16' if float_act else 'i32_i8'} {rc}, {rc}")
+            e(f"signal vpu, {sem['h_ready']}")
+        else:
+            e(f"signal vpu, {sem['o_full']}")
+
+    def store():
+        e(f"wait dma, {sem['o_full']}")
+        e.tile_size(t[1], ci, p.tm, p.M, t[3])
+        e.dma_shape(p.rb, [(t[1], p.ldo, p.rb), (p.nch[-1], p.rb, p.tm * p.rb)],
+                    (t[0], t[2], t[3]))
+        e.affine(t[0], base["O"], [(ci, p.tm * p.ldo)], t[3])
+        e(f"dma.store {t[0]}, {ob}, {sem['o_empty']}")
+        e.toggle(ob, vmem["O0"], vmem["O1"], t[3])
+
+    e.comment(f"MLP {'-'.join(map(str, p.widths))}, batch {p.M} in tiles of {p.tm}")
+    for reg, buf in ((xl, "X0"), (xu, "X0"), (ob, "O0")):
+        e.li(reg, vmem[buf])
+    for queue, name in (("dma", "x_empty"), ("mxu", "o_empty")):
+        e(f"signal {queue}, {sem[name]}")
+        e(f"signal {queue}, {sem[name]}")
+    e.dma_shape(p.w_bytes, [], t)
+    e.li(t[0], base["W"])
+    e.li(t[1], w_vmem)
+    e(f"dma.load {t[0]}, {t[1]}, {sem['w_full']}")
+    e.dma_shape(p.bias_bytes, [], t)
+    e.li(t[0], base["W"] + p.w_bytes)
+    e.li(t[1], w_vmem + p.w_bytes)
+    e(f"dma.load {t[0]}, {t[1]}, {sem['bias_full']}")
+    e(f"wait mxu, {sem['w_full']}")
+    e(f"wait vpu, {sem['bias_full']}")
+    fetch_x()
+    e.place("tile")
+    e(f"addi {ci}, {i}, 0")
+    e(f"addi {i}, {i}, 1")
+    e.li(t[0], p.Mt)
+    no_fetch = e.label("no_fetch")
+    e(f"beq {i}, {t[0]}, {no_fetch}")
+    fetch_x()
+    e.place(no_fetch)
+    e.tile_size(mt, ci, p.tm, p.M, t[3])
+    for n in range(len(p.nch)):
+        layer(n)
+    store()
+    e.li(t[0], p.Mt)
+    e(f"bne {i}, {t[0]}, tile")
+    e("halt")
+    return e.text()
+
+
+def _mlp_params(p, weights, biases, in_dtype, float_act):
+    """The HBM bytes of the weights (VMEM layout) followed by the bias rows."""
+    wdt = {"int8": np.int8}.get(in_dtype) or ml_dtypes.bfloat16
+    block = np.zeros(p.w_bytes + p.bias_bytes, dtype=np.uint8)
+    for n, (w, b) in enumerate(zip(weights, biases, strict=True)):
+        raw = np.ascontiguousarray(np.asarray(w).astype(wdt)).view(np.uint8)
+        raw = raw.reshape(w.shape[0], -1)
+        for r in range(w.shape[0]):
+            at = p.w_offset[n] + r * p.w_stride[n]
+            block[at:at + raw.shape[1]] = raw[r]
+        bias = np.asarray(b).astype(np.float32 if float_act else np.int32).view(np.uint8)
+        at = p.w_bytes + p.bias_offset[n]
+        block[at:at + len(bias)] = bias
+    return block.tobytes()
+
+
+def mlp(config, layers, batch, activation="relu", requant=None):
+    """A program for the MLP ``layers`` (a list of (weights K x N, bias N) pairs, the weights
+    in the MXU's operand format) on a batch of ``batch`` rows: input ``X`` (batch x K0),
+    output ``Y`` (batch x N_last). Hidden layers compute ``activation(X @ W + b)`` and hand
+    the next layer int8 values requantized with ``requant[n] = (multiplier, shift)``
+    (``vcast i32_i8``) on an int8 MXU, or bfloat16 values (``vcast f32_bf16`` of the fp32
+    sums) on a bfloat16 MXU with fp32 results. The last layer gives ``X @ W + b`` in the
+    MXU's result format. Weights and biases must fit in VMEM with room for row tiles."""
+    if not isinstance(config, TensorCoreConfig):
+        raise CompileError(f"config must be a TensorCoreConfig, got {config!r}")
+    in_dtype, out_dtype = _formats(config)
+    if in_dtype not in ("int8", "bfloat16") or out_dtype not in ("int32", "float32"):
+        raise CompileError(f"config.mxu must be int8 (int32 results) or bfloat16 (float32 "
+                           f"results) for an MLP, got {in_dtype} -> {out_dtype}")
+    if activation not in MLP_ACTIVATIONS:
+        raise CompileError(f"activation must be one of {', '.join(MLP_ACTIVATIONS)}, got "
+                           f"{activation!r}")
+    _check_dim("batch", batch)
+    if not layers:
+        raise CompileError("layers must hold at least one (weights, bias) pair")
+    weights = [np.asarray(w) for w, _ in layers]
+    biases = [np.asarray(b) for _, b in layers]
+    widths = [weights[0].shape[0]] + [w.shape[1] for w in weights]
+    for n, (w, b) in enumerate(zip(weights, biases, strict=True)):
+        if w.ndim != 2 or w.shape[0] != widths[n] or b.shape != (w.shape[1],):
+            raise CompileError(f"layers[{n}] must be weights of shape ({widths[n]}, N) and a "
+                               f"bias of shape (N,), got {w.shape} and {b.shape}")
+        _check_dim(f"layers[{n}] width", w.shape[1])
+    float_act = in_dtype == "bfloat16"
+    if not float_act:
+        requant = list(requant or [])
+        if len(requant) != len(layers) - 1:
+            raise CompileError(f"requant must give (multiplier, shift) for each of the "
+                               f"{len(layers) - 1} hidden layers of an int8 MLP")
+        for n, (mult, shift) in enumerate(requant):
+            if not -2**31 <= mult < 2**31 or not 0 <= shift <= 62:
+                raise CompileError(f"requant[{n}] must be (multiplier in -2**31..2**31-1, "
+                                   f"shift in 0..62), got {(mult, shift)}")
+    plan = None
+    for tm in sorted(set(_candidates(batch, config.mxu.rows, batch)), reverse=True):
+        candidate = _MLPPlan(config, widths, batch, tm)
+        if candidate.fits() and (plan is None or _distinct_banks(config, candidate.sizes)
+                                 and not _distinct_banks(config, plan.sizes)):
+            plan = candidate
+            if _distinct_banks(config, plan.sizes):
+                break
+    if plan is None:
+        raise CompileError(f"the weights of an MLP {widths} do not fit vmem_bytes "
+                           f"{config.vmem_bytes} with a row tile")
+    vmem = _place(config, plan.sizes)
+    params = _mlp_params(plan, weights, biases, in_dtype, float_act)
+    w_addr = 0
+    x = Tensor(_roundup(len(params), _HBM_ALIGN), (batch, widths[0]), in_dtype, plan.ldx)
+    y = Tensor(_roundup(x.address + x.nbytes, _HBM_ALIGN), (batch, widths[-1]), out_dtype,
+               plan.ldo)
+    base = {"W": w_addr, "X": x.address, "O": y.address}
+    sem = _semaphores(config, _MLP_SEMS)
+    text = _mlp_code(plan, base, vmem, sem, activation, requant, float_act)
+    words = _assemble_checked(config, text)
+    return Program(words=words, config=config,
+                   hbm_capacity=_roundup(y.address + y.nbytes, _HBM_ALIGN),
+                   hbm={w_addr: params}, inputs={"X": x}, outputs={"Y": y},
+                   metadata={"kind": "mlp", "widths": widths, "batch": batch,
+                             "activation": activation, "dtype": in_dtype, "tm": plan.tm,
+                             "requant": [list(r) for r in requant or []], "vmem": vmem,
+                             "assembly": text})
