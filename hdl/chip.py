@@ -114,6 +114,10 @@ class Chip(Top):
     def submodules(self):
         return list(self._blocks.values())
 
+    @property
+    def extras(self):
+        return self._tc.extras
+
     def elaborate(self, platform):
         m = Module()
         cfg = self.config

@@ -56,7 +56,7 @@ class SRAM:
         if self._strb:
             ports.append("wstrb")
             decl.append(f"  input [{w // 8 - 1}:0] wstrb;")
-            body = ["    if (we) for (j = 0; j < {0}; j = j + 1)".format(w // 8),
+            body = [f"    if (we) for (j = 0; j < {w // 8}; j = j + 1)",
                     "      if (wstrb[j]) mem[waddr][j * 8 +: 8] <= wdata[j * 8 +: 8];"]
         for i in range(self._reads):
             ports += [f"raddr{i}", f"rdata{i}"]

@@ -28,7 +28,7 @@ REG = {"ID": 0x0000, "CONTROL": 0x0004, "STATUS": 0x0008, "ERROR": 0x000C, "ERRO
 """Byte addresses of the registers and windows (docs/tensorcore.md)."""
 COUNTERS = ("cycles", "retired", "mxu_busy", "dma_busy", "vpu_busy", "dma_wait", "mxu_wait",
             "vpu_wait", "sem_stalls", "bytes_read", "bytes_written", "dispatch_stalls",
-            "mxu_vectors")
+            "mxu_vectors", "mxu_starved")
 """The counters, in register order (COUNTERS + 4k)."""
 
 
@@ -60,6 +60,11 @@ class TensorCore(Top):
     @property
     def submodules(self):
         return [*self._seq.submodules, *self._vmem.submodules, *self._matmul.submodules]
+
+    @property
+    def extras(self):
+        """The register map, for hosts that drive the Verilog."""
+        return {"csr": {"registers": REG, "counters": list(COUNTERS), "id": ID_VALUE}}
 
     def elaborate(self, platform):
         m = Module()

@@ -22,7 +22,7 @@ from .vmem_ports import vpu_command_layout
 __all__ = ["Sequencer", "EVENTS"]
 
 EVENTS = ("cycles", "retired", "dma_wait", "mxu_wait", "vpu_wait", "sem_stalls",
-          "dispatch_stalls")
+          "dispatch_stalls", "mxu_starved")
 """The sequencer's own counter events (the TensorCore counts the engines' too)."""
 
 
@@ -140,6 +140,6 @@ class Sequencer(wiring.Component):
         waits = [q.waiting for q in order]
         events = {"cycles": self.running, "retired": front.executed, "dma_wait": waits[0],
                   "mxu_wait": waits[1], "vpu_wait": waits[2], "sem_stalls": Cat(*waits).any(),
-                  "dispatch_stalls": front.stalled}
+                  "dispatch_stalls": front.stalled, "mxu_starved": waits[1] & self.mxu_idle}
         m.d.comb += self.events.eq(Cat(*[events[name] for name in EVENTS]))
         return m

@@ -4,8 +4,14 @@ command; operands go into HBM and results come out through the device model's ba
 (through the controller's address map and ECC). The ICI router's ports are idle.
 """
 
+import base64
+import json
+
+import cocotb
+
 from hdl.chip import ChipConfig
-from verification.tb.bench import SHORT_FLOWS, new_rng
+from podium.program import Program
+from verification.tb.bench import SHORT_FLOWS, measurement, new_rng, perf_spec, write_report
 from verification.tb.hbm import HBMBench
 from verification.tb.packing import load_sidecar
 from verification.tb.tensorcore import TESTS, TensorCoreHost, cocotb_tests
@@ -18,11 +24,12 @@ class ChipBench:
 
     def __init__(self, dut, flow="random_random"):
         self.dut = dut
-        self.chip = ChipConfig.from_dict(load_sidecar()["parameters"])
+        sidecar = load_sidecar()
+        self.chip = ChipConfig.from_dict(sidecar["parameters"])
         self.cfg = self.chip.tensorcore
         self.rng = new_rng()
         self.hbm = HBMBench(dut, flow, masters=False, config=self.chip.hbm, prefix="hbm_pc")
-        self.host = TensorCoreHost(dut, "csr", self.cfg, flow)
+        self.host = TensorCoreHost(dut, "csr", self.cfg, sidecar["csr"], flow)
 
     async def start(self):
         dut = self.dut
@@ -53,3 +60,24 @@ class ChipBench:
 
 
 globals().update(cocotb_tests(ChipBench, TESTS, SHORT_FLOWS, __name__))
+
+
+@measurement
+@cocotb.test()
+async def run_program(dut):
+    """Run a compiled program (``podium run --sim verilator``; not in the regression): the
+    spec names the program file and an HBM image file; the report holds the outcome, every
+    counter and the bytes of the program's outputs."""
+    spec = perf_spec()
+    program = Program.load(spec["program"])
+    image = json.loads(open(spec["image"]).read())
+    tb = ChipBench(dut, spec.get("flow", "none_none"))
+    await tb.start()
+    for entry in image:
+        tb.write_hbm(entry["address"], base64.b64decode(entry["data"]))
+    out = await tb.run(program.words, budget=spec.get("budget", 10_000_000))
+    outputs = {name: base64.b64encode(tb.read_hbm(t.address, t.nbytes)).decode()
+               for name, t in program.outputs.items()}
+    write_report(spec, {"done": out.done, "error": out.error.name, "error_pc": out.error_pc,
+                        "registers": out.regs, "semaphores": out.sems,
+                        "counters": out.counters, "outputs": outputs})

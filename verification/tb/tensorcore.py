@@ -21,11 +21,6 @@ from verification.tb.packing import load_sidecar
 
 __all__ = ["TensorCoreHost", "TensorCoreBench", "Outcome"]
 
-REG = {"CONTROL": 0x0004, "STATUS": 0x0008, "ERROR": 0x000C, "ERROR_PC": 0x0010,
-       "START_PC": 0x0018, "COUNTERS": 0x0100, "REGS": 0x0200, "SEMS": 0x0300, "IMEM": 0x8000}
-COUNTERS = ("cycles", "retired", "mxu_busy", "dma_busy", "vpu_busy", "dma_wait", "mxu_wait",
-            "vpu_wait", "sem_stalls", "bytes_read", "bytes_written", "dispatch_stalls",
-            "mxu_vectors")
 HBM_BYTES = 1 << 20
 
 
@@ -44,11 +39,14 @@ class Outcome:
 
 
 class TensorCoreHost:
-    """The host side of a TensorCore: program load, start, wait, read back."""
+    """The host side of a TensorCore: program load, start, wait, read back. ``csr`` is the
+    register map from the sidecar (``extras["csr"]``)."""
 
-    def __init__(self, dut, prefix, config, flow="none_none"):
+    def __init__(self, dut, prefix, config, csr, flow="none_none"):
         self.dut = dut
         self.config = config
+        self.reg = csr["registers"]
+        self.counter_names = csr["counters"]
         self.csr = axil_master(dut, prefix, flow)
 
     async def read(self, addr):
@@ -59,14 +57,14 @@ class TensorCoreHost:
 
     async def load(self, words, at=0):
         for i, w in enumerate(words):
-            await self.write(REG["IMEM"] + 8 * (at + i), w & 0xFFFFFFFF)
-            await self.write(REG["IMEM"] + 8 * (at + i) + 4, w >> 32)
+            await self.write(self.reg["IMEM"] + 8 * (at + i), w & 0xFFFFFFFF)
+            await self.write(self.reg["IMEM"] + 8 * (at + i) + 4, w >> 32)
 
     async def run(self, running, *, start_pc=0, budget=200_000):
         """Start at ``start_pc``, wait (at most ``budget`` cycles) for ``running`` (the
         TensorCore's pin) to fall, and return the :class:`Outcome`."""
-        await self.write(REG["START_PC"], start_pc)
-        await self.write(REG["CONTROL"], 1)
+        await self.write(self.reg["START_PC"], start_pc)
+        await self.write(self.reg["CONTROL"], 1)
         for _ in range(budget):
             await RisingEdge(self.dut.clk)
             if not running.value:
@@ -77,17 +75,17 @@ class TensorCoreHost:
 
     async def outcome(self):
         cfg = self.config
-        status = await self.read(REG["STATUS"])
+        status = await self.read(self.reg["STATUS"])
         assert not status & 1, f"status {status:#x}: still running"
-        regs = [await self.read(REG["REGS"] + 4 * r) for r in range(16)]
-        sems = [await self.read(REG["SEMS"] + 4 * s) for s in range(cfg.semaphores)]
-        counters = {name: await self.read(REG["COUNTERS"] + 4 * k)
-                    for k, name in enumerate(COUNTERS)}
-        return Outcome(status, await self.read(REG["ERROR"]), await self.read(REG["ERROR_PC"]),
-                       regs, sems, counters)
+        regs = [await self.read(self.reg["REGS"] + 4 * r) for r in range(16)]
+        sems = [await self.read(self.reg["SEMS"] + 4 * s) for s in range(cfg.semaphores)]
+        counters = {name: await self.read(self.reg["COUNTERS"] + 4 * k)
+                    for k, name in enumerate(self.counter_names)}
+        error, error_pc = await self.read(self.reg["ERROR"]), await self.read(self.reg["ERROR_PC"])
+        return Outcome(status, error, error_pc, regs, sems, counters)
 
     async def clear(self):
-        await self.write(REG["CONTROL"], 4)
+        await self.write(self.reg["CONTROL"], 4)
 
 
 class TensorCoreBench:
@@ -98,7 +96,7 @@ class TensorCoreBench:
         self.sidecar = load_sidecar()
         self.cfg = TensorCoreConfig.from_dict(self.sidecar["parameters"])
         self.rng = new_rng()
-        self.host = TensorCoreHost(dut, "csr", self.cfg, flow)
+        self.host = TensorCoreHost(dut, "csr", self.cfg, self.sidecar["csr"], flow)
         self.ram = axi_ram(dut, "axi", HBM_BYTES, flow)
 
     async def start(self):
