@@ -23,6 +23,7 @@ from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
+from .tensorcore.vpu_top import VPUTop, VPUTopConfig
 
 __all__ = ["BLOCKS", "Design", "generate", "make_config"]
 
@@ -35,6 +36,7 @@ BLOCKS = {
     "ici_harness": (ICIHarnessConfig, Harness),
     "mxu_harness": (MXUHarnessConfig, MXUHarness),
     "fp_units": (FloatUnitsConfig, FloatUnits),
+    "vpu": (VPUTopConfig, VPUTop),
 }
 
 
