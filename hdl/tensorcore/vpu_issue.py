@@ -147,7 +147,7 @@ class VPUIssue(wiring.Component):
 
         fire = Signal()
         writes = u.pack.as_value().matches(*WRITES_ROW)
-        go, quiet = self._hazard_check(m, cmd, fresh, ctl, fire & writes)
+        go, quiet = self._hazard_check(m, cmd, busy & fresh, ctl, fire & writes)
         m.d.comb += [
             fire.eq(busy & go & self.uop.ready & (~read1 | self.read1.ready)
                     & (~read2 | self.read2.ready)),
@@ -234,10 +234,11 @@ class VPUIssue(wiring.Component):
                 with m.Else():
                     m.d.sync += st.level.eq(st.level + 1)
 
-    def _hazard_check(self, m, cmd, fresh, ctl, issue_write):
-        """Whether the command may issue: before its first pass, none of its source rows may
-        lie in the span of destination rows whose writes are outstanding. Keeps that span and
-        the count of outstanding writes; returns ``(go, quiet)``, quiet when none is."""
+    def _hazard_check(self, m, cmd, starting, ctl, issue_write):
+        """Whether the command may issue: before its first pass (``starting``), none of its
+        source rows may lie in the span of destination rows whose writes are outstanding.
+        Keeps that span and the count of outstanding writes; returns ``(go, quiet)``, quiet
+        when no write is outstanding."""
         cfg = self._config
         outstanding = Signal(range(self._max_outstanding + 1))
         m.d.sync += outstanding.eq(outstanding + issue_write - self.written)
@@ -252,9 +253,9 @@ class VPUIssue(wiring.Component):
         n1 = Mux(cmd.kind == VPUKind.VRED, cmd.count * cmd.span, cmd.count)
         n2 = Mux(vop2 & (cmd.src2_mode == Src2.ROWS), cmd.count,
                  Mux(vop2 & (cmd.src2_mode == Src2.BROADCAST), 1, 0))
-        m.d.comb += self.hazard.eq(fresh & ~quiet & (overlaps(cmd.src1, n1)
-                                                           | overlaps(cmd.src2, n2)))
-        with m.If(self.uop.valid & fresh):
+        m.d.comb += self.hazard.eq(starting & ~quiet & (overlaps(cmd.src1, n1)
+                                                              | overlaps(cmd.src2, n2)))
+        with m.If(self.uop.valid & starting):
             end = cmd.dst + cmd.count
             m.d.sync += [
                 win_lo.eq(Mux(quiet | (cmd.dst < win_lo), cmd.dst, win_lo)),
