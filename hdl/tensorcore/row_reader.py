@@ -22,8 +22,8 @@ class RowReader(wiring.Component):
     config : TensorCoreConfig
     depth : int
         Rows the queue holds. Three keep one read per cycle going when the consumer takes a
-        row per cycle (a row is counted from its read to the cycle after it leaves); four
-        leave a cycle of slack.
+        row in the cycle it arrives at the head (a row is counted from its read to the cycle
+        after it leaves).
     addr_depth : int
         Row indices waiting for the port.
 
@@ -41,7 +41,7 @@ class RowReader(wiring.Component):
     ``rows`` not taken stops new reads once the queue is full.
     """
 
-    def __init__(self, config, *, depth=4, addr_depth=2):
+    def __init__(self, config, *, depth=3, addr_depth=2):
         self._depth = depth
         self._addr_depth = addr_depth
         self._config = config

@@ -31,8 +31,8 @@ from .vpu_lane import LaneALU
 __all__ = ["VPU", "EVENTS", "UOP_DEPTH", "OUT_DEPTH", "READ_DEPTH"]
 
 UOP_DEPTH = 4
-OUT_DEPTH = 4
-READ_DEPTH = 4
+OUT_DEPTH = 3
+READ_DEPTH = 3
 EVENTS = ("busy", "alu_pass", "read_wait", "write_wait", "hazard_wait")
 
 

@@ -40,7 +40,7 @@ class VPUDatapath(wiring.Component):
     lane : hdl.lib.hier.Submodule
         The lane ALU (hdl/tensorcore/vpu_lane.py), instantiated ``lanes`` times.
     out_depth : int
-        Rows the output queue holds; three keep a row per cycle going, four leave slack.
+        Rows the output queue holds; three keep a row per cycle going.
 
     Members
     -------
@@ -59,7 +59,7 @@ class VPUDatapath(wiring.Component):
     its row is on ``out`` two cycles later. Throughput: one pass per cycle.
     """
 
-    def __init__(self, config, lane, *, out_depth=4):
+    def __init__(self, config, lane, *, out_depth=3):
         self._config = config
         self._lane = lane
         self._out_depth = out_depth
