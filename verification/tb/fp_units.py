@@ -64,26 +64,19 @@ def interesting_products(rng, n):
 
 
 async def check(dut, a, b, x, y, fmt):
-    want_p = fp.mul(a, b, fmt)
-    want_s = fp.add(x, y)
-    want_n = fp.to_bf16(x)
-    want_xy, want_lo, want_hi = fp.mul32(x, y), fp.min32(x, y), fp.max32(x, y)
+    """Every output for every operand set, against the golden model."""
+    want = {"product": fp.mul(a, b, fmt), "total": fp.add(x, y), "narrow": fp.to_bf16(x),
+            "x_times_y": fp.mul32(x, y), "smaller": fp.min32(x, y), "larger": fp.max32(x, y)}
+    outputs = [(getattr(dut, name), values) for name, values in want.items()]
     for i in range(len(a)):
         dut.a.value, dut.b.value = int(a[i]), int(b[i])
         dut.x.value, dut.y.value = int(x[i]), int(y[i])
         await Timer(1, unit="ns")
-        got = int(dut.product.value), int(dut.total.value), int(dut.narrow.value)
-        want = int(want_p[i]), int(want_s[i]), int(want_n[i])
-        assert got == want, (
-            f"{fmt}: a={int(a[i]):#x} b={int(b[i]):#x} -> product {got[0]:#010x} (want "
-            f"{want[0]:#010x}); x={int(x[i]):#010x} y={int(y[i]):#010x} -> sum {got[1]:#010x} "
-            f"(want {want[1]:#010x}), bf16 {got[2]:#06x} (want {want[2]:#06x})")
-        got = int(dut.x_times_y.value), int(dut.smaller.value), int(dut.larger.value)
-        want = int(want_xy[i]), int(want_lo[i]), int(want_hi[i])
-        assert got == want, (
-            f"x={int(x[i]):#010x} y={int(y[i]):#010x} -> x*y, min, max "
-            f"{', '.join(f'{v:#010x}' for v in got)} (want "
-            f"{', '.join(f'{v:#010x}' for v in want)})")
+        if any(int(port.value) != int(values[i]) for port, values in outputs):
+            report = ", ".join(f"{name} {int(getattr(dut, name).value):#x} (want "
+                               f"{int(values[i]):#x})" for name, values in want.items())
+            raise AssertionError(f"{fmt}: a={int(a[i]):#x} b={int(b[i]):#x} "
+                                 f"x={int(x[i]):#010x} y={int(y[i]):#010x} -> {report}")
 
 
 @cocotb.test()

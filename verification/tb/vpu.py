@@ -422,7 +422,7 @@ async def test_dependent_commands(dut, flow):
     tb = await bench(dut, flow)
     tb.fill(DType.FP32, "mixed")
     c = None
-    for i in range(24):
+    for i in range(40):
         pick = tb.rng.integers(0, 5)
         if c is None or pick == 0:
             c = tb.random_command()
@@ -447,10 +447,11 @@ async def test_dependent_commands(dut, flow):
 async def test_random_mix(dut, flow):
     """Random commands of every kind, dtype and size on a memory of mixed rows."""
     tb = await bench(dut, flow)
-    for _ in range(3):
+    for _ in range(4):
         tb.fill(DType(int(tb.rng.integers(0, len(DType)))), "mixed")
-        for _ in range(20):
-            tb.submit(tb.random_command(count=int(tb.rng.integers(0, 7))))
+        for _ in range(30):
+            count = int(tb.rng.integers(0, min(12, tb.rows // 4) + 1))
+            tb.submit(tb.random_command(count=count))
         await tb.drain()
     tb.log_summary()
 
