@@ -25,6 +25,7 @@ from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
 from .tensorcore.config import TensorCoreConfig
 from .tensorcore.core import TensorCore
+from .tensorcore.vpu_top import VPUTop, VPUTopConfig
 
 __all__ = ["BLOCKS", "Design", "generate", "make_config"]
 
@@ -38,6 +39,7 @@ BLOCKS = {
     "ici_harness": (ICIHarnessConfig, Harness),
     "mxu_harness": (MXUHarnessConfig, MXUHarness),
     "fp_units": (FloatUnitsConfig, FloatUnits),
+    "vpu": (VPUTopConfig, VPUTop),
 }
 
 

@@ -1,4 +1,4 @@
-"""Floating-point arithmetic: the MXU's products and fp32 sums (and later the VPU's).
+"""Floating-point arithmetic: the MXU's products and fp32 sums, the VPU's fp32 lanes.
 
 Everything here is combinational and IEEE 754 binary32 with round-to-nearest-even:
 
@@ -7,12 +7,17 @@ Everything here is combinational and IEEE 754 binary32 with round-to-nearest-eve
   products that overflow fp32 (to infinity) or fall below its normal range (rounded to a
   subnormal or to zero) are inexact, and they are rounded exactly as IEEE (and numpy) do.
 * ``add_fp32(m, x, y)``: the fp32 sum, rounded to nearest even.
+* ``mul_fp32(m, x, y)``: the fp32 product of two fp32 values, rounded to nearest even
+  (:class:`Fp32Multiplier` is the same unit split around its 24 x 24 significand product, for
+  a caller that computes that product on an integer multiplier it shares).
+* ``minmax_fp32(m, x, y)``: the smaller and the larger of two fp32 values, ``-0 < +0``.
 * ``fp32_to_bf16(x)``: round to nearest even into bfloat16.
 
 Policy, mirrored by the golden models: subnormal inputs and results are supported (no flush to
 zero); an infinity has its sign; ``inf - inf``, ``0 * inf`` and any NaN input give the one
 canonical NaN (``0x7FC00000`` in fp32, ``0x7FC0`` in bfloat16); an exact zero sum is ``+0``
-unless both addends are ``-0``; a product's sign is the XOR of its operands' signs.
+unless both addends are ``-0``; a product's sign is the XOR of its operands' signs; ``min`` and
+``max`` are NaN when either operand is.
 """
 
 from dataclasses import dataclass
@@ -24,8 +29,8 @@ from ..config import Config, check_choice
 from ..top import Top
 
 __all__ = ["FloatFormat", "FP32", "BF16", "FP8_E4M3FN", "FP8_E5M2", "FLOAT_FORMATS",
-           "multiply_fp32", "add_fp32", "fp32_to_bf16", "FP32_NAN", "BF16_NAN",
-           "FloatUnitsConfig", "FloatUnits"]
+           "multiply_fp32", "add_fp32", "mul_fp32", "Fp32Multiplier", "minmax_fp32",
+           "fp32_is_nan", "fp32_to_bf16", "FP32_NAN", "BF16_NAN", "FloatUnitsConfig", "FloatUnits"]
 
 FP32_NAN = 0x7FC00000
 BF16_NAN = 0x7FC0
@@ -182,11 +187,74 @@ def add_fp32(m, x, y, name="add"):
                    Mux(total == 0, Cat(Const(0, 31), sb & ss), rounded)))
 
 
+class Fp32Multiplier:
+    """fp32 bits of ``x * y`` for fp32 ``x``, ``y``, rounded to nearest even, built in two
+    halves around the product of the significands.
+
+    ``sig_x`` and ``sig_y`` are the operands' 24-bit significands, normalised (a subnormal's
+    leading one shifted up to bit 23, its exponent lowered to match), so that their product
+    has its leading one at bit 46 or 47 whatever the operands; ``result(product)`` rounds the
+    48-bit ``sig_x * sig_y`` into the fp32 result. A caller that shares one integer multiplier
+    between several kinds of product (the VPU's lanes) feeds the significands to it;
+    :func:`mul_fp32` multiplies them here.
+    """
+
+    def __init__(self, m, x, y, name="fmul"):
+        sx, ex, mx, nan_x, inf_x, zero_x = _decode(m, FP32, x, f"{name}_x")
+        sy, ey, my, nan_y, inf_y, zero_y = _decode(m, FP32, y, f"{name}_y")
+        lz_x = _sig(m, f"{name}_x_lz", range(25), _clz(mx, 24))
+        lz_y = _sig(m, f"{name}_y_lz", range(25), _clz(my, 24))
+        self.sig_x = _sig(m, f"{name}_x_norm", 24, (mx << lz_x)[:24])
+        self.sig_y = _sig(m, f"{name}_y_norm", 24, (my << lz_y)[:24])
+        self._m, self._name = m, name
+        self._sign = sx ^ sy
+        # Biased exponent of product bit 46: (ex - lz_x) + (ey - lz_y) - 127.
+        self._exp = ex - lz_x + ey - lz_y - 127
+        self._nan = nan_x | nan_y | (inf_x & zero_y) | (inf_y & zero_x)
+        self._inf = inf_x | inf_y
+        self._zero = zero_x | zero_y
+
+    def result(self, product):
+        """The rounded fp32 product, given ``product = sig_x * sig_y`` (its low 48 bits)."""
+        # Bits 47..21 of the product become the rounder's 27 bits (carry at 47, the leading one
+        # at 46, guard and round at 22 and 21); everything below is the sticky bit.
+        sig = Cat(product[:21] != 0, product[21:48])
+        rounded = _normalize_round(self._m, self._name, self._sign, self._exp, sig,
+                                   2 * (1 - 23) - 127, 2 * 254 - 127, carry=True)
+        sign = self._sign
+        return Mux(self._nan, FP32_NAN,
+                   Mux(self._inf, Cat(Const(_FP32_INF, 31), sign),
+                       Mux(self._zero, Cat(Const(0, 31), sign), rounded)))
+
+
+def mul_fp32(m, x, y, name="fmul"):
+    """fp32 bits of ``x * y`` for fp32 ``x``, ``y``, rounded to nearest even."""
+    unit = Fp32Multiplier(m, x, y, name)
+    return unit.result(unit.sig_x * unit.sig_y)
+
+
+def fp32_is_nan(x):
+    """Whether the fp32 bits ``x`` are a NaN (any payload, either sign)."""
+    return (x[23:31] == 0xFF) & (x[:23] != 0)
+
+
+def minmax_fp32(m, x, y, name="minmax"):
+    """``(min, max)`` of fp32 ``x``, ``y``: the canonical NaN if either is a NaN, else the
+    smaller and the larger value with ``-0 < +0``. One comparator serves both: flipping every
+    bit of a negative value and the sign bit of a positive one maps fp32 order (``-0`` below
+    ``+0``) onto unsigned integer order."""
+    def key(v):
+        return Mux(v[31], ~v, v | 0x80000000)
+
+    less = _sig(m, f"{name}_less", 1, key(x) < key(y))
+    nan = fp32_is_nan(x) | fp32_is_nan(y)
+    return Mux(nan, FP32_NAN, Mux(less, x, y)), Mux(nan, FP32_NAN, Mux(less, y, x))
+
+
 def fp32_to_bf16(x):
     """bfloat16 bits of fp32 ``x``, rounded to nearest even; NaN becomes the canonical NaN."""
-    is_nan = (x[23:31] == 0xFF) & (x[:23] != 0)
     rounded = (x + 0x7FFF + x[16])[16:32]
-    return Mux(is_nan, BF16_NAN, rounded)
+    return Mux(fp32_is_nan(x), BF16_NAN, rounded)
 
 
 @dataclass(frozen=True)
@@ -206,10 +274,11 @@ class FloatUnitsConfig(Config):
 
 
 class FloatUnits(Top):
-    """Combinational: ``product = a * b`` (fp32), ``total = x + y`` (fp32), ``narrow = bf16(x)``.
+    """Combinational: ``product = a * b`` (fp32), ``total = x + y`` (fp32), ``narrow = bf16(x)``,
+    ``x_times_y = x * y`` (fp32), ``smaller`` / ``larger`` = min / max of ``x`` and ``y``.
 
-    The exact units the MXU's PEs and accumulator use, on ports, so they can be tested on
-    millions of operand pairs without an array around them.
+    The exact units the MXU's PEs and accumulator and the VPU's lanes use, on ports, so they
+    can be tested on millions of operand pairs without an array around them.
     """
 
     def __init__(self, config):
@@ -217,6 +286,7 @@ class FloatUnits(Top):
         super().__init__(config, {
             "a": In(fmt.width), "b": In(fmt.width), "x": In(32), "y": In(32),
             "product": Out(32), "total": Out(32), "narrow": Out(16),
+            "x_times_y": Out(32), "smaller": Out(32), "larger": Out(32),
         })
 
     def elaborate(self, platform):
@@ -226,5 +296,8 @@ class FloatUnits(Top):
             self.product.eq(multiply_fp32(m, fmt, self.a, self.b)),
             self.total.eq(add_fp32(m, self.x, self.y)),
             self.narrow.eq(fp32_to_bf16(self.x)),
+            self.x_times_y.eq(mul_fp32(m, self.x, self.y)),
         ]
+        smaller, larger = minmax_fp32(m, self.x, self.y)
+        m.d.comb += [self.smaller.eq(smaller), self.larger.eq(larger)]
         return m

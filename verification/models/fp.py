@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["DTYPES", "BITS", "to_float32", "from_float32", "canonical", "mul", "add", "to_bf16",
-           "bits_of"]
+           "bits_of", "mul32", "max_min", "max32", "min32"]
 
 DTYPES = {
     "bfloat16": ml_dtypes.bfloat16,
@@ -55,6 +55,39 @@ def add(x_bits, y_bits):
     y = np.asarray(y_bits, dtype=np.uint32).view(np.float32)
     with np.errstate(all="ignore"):
         return from_float32(x + y)
+
+
+def mul32(x_bits, y_bits):
+    """fp32 bits of x * y for fp32 operands."""
+    x = np.asarray(x_bits, dtype=np.uint32).view(np.float32)
+    y = np.asarray(y_bits, dtype=np.uint32).view(np.float32)
+    with np.errstate(all="ignore"):
+        return from_float32(x * y)
+
+
+def max_min(x, y, larger):
+    """Elementwise max (``larger``) or min of float32 arrays: NaN if either is NaN, else the
+    larger / smaller value with ``-0 < +0``."""
+    nan = np.isnan(x) | np.isnan(y)
+    if larger:
+        pick_x = (x > y) | ((x == y) & ~np.signbit(x))
+    else:
+        pick_x = (x < y) | ((x == y) & np.signbit(x))
+    return np.where(nan, np.float32(np.nan), np.where(pick_x, x, y)).astype(np.float32)
+
+
+def max32(x_bits, y_bits):
+    """fp32 bits of max(x, y) (see :func:`max_min`), NaN canonical."""
+    x = np.asarray(x_bits, dtype=np.uint32).view(np.float32)
+    y = np.asarray(y_bits, dtype=np.uint32).view(np.float32)
+    return from_float32(max_min(x, y, True))
+
+
+def min32(x_bits, y_bits):
+    """fp32 bits of min(x, y) (see :func:`max_min`), NaN canonical."""
+    x = np.asarray(x_bits, dtype=np.uint32).view(np.float32)
+    y = np.asarray(y_bits, dtype=np.uint32).view(np.float32)
+    return from_float32(max_min(x, y, False))
 
 
 def to_bf16(x_bits):

@@ -9,11 +9,10 @@ import ml_dtypes
 import numpy as np
 
 from hdl.tensorcore.isa import Cast, DType, ROp, VOp
+from verification.models.fp import BF16_NAN, FP32_NAN, max_min
 
 __all__ = ["vop_rows", "vcast_rows", "vred_rows", "FP32_NAN", "BF16_NAN"]
 
-FP32_NAN = np.uint32(0x7FC00000)
-BF16_NAN = np.uint16(0x7FC0)
 _VIEW = {DType.INT32: np.int32, DType.FP32: np.float32, DType.BF16: ml_dtypes.bfloat16}
 _BITS = {DType.INT32: np.uint32, DType.FP32: np.uint32, DType.BF16: np.uint16}
 
@@ -38,16 +37,6 @@ def _pack(values, dtype, row_bytes):
     return np.ascontiguousarray(out).view(np.uint8).reshape(-1, row_bytes)
 
 
-def _max_min(x, y, larger):
-    """IEEE-style max / min with NaN -> NaN and -0 < +0 (float32 arrays)."""
-    nan = np.isnan(x) | np.isnan(y)
-    if larger:
-        pick_x = (x > y) | ((x == y) & ~np.signbit(x))
-    else:
-        pick_x = (x < y) | ((x == y) & np.signbit(x))
-    return np.where(nan, np.float32(np.nan), np.where(pick_x, x, y)).astype(np.float32)
-
-
 def _relu(x, integer):
     if integer:
         return np.maximum(x, 0)
@@ -66,7 +55,7 @@ def _apply(op, x, y, integer):
         if op in (VOp.MAX, VOp.MIN):
             if integer:
                 return np.maximum(x, y) if op == VOp.MAX else np.minimum(x, y)
-            return _max_min(x, y, op == VOp.MAX)
+            return max_min(x, y, op == VOp.MAX)
         if op == VOp.RELU:
             return _relu(x, integer)
         if op == VOp.COPY:

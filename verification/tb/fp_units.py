@@ -1,9 +1,10 @@
 """cocotb testbench of the floating-point units (hdl/lib/fp.py) against verification/models/fp.py.
 
 The units are combinational: each check sets the operands, lets the logic settle and compares
-the product, the sum and the bfloat16 cast bit for bit. Operands mix uniformly random bit
-patterns (every class: zeros, subnormals, normals, infinities, NaNs) with values built to hit
-the hard cases: cancellation, ties to even, overflow, underflow into subnormals.
+the product, the sum, the bfloat16 cast, the fp32 product and the min / max bit for bit.
+Operands mix uniformly random bit patterns (every class: zeros, subnormals, normals,
+infinities, NaNs) with values built to hit the hard cases: cancellation, ties to even,
+overflow, underflow into subnormals, equal values and signed zeros.
 """
 
 import random
@@ -39,20 +40,43 @@ def interesting_fp32(rng, n):
     return x.astype(np.uint32), y.astype(np.uint32)
 
 
+def interesting_products(rng, n):
+    """fp32 operand pairs that exercise every path of a multiplier: products near the bottom
+    of the normal range and deep in the subnormals, near overflow, subnormal operands, sparse
+    significands (exact products and ties to even), equal magnitudes (for min / max)."""
+    sign = rng.integers(0, 2, size=(2, n)).astype(np.uint32) << 31
+    man = rng.integers(0, 1 << 23, size=(2, n)).astype(np.uint32)
+    ex = rng.integers(0, 256, size=n)
+    kind = rng.integers(0, 6, size=n)
+    target = np.select([kind == 1, kind == 2], [rng.integers(-30, 6, size=n),
+                                                rng.integers(248, 258, size=n)],
+                       rng.integers(0, 256, size=n))
+    ey = np.clip(target + 127 - ex, 0, 255)                # ex + ey - 127 = product exponent
+    ey = np.where(kind == 0, rng.integers(0, 256, size=n), ey)
+    ex = np.where(kind == 3, 0, ex)                         # a subnormal (or zero) operand
+    sparse = rng.integers(0, 1 << 6, size=(2, n)).astype(np.uint32)
+    man = np.where(kind == 4, (sparse << rng.integers(0, 18, size=(2, n)).astype(np.uint32))
+                   & 0x7FFFFF, man)
+    x = sign[0] | (ex.astype(np.uint32) << 23) | man[0]
+    y = sign[1] | (ey.astype(np.uint32) << 23) | man[1]
+    y = np.where(kind == 5, x ^ (rng.integers(0, 2, size=n).astype(np.uint32) << 31), y)
+    return x.astype(np.uint32), y.astype(np.uint32)
+
+
 async def check(dut, a, b, x, y, fmt):
-    want_p = fp.mul(a, b, fmt)
-    want_s = fp.add(x, y)
-    want_n = fp.to_bf16(x)
+    """Every output for every operand set, against the golden model."""
+    want = {"product": fp.mul(a, b, fmt), "total": fp.add(x, y), "narrow": fp.to_bf16(x),
+            "x_times_y": fp.mul32(x, y), "smaller": fp.min32(x, y), "larger": fp.max32(x, y)}
+    outputs = [(getattr(dut, name), values) for name, values in want.items()]
     for i in range(len(a)):
         dut.a.value, dut.b.value = int(a[i]), int(b[i])
         dut.x.value, dut.y.value = int(x[i]), int(y[i])
         await Timer(1, unit="ns")
-        got = int(dut.product.value), int(dut.total.value), int(dut.narrow.value)
-        want = int(want_p[i]), int(want_s[i]), int(want_n[i])
-        assert got == want, (
-            f"{fmt}: a={int(a[i]):#x} b={int(b[i]):#x} -> product {got[0]:#010x} (want "
-            f"{want[0]:#010x}); x={int(x[i]):#010x} y={int(y[i]):#010x} -> sum {got[1]:#010x} "
-            f"(want {want[1]:#010x}), bf16 {got[2]:#06x} (want {want[2]:#06x})")
+        if any(int(port.value) != int(values[i]) for port, values in outputs):
+            report = ", ".join(f"{name} {int(getattr(dut, name).value):#x} (want "
+                               f"{int(values[i]):#x})" for name, values in want.items())
+            raise AssertionError(f"{fmt}: a={int(a[i]):#x} b={int(b[i]):#x} "
+                                 f"x={int(x[i]):#010x} y={int(y[i]):#010x} -> {report}")
 
 
 @cocotb.test()
@@ -83,3 +107,16 @@ async def test_all_products(dut):
         a, b = (g.ravel() for g in np.meshgrid(np.arange(256), np.arange(256)))
     x, y = interesting_fp32(rng, len(a))
     await check(dut, a, b, x, y, fmt)
+
+
+@cocotb.test()
+async def test_fp32_products(dut):
+    """The fp32 multiplier and min / max on 30000 constructed pairs (the other outputs are
+    checked on the same operands as well)."""
+    fmt = load_sidecar()["parameters"]["fmt"]
+    rng = np.random.default_rng(random.getrandbits(64))
+    width = 16 if fmt == "bfloat16" else 8
+    n = 30000
+    x, y = interesting_products(rng, n)
+    await check(dut, rng.integers(0, 2**width, size=n), rng.integers(0, 2**width, size=n),
+                x, y, fmt)

@@ -108,6 +108,7 @@ class StreamBench:
         self._clk = clk
         self.sources = {}
         self.sinks = {}
+        self.others = []
         self.cycle = 0
         self.checks = []
 
@@ -119,6 +120,12 @@ class StreamBench:
         self.sinks[name] = Sink(self._dut, name, backpressure)
         return self.sinks[name]
 
+    def attach(self, end):
+        """Run ``end`` in the loop as well: any object with the sources' and sinks' ``_drive()``
+        (at the falling edge) and ``_sample(cycle)`` (once the cycle has settled), such as a
+        model of a memory behind the DUT's own port protocol."""
+        self.others.append(end)
+
     def quiesce(self):
         for s in self.sources.values():
             s._valid.value = 0
@@ -126,7 +133,7 @@ class StreamBench:
             k._ready.value = 0
 
     async def run(self):
-        ends = list(self.sources.values()) + list(self.sinks.values())
+        ends = list(self.sources.values()) + list(self.sinks.values()) + self.others
         while True:
             await FallingEdge(self._clk)
             for end in ends:

@@ -1,0 +1,200 @@
+"""The VPU's datapath: operand selection, the lanes, the reduction accumulator, writeback and
+the queue of rows waiting for the VMEM write port (docs/tensorcore.md, "VPU").
+
+A pass (hdl/tensorcore/vpu_issue.py) executes when its rows have arrived and, if it makes a
+row, when the output queue is sure to have room for it (counting the row in writeback): in
+that cycle every lane computes (execute stage) and the results are registered, together with
+the accumulator and broadcast row updates. In the next cycle (writeback) the results are
+packed into the destination row (ReLU, rounding to bfloat16, casts) and queued. Execute and
+writeback never stall, so the only buffers that wait are the row queues of the readers, the
+queue of passes and the output queue.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.fp import FP32_NAN, fp32_is_nan, fp32_to_bf16
+from ..lib.queue import Queue
+from .vmem_ports import row_bits
+from .vpu_issue import WRITES_ROW, Operands, Pack, uop_layout
+
+__all__ = ["VPUDatapath", "out_row_layout"]
+
+
+def out_row_layout(config):
+    """A destination row and where it goes."""
+    return data.StructLayout({"addr": row_bits(config), "data": 8 * config.row_bytes})
+
+
+def _words(value, count, width=32):
+    return [value[i * width:(i + 1) * width] for i in range(count)]
+
+
+class VPUDatapath(wiring.Component):
+    """Execute and writeback stages (see the module docstring).
+
+    Parameters
+    ----------
+    config : TensorCoreConfig
+    lane : hdl.lib.hier.Submodule
+        The lane ALU (hdl/tensorcore/vpu_lane.py), instantiated ``lanes`` times.
+    out_depth : int
+        Rows the output queue holds; three keep a row per cycle going.
+
+    Members
+    -------
+    uop : In(stream of uop_layout)
+    rows1, rows2 : In(stream of a row)
+        The src1 / src2 rows, in the order the passes use them.
+    out : Out(stream of out_row_layout)
+    idle : Out(1)
+        Nothing in writeback or in the output queue.
+    alu_pass : Out(1)
+        A pass executes.
+    read_wait : Out(1)
+        A pass waits for its rows.
+
+    Latency: a pass executes in the cycle its rows are at the heads of ``rows1`` / ``rows2``;
+    its row is on ``out`` two cycles later. Throughput: one pass per cycle.
+    """
+
+    def __init__(self, config, lane, *, out_depth=3):
+        self._config = config
+        self._lane = lane
+        self._out_depth = out_depth
+        row = 8 * config.row_bytes
+        super().__init__({
+            "uop": In(stream.Signature(uop_layout(config))),
+            "rows1": In(stream.Signature(row)),
+            "rows2": In(stream.Signature(row)),
+            "out": Out(stream.Signature(out_row_layout(config))),
+            "idle": Out(1),
+            "alu_pass": Out(1),
+            "read_wait": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        L = cfg.lanes
+        u = self.uop.payload
+        m.submodules.out_queue = out_q = Queue(out_row_layout(cfg), self._out_depth)
+
+        wb_pack = Signal(Pack)
+        operands = u.operands.as_value()
+        need1 = operands.matches(Operands.ROWS, Operands.BCAST, Operands.SCALAR, Operands.ACC)
+        need2 = operands.matches(Operands.ROWS, Operands.LOAD)
+        have = (~need1 | self.rows1.valid) & (~need2 | self.rows2.valid)
+        room = out_q.level + (wb_pack != Pack.NONE) < self._out_depth
+        fire = Signal()
+        m.d.comb += [
+            fire.eq(self.uop.valid & have & ((u.pack == Pack.NONE) | room)),
+            self.uop.ready.eq(fire),
+            self.rows1.ready.eq(fire & u.pop1),
+            self.rows2.ready.eq(fire & u.pop2),
+            self.alu_pass.eq(fire),
+            self.read_wait.eq(self.uop.valid & ~have),
+        ]
+
+        results = self._execute(m, fire)
+        wb_res = [Signal(32, name=f"wb_res{k}", reset_less=True) for k in range(L)]
+        wb_relu = Signal(reset_less=True)
+        wb_addr = Signal(row_bits(cfg), reset_less=True)
+        m.d.sync += wb_pack.eq(Mux(fire, u.pack, Pack.NONE))
+        with m.If(fire):
+            m.d.sync += [wb_relu.eq(u.relu), wb_addr.eq(u.addr),
+                         *(r.eq(v) for r, v in zip(wb_res, results, strict=True))]
+
+        m.d.comb += [
+            out_q.i.valid.eq(wb_pack.as_value().matches(*WRITES_ROW)),
+            out_q.i.payload.addr.eq(wb_addr),
+            out_q.i.payload.data.eq(self._writeback(m, wb_pack, wb_relu, wb_res)),
+            self.idle.eq((wb_pack == Pack.NONE) & (out_q.level == 0)),
+        ]
+        wiring.connect(m, out_q.o, wiring.flipped(self.out))
+        return m
+
+    def _execute(self, m, fire):
+        """The lanes, their operands, and the accumulator and broadcast row they update;
+        returns the lanes' results."""
+        L = self._config.lanes
+        u = self.uop.payload
+        acc = [Signal(32, name=f"acc{j}", reset_less=True) for j in range(2 * L)]
+        bcast = Signal(8 * self._config.row_bytes, reset_less=True)
+        row1 = _words(self.rows1.payload, L)
+        row2 = _words(self.rows2.payload, L)
+        row_b = _words(bcast, L)
+
+        def element(word, half):
+            """An operand word, or the bfloat16 half of it widened to fp32."""
+            return Mux(u.bf16, Cat(Const(0, 16), Mux(half, word[16:], word[:16])), word)
+
+        results = []
+        for k in range(L):
+            lane = self._lane.instance(m, f"lane{k}")
+            tree = u.operands == Operands.TREE
+            y = Signal(32, name=f"y{k}")
+            with m.Switch(u.operands):
+                with m.Case(Operands.ROWS):
+                    m.d.comb += y.eq(element(row2[k], u.half))
+                with m.Case(Operands.BCAST):
+                    m.d.comb += y.eq(element(row_b[k], u.half))
+                with m.Case(Operands.SCALAR):
+                    m.d.comb += y.eq(element(u.scalar, 0))
+                with m.Case(Operands.ACC):
+                    m.d.comb += y.eq(Mux(u.bf16, Mux(u.half, acc[2 * k + 1], acc[2 * k]),
+                                         acc[k]))
+                with m.Case(Operands.TREE):
+                    m.d.comb += y.eq(acc[2 * k + 1])
+            m.d.comb += [lane.op.eq(u.alu), lane.fp.eq(u.fp), lane.shift.eq(u.shift),
+                         lane.x.eq(Mux(tree, acc[2 * k], element(row1[k], u.half))),
+                         lane.y.eq(y)]
+            results.append(lane.result)
+
+        with m.If(fire):
+            with m.Switch(u.operands):
+                with m.Case(Operands.LOAD):
+                    m.d.sync += bcast.eq(self.rows2.payload)
+                with m.Case(Operands.ACC):
+                    for j in range(2 * L):
+                        with m.If(u.bf16 & (u.half == j % 2)):
+                            m.d.sync += acc[j].eq(results[j // 2])
+                        if j < L:
+                            with m.If(~u.bf16):
+                                m.d.sync += acc[j].eq(results[j])
+                with m.Case(Operands.TREE):
+                    m.d.sync += [acc[j].eq(results[j]) for j in range(L)]
+        return results
+
+    def _writeback(self, m, pack, relu, res):
+        """The destination row of the results ``res`` registered by the execute stage."""
+        L = self._config.lanes
+        zero = Const(0, 16 * L)
+        relu_res = [Mux(relu & r[31], 0, r) for r in res]    # NaN results are canonical: > 0
+        rounded = [fp32_to_bf16(r) for r in relu_res]
+        held = [Signal(16, name=f"held{k}", reset_less=True) for k in range(L)]
+        with m.If(pack == Pack.LOW):
+            m.d.sync += [h.eq(r) for h, r in zip(held, rounded, strict=True)]
+        raw = Cat(*res)
+        halves = _words(raw, L, 16)
+        widened = [Mux(fp32_is_nan(Cat(Const(0, 16), e)), FP32_NAN, Cat(Const(0, 16), e))
+                   for e in halves]
+        row = Signal(32 * L)
+        with m.Switch(pack):
+            with m.Case(Pack.WORDS):
+                m.d.comb += row.eq(Cat(*relu_res))
+            with m.Case(Pack.BF16):
+                m.d.comb += row.eq(Cat(*(Cat(h, r) for h, r in zip(held, rounded,
+                                                                   strict=True))))
+            with m.Case(Pack.F32_BF16):
+                m.d.comb += row.eq(Cat(*rounded, zero))
+            with m.Case(Pack.BF16_F32):
+                m.d.comb += row.eq(Cat(*widened))
+            with m.Case(Pack.I8):
+                m.d.comb += row.eq(Cat(*(r[:8] for r in res)))
+            with m.Case(Pack.I8_I32):
+                m.d.comb += row.eq(Cat(*(Cat(b, b[7].replicate(24)) for b in _words(raw, L, 8))))
+            with m.Case(Pack.FIRST):
+                m.d.comb += row.eq(res[0])
+        return row
