@@ -50,6 +50,7 @@ class TensorCore(Top):
         self._seq = Sequencer(cfg, imem_name=f"{cfg.name}_imem")
         self._vmem = VMEM(cfg, reads=5, writes=3, name=f"{cfg.name}_vmem_bank")
         self._matmul = MatmulEngine(cfg)
+        self._vpu = VPU(cfg, prefix=cfg.name)
         super().__init__(config, {
             "csr": In(AXI4LiteSignature(addr_width=CSR_ADDR_WIDTH)),
             "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width,
@@ -59,7 +60,8 @@ class TensorCore(Top):
 
     @property
     def submodules(self):
-        return [*self._seq.submodules, *self._vmem.submodules, *self._matmul.submodules]
+        return [*self._seq.submodules, *self._vmem.submodules, *self._matmul.submodules,
+                *self._vpu.submodules]
 
     @property
     def extras(self):
@@ -73,7 +75,7 @@ class TensorCore(Top):
         m.submodules.vmem = vmem = self._vmem
         m.submodules.matmul = mm = self._matmul
         m.submodules.dma = dma = DMA(cfg)
-        m.submodules.vpu = vpu = VPU(cfg)
+        m.submodules.vpu = vpu = self._vpu
         for k, port in enumerate([mm.a_rd, mm.w_rd, vpu.src1, vpu.src2, dma.rd]):
             wiring.connect(m, port, vmem.rd[k])
         for k, port in enumerate([mm.c_wr, vpu.dst, dma.wr]):
