@@ -15,12 +15,14 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from hdl.tensorcore.config import TensorCoreConfig
 from hdl.tensorcore.isa import SEM_NONE, Error, Op, Queue, encode
 from podium import compiler
+from podium.isasim import TensorCoreSim
 from podium.program import DTYPES
 from podium.runner import golden
 from verification.models.mxu import MXUModel
 from verification.tb.axi import axi_ram, axil_master
-from verification.tb.bench import FLOWS, new_rng, start
+from verification.tb.bench import FLOWS, env_int, new_rng, start
 from verification.tb.packing import load_sidecar
+from verification.traffic.tensorcore import random_program
 
 __all__ = ["TensorCoreHost", "TensorCoreBench", "Outcome"]
 
@@ -266,7 +268,31 @@ async def compiled_mlp(tb):
     await run_against_golden(tb, program, _inputs(program, rng), "mlp")
 
 
-TESTS = [dma_round_trip, matmul_from_hbm, compiled_gemms, compiled_mlp]
+async def random_programs(tb):
+    """Random programs from the ISA (verification/traffic/tensorcore.py): two interleaved
+    chains of DMA, VPU and MXU work with scalar arithmetic and a loop; HBM, registers,
+    semaphores and the timing-free counters agree with the golden ISA simulator."""
+    for _ in range(env_int("PODIUM_TC_PROGRAMS", 3)):
+        words, image, regions = random_program(tb.cfg, tb.rng)
+        for address, data in image.items():
+            tb.write_hbm(address, data)
+        out = await tb.run(words, budget=1_000_000)
+        sim = TensorCoreSim(tb.cfg, hbm_capacity=HBM_BYTES)
+        for address, data in image.items():
+            sim.hbm.write(address, data)
+        sim.load(words)
+        want = sim.run()
+        assert want.status == "done" and out.done and out.error == Error.NONE, (out, want)
+        for address, length in regions:
+            assert tb.read_hbm(address, length) == want.hbm.read(address, length), (
+                "HBM differs from the golden simulator's")
+        assert out.regs == [int(r) for r in want.registers], (out.regs, want.registers)
+        assert out.sems == [int(x) for x in want.semaphores]
+        for name in ("retired", "bytes_read", "bytes_written"):
+            assert out.counters[name] == want.counters[name], (name, out, want.counters)
+
+
+TESTS = [dma_round_trip, matmul_from_hbm, compiled_gemms, compiled_mlp, random_programs]
 """The programs every bench of a TensorCore runs (this one, the chip's)."""
 
 
