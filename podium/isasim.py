@@ -172,9 +172,10 @@ class TensorCoreSim:
 
     # Running ----------------------------------------------------------------------------
 
-    def run(self, max_steps=10_000_000):
-        """Run from instruction 0 until done, an error or ``max_steps`` actions."""
+    def run(self, max_steps=10_000_000, start_pc=0):
+        """Run from instruction ``start_pc`` until done, an error or ``max_steps`` actions."""
         self._reset()
+        self.pc = start_pc
         actors = [self._front_end_step] + [lambda q=q: self._engine_step(q) for q in _ENGINES]
         ready = [self._front_end_ready] + [lambda q=q: self._engine_ready(q) for q in _ENGINES]
         steps, turn = 0, 0

@@ -13,7 +13,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from hdl.tensorcore.config import TensorCoreConfig
-from hdl.tensorcore.isa import SEM_NONE, Error, Op, Queue, encode
+from hdl.tensorcore.isa import SEM_NONE, DType, Error, Op, Queue, VOp, encode
 from podium import compiler
 from podium.isasim import TensorCoreSim
 from podium.program import DTYPES
@@ -70,6 +70,10 @@ class TensorCoreHost:
         TensorCore's pin) to fall, and return the :class:`Outcome`."""
         await self.write(self.reg["START_PC"], start_pc)
         await self.write(self.reg["CONTROL"], 1)
+        return await self.run_to_end(running, budget=budget)
+
+    async def run_to_end(self, running, *, budget=200_000):
+        """Wait for a started run to end; its :class:`Outcome`."""
         for _ in range(budget):
             await RisingEdge(self.dut.clk)
             if not running.value:
@@ -114,9 +118,9 @@ class TensorCoreBench:
     def read_hbm(self, address, length):
         return self.ram.read(address, length)
 
-    async def run(self, program, **kw):
-        await self.host.load(program)
-        return await self.host.run(self.dut.running, **kw)
+    async def run(self, program, start_pc=0, **kw):
+        await self.host.load(program, at=start_pc)
+        return await self.host.run(self.dut.running, start_pc=start_pc, **kw)
 
 
 def li(reg, value):
@@ -292,7 +296,70 @@ async def random_programs(tb):
             assert out.counters[name] == want.counters[name], (name, out, want.counters)
 
 
-TESTS = [dma_round_trip, matmul_from_hbm, compiled_gemms, compiled_mlp, random_programs]
+async def check_error(tb, words, want, *, golden_pc=True, start_pc=0):
+    """Run ``words``: the run must stop with error ``want`` at the PC the golden simulator
+    gives (``golden_pc``); then the core must still answer: cleared, a small program runs."""
+    out = await tb.run(words, start_pc=start_pc, budget=200_000)
+    assert not out.done and out.error == want, f"expected {want.name}: {out}"
+    if golden_pc:
+        sim = TensorCoreSim(tb.cfg, hbm_capacity=HBM_BYTES)
+        sim.load([0] * start_pc + list(words))
+        ref = sim.run(max_steps=100_000, start_pc=start_pc)
+        assert (ref.error, ref.error_pc) == (want, out.error_pc), (
+            f"{want.name} at {out.error_pc}; golden: {ref.error.name} at {ref.error_pc}")
+    await tb.host.clear()
+    again = await tb.run([li(3, 77), encode(Op.HALT)])
+    assert again.done and again.regs[3] == 77, f"no recovery after {want.name}: {again}"
+    return out
+
+
+async def errors(tb):
+    """Every error the core can find on its own stops the run with its code and PC (as the
+    golden simulator says), nothing hangs, and the core runs the next program: illegal
+    instructions, PC out of range (branch, fall-through), VMEM operands out of range or
+    misaligned, a misaligned DMA shape, a semaphore overflow, a deadlock, the host's abort."""
+    cfg = tb.cfg
+    depth, rb = cfg.imem_depth, cfg.row_bytes
+    nop_bit = encode(Op.NOP) | 1
+    bad_vop = encode(Op.VOP, vop=7, dtype=DType.INT32, b=1, c=1, d=1)
+    for word in (0x3F << 58, nop_bit, bad_vop,
+                 encode(Op.WAIT, queue=Queue.MXU, sem=cfg.semaphores)):
+        await check_error(tb, [li(1, 5), word, encode(Op.HALT)], Error.ILLEGAL_INSTRUCTION)
+    await check_error(tb, [li(1, 1), encode(Op.JMP, target=depth)], Error.PC_RANGE)
+    await check_error(tb, [encode(Op.NOP), encode(Op.NOP)], Error.PC_RANGE,
+                      start_pc=depth - 2)
+    cases = {
+        "vop past the end": [li(1, 2), encode(Op.VPU_CFG, b=1), li(2, cfg.vmem_bytes - rb),
+                             encode(Op.VOP, vop=VOp.ADD, dtype=DType.INT32, b=2, c=0, d=0)],
+        "vop misaligned": [li(1, 1), encode(Op.VPU_CFG, b=1), li(2, 4),
+                           encode(Op.VOP, vop=VOp.COPY, dtype=DType.FP32, b=2, c=0)],
+        "matmul misaligned": [li(1, 1), encode(Op.MXU_SHAPE, b=1, c=1, d=1), li(2, 1),
+                              encode(Op.MATMUL, b=2, c=0, d=0, emit=1)],
+        "dma past the end": [li(1, cfg.beat_bytes), encode(Op.DMA_SHAPE, dim=0, b=1),
+                             li(2, cfg.vmem_bytes), encode(Op.DMA_LOAD, b=0, c=2, sem=SEM_NONE)],
+    }
+    for words in cases.values():
+        await check_error(tb, words + [encode(Op.HALT)], Error.VMEM_RANGE)
+    await check_error(tb, [li(1, cfg.beat_bytes // 2), encode(Op.DMA_SHAPE, dim=0, b=1),
+                           encode(Op.DMA_LOAD, b=0, c=0, sem=0), encode(Op.HALT)],
+                      Error.DMA_ALIGN)
+    await check_error(tb, [li(1, 256), encode(Op.SIGNAL, queue=Queue.VPU, sem=2),
+                           encode(Op.ADDI, a=1, b=1, imm32=0xFFFFFFFF),
+                           encode(Op.BNE, b=1, c=0, target=1), encode(Op.HALT)],
+                      Error.SEM_OVERFLOW)
+    await check_error(tb, [encode(Op.WAIT, queue=Queue.MXU, sem=5), encode(Op.HALT)],
+                      Error.DEADLOCK)
+    await tb.host.load([encode(Op.JMP, target=0)])
+    await tb.host.write(tb.host.reg["START_PC"], 0)
+    await tb.host.write(tb.host.reg["CONTROL"], 1)
+    await ClockCycles(tb.dut.clk, 200)
+    await tb.host.write(tb.host.reg["CONTROL"], 2)
+    out = await tb.host.run_to_end(tb.dut.running)
+    assert out.error == Error.ABORTED and out.error_pc == 0, out
+    await tb.host.clear()
+
+
+TESTS = [dma_round_trip, matmul_from_hbm, compiled_gemms, compiled_mlp, random_programs, errors]
 """The programs every bench of a TensorCore runs (this one, the chip's)."""
 
 
