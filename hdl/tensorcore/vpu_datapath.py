@@ -130,10 +130,10 @@ class VPUDatapath(wiring.Component):
             """An operand word, or the bfloat16 half of it widened to fp32."""
             return Mux(u.bf16, Cat(Const(0, 16), Mux(half, word[16:], word[:16])), word)
 
+        tree = u.operands == Operands.TREE
         results = []
         for k in range(L):
             lane = self._lane.instance(m, f"lane{k}")
-            tree = u.operands == Operands.TREE
             y = Signal(32, name=f"y{k}")
             with m.Switch(u.operands):
                 with m.Case(Operands.ROWS):
