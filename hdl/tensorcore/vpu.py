@@ -42,9 +42,10 @@ class VPU(wiring.Component):
     Parameters
     ----------
     config : TensorCoreConfig
-    prefix : str
+    prefix : str or None
         Start of the Verilog module name of the lane, which is emitted once
-        (``<prefix>_vpu_lane``); list :attr:`submodules` in the top's.
+        (``<prefix>_vpu_lane``; default: the configuration's name); list :attr:`submodules`
+        in the top's.
 
     Members
     -------
@@ -73,9 +74,9 @@ class VPU(wiring.Component):
     stages absorb the rest.
     """
 
-    def __init__(self, config, *, prefix):
+    def __init__(self, config, *, prefix=None):
         self._config = config
-        self._lane = Submodule(f"{prefix}_vpu_lane", LaneALU())
+        self._lane = Submodule(f"{prefix or config.name}_vpu_lane", LaneALU())
         super().__init__({
             "cmd": In(stream.Signature(vpu_command_layout(config))),
             "src1": Out(vmem_read_signature(config)),

@@ -130,10 +130,10 @@ class VPUDatapath(wiring.Component):
             """An operand word, or the bfloat16 half of it widened to fp32."""
             return Mux(u.bf16, Cat(Const(0, 16), Mux(half, word[16:], word[:16])), word)
 
+        tree = u.operands == Operands.TREE
         results = []
         for k in range(L):
             lane = self._lane.instance(m, f"lane{k}")
-            tree = u.operands == Operands.TREE
             y = Signal(32, name=f"y{k}")
             with m.Switch(u.operands):
                 with m.Case(Operands.ROWS):
@@ -168,9 +168,10 @@ class VPUDatapath(wiring.Component):
         return results
 
     def _writeback(self, m, pack, relu, res):
-        """The destination row of the results ``res`` registered by the execute stage."""
+        """The destination row of the results ``res`` registered by the execute stage, built
+        word by word (one small multiplexer per 32-bit word of the row: a row-wide one
+        becomes a single line of Verilog too long for Verilator on wide rows)."""
         L = self._config.lanes
-        zero = Const(0, 16 * L)
         relu_res = [Mux(relu & r[31], 0, r) for r in res]    # NaN results are canonical: > 0
         rounded = [fp32_to_bf16(r) for r in relu_res]
         held = [Signal(16, name=f"held{k}", reset_less=True) for k in range(L)]
@@ -178,23 +179,27 @@ class VPUDatapath(wiring.Component):
             m.d.sync += [h.eq(r) for h, r in zip(held, rounded, strict=True)]
         raw = Cat(*res)
         halves = _words(raw, L, 16)
-        widened = [Mux(fp32_is_nan(Cat(Const(0, 16), e)), FP32_NAN, Cat(Const(0, 16), e))
-                   for e in halves]
-        row = Signal(32 * L)
-        with m.Switch(pack):
-            with m.Case(Pack.WORDS):
-                m.d.comb += row.eq(Cat(*relu_res))
-            with m.Case(Pack.BF16):
-                m.d.comb += row.eq(Cat(*(Cat(h, r) for h, r in zip(held, rounded,
-                                                                   strict=True))))
-            with m.Case(Pack.F32_BF16):
-                m.d.comb += row.eq(Cat(*rounded, zero))
-            with m.Case(Pack.BF16_F32):
-                m.d.comb += row.eq(Cat(*widened))
-            with m.Case(Pack.I8):
-                m.d.comb += row.eq(Cat(*(r[:8] for r in res)))
-            with m.Case(Pack.I8_I32):
-                m.d.comb += row.eq(Cat(*(Cat(b, b[7].replicate(24)) for b in _words(raw, L, 8))))
-            with m.Case(Pack.FIRST):
-                m.d.comb += row.eq(res[0])
-        return row
+        quarters = _words(raw, L, 8)
+
+        words = []
+        for k in range(L):
+            word = Signal(32, name=f"out{k}")
+            bf16 = Cat(Const(0, 16), halves[k])
+            candidates = {
+                Pack.WORDS: relu_res[k],
+                Pack.BF16: Cat(held[k], rounded[k]),
+                Pack.BF16_F32: Mux(fp32_is_nan(bf16), FP32_NAN, bf16),
+                Pack.I8_I32: quarters[k].as_signed(),
+            }
+            if 2 * k < L:       # packed results fill the first half / quarter of the row
+                candidates[Pack.F32_BF16] = Cat(*rounded[2 * k:2 * k + 2])
+            if 4 * k < L:
+                candidates[Pack.I8] = Cat(*(r[:8] for r in res[4 * k:4 * k + 4]))
+            if k == 0:
+                candidates[Pack.FIRST] = res[0]
+            with m.Switch(pack):
+                for case, value in candidates.items():
+                    with m.Case(case):
+                        m.d.comb += word.eq(value)
+            words.append(word)
+        return Cat(*words)

@@ -12,6 +12,8 @@ stage keeps the span of destination rows with writes outstanding and compares th
 source rows with it.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -129,8 +131,8 @@ class VPUIssue(wiring.Component):
         st = _State(cfg)
 
         bf16 = (cmd.kind != VPUKind.VCAST) & (cmd.dtype == DType.BF16)
-        ctl = _Control(
-            binary=~cmd.vop.as_value().matches(VOp.RELU, VOp.COPY),
+        ctl = SimpleNamespace(        # facts about the command that several decisions share
+            binary=_binary(cmd.vop),
             bf16=bf16,
             last_half=~bf16 | st.half,
             last_row=st.row == cmd.count - 1,
@@ -169,8 +171,7 @@ class VPUIssue(wiring.Component):
         m.d.comb += self.cmd.ready.eq(~busy | done)
         with m.If(self.cmd.valid & self.cmd.ready):
             p = self.cmd.payload
-            load = ((p.kind == VPUKind.VOP) & (p.src2_mode == Src2.BROADCAST)
-                    & ~p.vop.as_value().matches(VOp.RELU, VOp.COPY))
+            load = (p.kind == VPUKind.VOP) & (p.src2_mode == Src2.BROADCAST) & _binary(p.vop)
             m.d.sync += [cmd.eq(p), busy.eq(p.count != 0), fresh.eq(1), st.row.eq(0), st.step.eq(0),
                          st.half.eq(0), st.level.eq(0), st.rd1.eq(p.src1), st.rd2.eq(p.src2),
                          st.wr.eq(p.dst), st.phase.eq(Mux(load, _Phase.LOAD, _Phase.STEPS))]
@@ -278,11 +279,9 @@ class _State:
         self.wr = Signal(row_bits(cfg))
 
 
-class _Control:
-    """Facts about the command and the position in it that several decisions share."""
-
-    def __init__(self, **facts):
-        self.__dict__.update(facts)
+def _binary(vop):
+    """Whether a VOP operation takes a second operand."""
+    return ~vop.as_value().matches(VOp.RELU, VOp.COPY)
 
 
 def _vop_pass(m, cmd, st, ctl, u, read1, read2, last):

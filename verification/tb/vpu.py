@@ -359,9 +359,16 @@ async def test_casts(dut, flow):
     multipliers = [0, 1, -1, 2, 3, -3, 2**31 - 1, -2**31, 2**16, 12345, -987654]
     shifts = [0, 1, 2, 7, 8, 15, 16, 31, 32, 33, 47, 61, 62]
     tb.fill(DType.INT32, "mixed")
+    clipped = [0, 0]        # elements saturated low, high: the stimulus must reach both
     for i, shift in enumerate(shifts):
         for scalar in (multipliers[i % len(multipliers)], int(tb.rng.integers(-2**31, 2**31))):
-            tb.submit(tb.random_command("VCAST", cast=Cast.I32_I8, scalar=scalar, shift=shift))
+            c = tb.random_command("VCAST", cast=Cast.I32_I8, scalar=scalar, shift=shift)
+            x = tb.golden[c.src1:c.src1 + c.count].view(np.int32).ravel().tolist()
+            scaled = [(v * scalar + (1 << shift >> 1)) >> shift for v in x]
+            clipped[0] += sum(v < -128 for v in scaled)
+            clipped[1] += sum(v > 127 for v in scaled)
+            tb.submit(c)
+    assert min(clipped) > 0, f"requantization saturated {clipped} (low, high) elements"
     await tb.drain()
     # Exact halves: x * 1 with x = (2k + 1) * 2^(shift - 1), both signs.
     ties = [(2 * k + 1) * sign << s - 1 for s in (1, 2, 5) for k in range(-3, 3)

@@ -5,10 +5,13 @@ specification (docs/tensorcore.md, "VPU")."""
 import numpy as np
 import pytest
 
+from hdl.config import ConfigError
+from hdl.generate import generate, make_config
 from hdl.mxu.config import MXUConfig
 from hdl.tensorcore.config import TensorCoreConfig
 from hdl.tensorcore.isa import Cast, DType, ROp, VOp
 from hdl.tensorcore.vpu_top import VPUTopConfig
+from sim.runner import lint
 from verification.models.vpu import vcast_rows, vop_rows, vred_rows
 from verification.tests.suite import cases
 
@@ -138,3 +141,32 @@ def test_model_reductions():
     assert words(vred_rows(ROp.SUM, DType.BF16, b, 1)) == [[f32(1 + 7 * 2.0**-8), 0, 0, 0]]
     n = rows32([f32(1), NAN | 5, f32(3), 0x80000000])
     assert words(vred_rows(ROp.MAX, DType.FP32, n, 1)) == [[NAN, 0, 0, 0]]
+
+
+def test_generate_lint_random(seed, tmp_path):
+    """Random accepted TensorCore shapes give a VPU top that Verilator lints clean."""
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        row_bytes = int(2 ** rng.integers(3, 7))
+        banks = int(2 ** rng.integers(0, 4))
+        vmem = int(2 ** rng.integers(max(10, (banks * row_bytes).bit_length()), 18))
+        cols = min(8, row_bytes // 4)
+        tc = TensorCoreConfig(mxu=MXUConfig(rows=cols, cols=cols), row_bytes=row_bytes,
+                              axi_data_width=min(256, 8 * row_bytes), vmem_bytes=vmem,
+                              vmem_banks=banks)
+        design = generate("vpu", VPUTopConfig(tc))
+        lint(design.write(tmp_path), design.name)
+
+
+@pytest.mark.slow
+def test_generate_lint_widest(tmp_path):
+    """The widest VPU (1 KiB rows: 256 lanes) on the largest VMEM lints clean."""
+    tc = TensorCoreConfig(row_bytes=1024, vmem_bytes=16 << 20)
+    design = generate("vpu", VPUTopConfig(tc))
+    lint(design.write(tmp_path), design.name)
+
+
+def test_config_refused():
+    with pytest.raises(ConfigError) as info:
+        make_config("vpu", {"tensorcore": {"row_bytes": 12}})
+    assert "vpu.tensorcore.row_bytes must be one of 32, 64" in str(info.value)
