@@ -10,11 +10,12 @@ import json
 import cocotb
 
 from hdl.chip import ChipConfig
+from hdl.tensorcore.isa import SEM_NONE, Error, Op, encode
 from podium.program import Program
 from verification.tb.bench import SHORT_FLOWS, measurement, new_rng, perf_spec, write_report
 from verification.tb.hbm import HBMBench
 from verification.tb.packing import load_sidecar
-from verification.tb.tensorcore import TESTS, TensorCoreHost, cocotb_tests
+from verification.tb.tensorcore import TESTS, TensorCoreHost, check_error, cocotb_tests, li
 
 __all__ = ["ChipBench"]
 
@@ -59,7 +60,19 @@ class ChipBench:
         return out
 
 
-globals().update(cocotb_tests(ChipBench, TESTS, SHORT_FLOWS, __name__))
+async def dma_error(tb):
+    """A load and a store past the HBM's capacity are answered DECERR: the run stops with
+    DMA_RESPONSE at that transfer, every burst is answered, and the chip runs the next
+    program."""
+    past = tb.chip.hbm.capacity
+    for op in (Op.DMA_LOAD, Op.DMA_STORE):
+        words = [li(1, past), li(2, 4 * tb.cfg.beat_bytes), encode(Op.DMA_SHAPE, dim=0, b=2),
+                 encode(op, b=1, c=0, sem=SEM_NONE), encode(Op.HALT)]
+        out = await check_error(tb, words, Error.DMA_RESPONSE, golden_pc=False)
+        assert out.error_pc == 3, out
+
+
+globals().update(cocotb_tests(ChipBench, [*TESTS, dma_error], SHORT_FLOWS, __name__))
 
 
 @measurement

@@ -77,6 +77,17 @@ class _Chain:
         return self._transfer(Op.DMA_STORE if store else Op.DMA_LOAD, hbm, vmem, run,
                               list(zip(counts, hstride, vstride, strict=True)))
 
+    def _dst(self, rows, sources):
+        """A destination of ``rows`` rows that overlaps each source (``(base, rows)``) only
+        from below (docs/tensorcore.md): a random one, moved down onto the first source it
+        would overlap from above."""
+        rb = self.cfg.row_bytes
+        dst = self._vrow(rows)
+        for base, n in sources:
+            if base < dst < base + n * rb and rows:
+                dst = base
+        return dst
+
     def vpu(self):
         rng = self.rng
         count = rng.randint(0, 4)
@@ -85,16 +96,21 @@ class _Chain:
                 encode(Op.VPU_CFG, b=6, c=7, d=8)]
         if kind == Op.VOP:
             mode = rng.choice(list(Src2))
-            body += [_li(1, self._vrow(count)), _li(2, self._vrow(count)),
-                     _li(3, self._vrow(count if mode == Src2.ROWS else 1)),
+            src1 = self._vrow(count)
+            rows2 = count if mode == Src2.ROWS else 1
+            src2 = self._vrow(rows2)
+            sources = [(src1, count)] + ([(src2, rows2)] if mode == Src2.ROWS else [])
+            body += [_li(1, self._dst(count, sources)), _li(2, src1), _li(3, src2),
                      encode(Op.VOP, vop=rng.choice(list(VOp)), dtype=rng.choice(list(DType)),
                             b=1, c=2, d=3, src2=mode, relu=rng.randint(0, 1))]
         elif kind == Op.VCAST:
-            body += [_li(1, self._vrow(count)), _li(2, self._vrow(count)),
+            src = self._vrow(count)
+            body += [_li(1, self._dst(count, [(src, count)])), _li(2, src),
                      encode(Op.VCAST, cast=rng.choice(list(Cast)), b=1, c=2)]
         else:
             span = rng.randint(1, 3)
-            body += [_li(1, self._vrow(count)), _li(2, self._vrow(count * span)),
+            src = self._vrow(count * span)
+            body += [_li(1, self._dst(count, [(src, count * span)])), _li(2, src),
                      _li(3, span), encode(Op.VRED, rop=rng.choice(list(ROp)),
                                           dtype=rng.choice(list(DType)), b=1, c=2, d=3)]
         return self._step(Queue.VPU, body)
