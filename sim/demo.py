@@ -1,77 +1,103 @@
-"""The main job: generate the default MXU, run a GEMM on it in Verilator, check the result
-against numpy, and report cycles and utilization.
+"""The main job: generate the default chip, run the UCI digits MLP on it in Verilator, check it,
+and report.
 
-    python -m sim.demo [--rows R --cols C] [--format F] [--m M --k K --n N] [--config FILE.json]
+A 64-32-10 ReLU MLP is trained with scikit-learn on the digits data set inside its wheel,
+quantized to int8 (or bfloat16), and compiled to one program that classifies the whole test
+split from HBM: the TensorCore DMAs the batch in, runs both layers on the MXU with the bias,
+ReLU and requantization on the VPU, and writes the logits back. The same program runs on the
+golden ISA simulator; the classes of the RTL must equal the golden simulator's and numpy's
+inference of the same quantized model exactly.
+
+    python -m sim.demo [--dtype int8|bfloat16]
 """
 
 import argparse
-import json
 import sys
 import time
 
-from hdl.generate import generate, make_config
-from sim.mxu_perf import measure_gemm
+import numpy as np
+
+from hdl.chip import ChipConfig
+from hdl.generate import generate
+from hdl.mxu.config import MXUConfig
+from hdl.tensorcore.config import TensorCoreConfig
+from podium.runner import run
+from podium.workloads import digits
 from sim.runner import BUILD
+
+
+def _config(dtype):
+    if dtype == "int8":
+        return ChipConfig()
+    return ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(fmt="bfloat16")))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
-    p.add_argument("--config", help='JSON file {"block": "mxu", "parameters": {...}}')
-    p.add_argument("--rows", type=int)
-    p.add_argument("--cols", type=int)
-    p.add_argument("--format", dest="fmt", help="operand format (default int8)")
-    p.add_argument("--out-format", dest="out_fmt", help="result format")
-    p.add_argument("--m", type=int, help="GEMM rows of A (default 256)")
-    p.add_argument("--k", type=int, help="GEMM inner dimension (default 4 * rows)")
-    p.add_argument("--n", type=int, help="GEMM columns of B (default 4 * cols)")
+    p.add_argument("--dtype", choices=("int8", "bfloat16"), default="int8")
     args = p.parse_args(argv)
+    chip = _config(args.dtype)
+    tc = chip.tensorcore
 
-    params = {}
-    if args.config:
-        with open(args.config) as f:
-            params = json.load(f).get("parameters", {})
-    for key in ("rows", "cols", "fmt", "out_fmt"):
-        if getattr(args, key) is not None:
-            params[key] = getattr(args, key)
-    try:
-        config = make_config("mxu", params)
-    except ValueError as e:
-        sys.exit(f"demo: {e}")
-    m = args.m or 256
-    k = args.k or 4 * config.rows
-    n = args.n or 4 * config.cols
-
-    out = BUILD / "demo"
     start = time.perf_counter()
-    design = generate("mxu", config)
+    design = generate("chip", chip)
+    vpath = design.write(BUILD / "demo")
     gen_seconds = time.perf_counter() - start
-    vpath = design.write(out)
-    r = measure_gemm(config, m, k, n, tag="demo")
+    print(f"chip generated: {vpath} ({len(design.verilog) / 1e6:.1f} MB, "
+          f"{gen_seconds:.1f} s)", flush=True)
+    data = digits.load()
+    program = digits.compile_digits(tc, data, args.dtype)
+    meta = program.metadata
+    print(f"digits MLP compiled: {len(program.words)} instructions, "
+          f"{len(data.x_test)} test images in one batch", flush=True)
+    golden, golden_out = run(program, sim="golden")
+    print("golden ISA simulator: done", flush=True)
+    start = time.perf_counter()
+    result, outputs = run(program, sim="verilator")
+    rtl_seconds = time.perf_counter() - start
+    if result.status != "done":
+        sys.exit(f"demo: the RTL stopped with {result.error.name} at {result.error_pc}")
+
+    classes = np.argmax(outputs["Y"], axis=1)
+    golden_classes = np.argmax(golden_out["Y"], axis=1)
+    labels = np.array(meta["labels"])
+    accuracy = float(np.mean(classes == labels))
+    c = result.counters
+    useful = (64 * digits.HIDDEN + digits.HIDDEN * 10) * len(labels)
+    slots = c["cycles"] * tc.mxu.rows * tc.mxu.cols
+    checks = {
+        "logits equal the golden simulator's": np.array_equal(outputs["Y"], golden_out["Y"]),
+        "classes equal the golden simulator's": np.array_equal(classes, golden_classes),
+        "classes equal numpy's quantized inference": np.array_equal(classes, meta["classes"]),
+    }
     lines = [
-        f"# Podium demo: MXU {config.rows}x{config.cols} {config.fmt}",
+        f"# Podium demo: digits MLP on the chip ({args.dtype})",
         "",
-        f"- Verilog: {vpath} ({len(design.verilog)} bytes, generated in {gen_seconds:.1f} s)",
-        f"- Verilator build: {r['build_seconds']:.1f} s"
-        + (" (cached)" if r["build_seconds"] == 0 else ""),
-        f"- GEMM: C[{m}x{n}] = A[{m}x{k}] x B[{k}x{n}], {config.fmt} -> {config.output}, "
-        "random operands",
-        "- result: every row matches the numpy golden model",
+        f"- chip: TensorCore {tc.mxu.rows}x{tc.mxu.cols} {tc.mxu.fmt} MXU, "
+        f"{tc.vmem_bytes // 1024} KiB VMEM, HBM2-{chip.hbm.speed} "
+        f"{chip.hbm.pseudo_channels} pseudo-channels (golden device model), ICI router",
+        f"- program: {len(program.words)} instructions, 64-32-10 ReLU MLP, "
+        f"{len(labels)} images",
         "",
         "| measure | value |",
         "|---|---|",
-        f"| cycles (first command to last result) | {r['cycles']} |",
-        f"| utilization M*K*N/(cycles*R*C) | {100 * r['utilization']:.1f}% |",
-        f"| SCALE-Sim no-overlap bound | {r['scalesim_cycles']} cycles, "
-        f"{100 * r['scalesim_utilization']:.1f}% |",
-        f"| streaming lower bound | {r['streaming_cycles']} cycles |",
-        f"| counters: busy / mac / weight_load / stall / weight_wait | {r['busy']} / {r['mac']}"
-        f" / {r['weight_load']} / {r['stall']} / {r['weight_wait']} |",
+        f"| accuracy on the RTL | {100 * accuracy:.2f}% |",
+        f"| numpy, same quantized model | {100 * meta['numpy_accuracy']:.2f}% |",
+        f"| scikit-learn, float | {100 * meta['float_accuracy']:.2f}% |",
+        f"| cycles | {c['cycles']} |",
+        f"| MXU utilization (useful MACs / cycles x rows x cols) | {100 * useful / slots:.1f}% |",
+        f"| MXU busy cycles | {c['mxu_busy']} |",
+        f"| HBM bytes read / written | {c['bytes_read']} / {c['bytes_written']} |",
+        f"| generation, Verilator build, simulation (s) | {gen_seconds:.1f}, "
+        f"{c['build_seconds']:.1f}, {c['run_seconds']:.1f} |",
+        "",
+        *[f"- {name}: {'yes' if ok else 'NO'}" for name, ok in checks.items()],
     ]
     report = "\n".join(lines) + "\n"
-    (out / "report.md").write_text(report)
+    (BUILD / "demo" / "report.md").write_text(report)
     print(report)
-    print(f"report written to {out / 'report.md'}")
-    return 0
+    print(f"report written to {BUILD / 'demo' / 'report.md'} ({rtl_seconds:.0f} s on the RTL)")
+    return 0 if all(checks.values()) else 1
 
 
 if __name__ == "__main__":
