@@ -246,6 +246,15 @@ class RowChoice(wiring.Component):
         e = Signal(entry_layout(cfg))
         m.d.comb += e.eq(self.entries[index])
 
+        closed_page = cfg.page_policy == "closed"
+        if closed_page:     # precharge rows nobody queued hits
+            idle_pre = Signal(cfg.banks)
+            for b in range(cfg.banks):
+                m.d.comb += idle_pre[b].eq(st.open[b] & ~hit_any[b] & st.pre_ok[b]
+                                           & ~self.refresh_active
+                                           & ~(self.col.valid & (self.col.bank == b)))
+            idle_index, idle_found = first_set(m, idle_pre, name="idle_pre")
+
         choose = m.If
         if cfg.refresh:
             with m.If(self.refresh_active):
@@ -257,13 +266,7 @@ class RowChoice(wiring.Component):
         with choose(found):
             m.d.comb += [row.valid.eq(1), row.bank.eq(e.bank), row.row.eq(e.row),
                          row.op.eq(Mux(st.open.bit_select(e.bank, 1), RowOp.PRE, RowOp.ACT))]
-        if cfg.page_policy == "closed":
-            idle_pre = Signal(cfg.banks)
-            for b in range(cfg.banks):
-                m.d.comb += idle_pre[b].eq(st.open[b] & ~hit_any[b] & st.pre_ok[b]
-                                           & ~self.refresh_active
-                                           & ~(self.col.valid & (self.col.bank == b)))
-            idle_index, idle_found = first_set(m, idle_pre, name="idle_pre")
+        if closed_page:
             with m.Elif(idle_found):
                 m.d.comb += [row.valid.eq(1), row.op.eq(RowOp.PRE), row.bank.eq(idle_index)]
         return m
