@@ -24,9 +24,9 @@ from amaranth.lib.wiring import In, Out
 
 from .config import Config, ConfigError
 from .hbm.axi_port import axi_signature
-from .hbm.channel import DfiSignature
 from .hbm.config import HBMConfig
 from .hbm.controller import HBMController
+from .hbm.interface import DfiSignature
 from .ici.config import ICIConfig
 from .ici.packet import coord_layout
 from .ici.router import Router

@@ -18,14 +18,16 @@ Verilog modules and instantiated by name.
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal
-from amaranth.lib import data, fifo, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.arbiter import RoundRobin
 from ..lib.hier import Submodule
+from ..lib.queue import Queue
 from ..top import Top
 from .axi_port import PORT_COUNTERS, AxiPort, axi_signature, local_tag_bits
-from .channel import CHANNEL_COUNTERS, LEAVE_LIMIT, DfiSignature, PseudoChannel, request_layout
+from .channel import CHANNEL_COUNTERS, LEAVE_LIMIT, PseudoChannel
+from .interface import DfiSignature, request_layout
 
 __all__ = ["HBMController"]
 
@@ -98,27 +100,26 @@ class HBMController(Top):
         # (virtual output queues), so a busy pseudo-channel holds back only the requests for it;
         # each pseudo-channel takes from the ports' queues round robin.
         sources = [(p, kind) for p in range(P) for kind in ("rreq", "wreq")]
-        voq = {src: [fifo.SyncFIFO(width=request_layout(cfg).size, depth=VOQ_DEPTH)
-                     for _ in range(C)] for src in sources}
+        voq = {src: [Queue(request_layout(cfg), VOQ_DEPTH) for _ in range(C)]
+               for src in sources}
         for p, kind in sources:
             req = getattr(ports[p], kind)
             target = req.payload.pc if C > 1 else 0
             for i, q in enumerate(voq[p, kind]):
                 m.submodules[f"voq_{kind}{p}_c{i}"] = q
-                m.d.comb += [q.w_en.eq(req.valid & (target == i)),
-                             q.w_data.eq(req.payload.req)]
+                m.d.comb += [q.i.valid.eq(req.valid & (target == i)),
+                             q.i.payload.eq(req.payload.req)]
                 if P > 1:      # the port number rides in the top bits of the tag
-                    tag = data.View(request_layout(cfg), q.w_data).tag
-                    m.d.comb += tag[low:].eq(p)
-            m.d.comb += req.ready.eq(Array(q.w_rdy for q in voq[p, kind])[target])
+                    m.d.comb += q.i.payload.tag[low:].eq(p)
+            m.d.comb += req.ready.eq(Array(q.i.ready for q in voq[p, kind])[target])
         for i, chan in enumerate(chans):
             m.submodules[f"req_pick{i}"] = pick = RoundRobin(len(sources))
-            m.d.comb += [pick.requests.eq(Cat(*[voq[src][i].r_rdy for src in sources])),
+            m.d.comb += [pick.requests.eq(Cat(*[voq[src][i].o.valid for src in sources])),
                          chan.req.valid.eq(pick.valid), pick.advance.eq(chan.req.ready)]
             for k, src in enumerate(sources):
                 with m.If(pick.grant == k):
-                    m.d.comb += chan.req.payload.eq(voq[src][i].r_data)
-                m.d.comb += voq[src][i].r_en.eq((pick.grant == k) & chan.req.ready)
+                    m.d.comb += chan.req.payload.eq(voq[src][i].o.payload)
+                m.d.comb += voq[src][i].o.ready.eq((pick.grant == k) & chan.req.ready)
 
         # Responses: per port, round robin over the pseudo-channels answering it.
         for kind in ("r", "b"):
