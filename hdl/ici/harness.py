@@ -1,33 +1,36 @@
 """Test-only top of the ICI: the network with a synthesizable traffic generator and delivery
 checker on every endpoint, so long runs (saturation sweeps, soaks) need no Python per cycle.
 
-``mode`` 0 hands every endpoint's injection and ejection streams to the top's ports (cocotb
-drives them, packet by packet); ``mode`` 1 connects the generators and checkers. Both modes
+``mode`` (:class:`Mode`) hands every endpoint's injection and ejection streams to the top's
+ports (cocotb drives them, packet by packet) or to the generators and checkers. Both modes
 build from one Verilog file, so one build per configuration serves every test.
 
 Generator (one per endpoint): a Bernoulli process creates a packet with probability
 ``rate / 65536`` per cycle (creation time into a 16-entry source queue; a packet that finds the
 queue full is counted in ``throttled`` and not created). Packets leave the queue in order; each
-gets a destination by ``pattern`` (:class:`Pattern`: uniform random, transpose, bit complement,
-hotspot, nearest neighbour, all-to-all), a random class, a length (``length``, or random in
-1..max_packet when 0), the next sequence number of its (destination, class) and a payload
-derived from (source, class, sequence number, flit index). The head carries the creation time.
+gets a destination by ``pattern`` (:class:`Pattern`, chosen by :class:`Destination`: uniform
+random, transpose, bit complement, hotspot, nearest neighbour, all-to-all), a random class, a
+length (``length``, or random in 1..max_packet when 0), the next sequence number of its
+(destination, class) and a payload derived from (source, class, sequence number, flit index).
+The head carries the creation time.
 
 Checker (one per endpoint): takes ejected flits with random backpressure (``stall_rate /
 65536`` of cycles not ready) and checks, per packet: destination is this endpoint, source,
 class and length valid, hop count equal to the minimal dimension-order distance, sequence
 number the next of its (source, class), payload intact and the tail exactly at ``length``.
-Errors are counted (and the first one's code and endpoint kept); latency (tail ejection minus
-creation, in cycles) is summed over packets and its maximum kept.
+Errors are counted (and the first one's code, a :class:`CheckError`, and endpoint kept);
+latency (tail ejection minus creation, in cycles) is summed over packets and its maximum kept.
 """
 
 from functools import reduce
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, fifo, memory, stream, wiring
+from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.counter import count_events
 from ..lib.hier import Submodule
+from ..lib.queue import Queue
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from ..top import Top
@@ -35,8 +38,15 @@ from .config import SEQ_BITS, TIMESTAMP_BITS
 from .network import Network, node_coords
 from .packet import coord_layout, eject_layout, header_layout
 
-__all__ = ["Harness", "Generator", "Checker", "Pattern", "CheckError", "SOURCE_QUEUE",
-           "payload_word"]
+__all__ = ["Harness", "Generator", "Destination", "Checker", "TrafficControl", "Mode",
+           "Pattern", "CheckError", "SOURCE_QUEUE", "payload_word"]
+
+
+class Mode(enum.Enum, shape=1):
+    """Who drives the endpoints of the harness."""
+
+    PORTS = 0           # the top's inject/eject ports (cocotb)
+    GENERATORS = 1      # the synthesizable generators and checkers
 
 
 class Pattern(enum.Enum, shape=3):
@@ -61,6 +71,8 @@ class CheckError(enum.Enum, shape=3):
     HEAD_PAYLOAD = 5
     BODY_PAYLOAD = 6
     TAIL_POSITION = 7
+
+
 SOURCE_QUEUE = 16
 IDX_BITS = 7
 
@@ -90,46 +102,62 @@ def _mod_add(a, b, k):
     return Mux(s >= k, s - k, s)
 
 
-def _control_members(cfg):
-    return {
-        "enable": In(1), "pattern": In(Pattern), "rate": In(16), "length": In(cfg.length_bits),
-        "hotspot": In(coord_layout(cfg)), "hotspot_port": In(cfg.port_bits),
-        "hotspot_rate": In(16),
-    }
+class TrafficControl(wiring.Signature):
+    """The traffic the generators make, set by the harness's ports (shared by all endpoints).
+
+    Members
+    -------
+    enable : Out(1)
+        Create packets.
+    pattern : Out(Pattern)
+    rate : Out(16)
+        Packets created per cycle per endpoint, /65536.
+    length : Out(length_bits)
+        Flits per packet; 0: random in 1..max_packet.
+    hotspot : Out(coord_layout), hotspot_port : Out(port_bits), hotspot_rate : Out(16)
+        The hotspot endpoint of :attr:`Pattern.HOTSPOT` and the share of packets sent to it
+        (/65536).
+    """
+
+    def __init__(self, cfg):
+        super().__init__({
+            "enable": Out(1), "pattern": Out(Pattern), "rate": Out(16),
+            "length": Out(cfg.length_bits), "hotspot": Out(coord_layout(cfg)),
+            "hotspot_port": Out(cfg.port_bits), "hotspot_rate": Out(16),
+        })
 
 
-class Generator(wiring.Component):
-    """Traffic generator of one endpoint (see the module docstring)."""
+class Destination(wiring.Component):
+    """Destination of the next generated packet of one endpoint, by pattern (combinational
+    from ``random``; the all-to-all offset advances when ``step`` is high).
+
+    Members
+    -------
+    node : In(coord_layout), port : In(port_bits)
+        The endpoint.
+    control : In(TrafficControl)
+    random : In(64)
+        Fresh random bits for this packet.
+    step : In(1)
+        The destination is used this cycle.
+    dst : Out(coord_layout), dst_port : Out(port_bits)
+    """
 
     def __init__(self, cfg):
         self._cfg = cfg
         super().__init__({
-            "node": In(coord_layout(cfg)), "port": In(cfg.port_bits), "seed": In(32),
-            "now": In(TIMESTAMP_BITS), **_control_members(cfg),
-            "o": Out(stream.Signature(cfg.flit_bits)),
-            "created": Out(32), "throttled": Out(32), "packets": Out(32), "flits": Out(32),
-            "busy": Out(1),
+            "node": In(coord_layout(cfg)), "port": In(cfg.port_bits),
+            "control": In(TrafficControl(cfg)), "random": In(64), "step": In(1),
+            "dst": Out(coord_layout(cfg)), "dst_port": Out(cfg.port_bits),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        D, L, C = cfg.ndims, cfg.local_ports, cfg.classes
+        D, L = cfg.ndims, cfg.local_ports
         me = [self.node[f"c{d}"] for d in range(D)]
-
-        prep = Signal(name="prep")     # the next packet leaves the queue and is prepared
-        rng_a = xorshift(m, 32, self.seed, name="rng_a")
-        rng_b = xorshift(m, 64, Cat(self.seed, ~self.seed), name="rng_b", step=prep)
-        m.submodules.queue = queue = fifo.SyncFIFO(width=TIMESTAMP_BITS, depth=SOURCE_QUEUE)
-        create = self.enable & (rng_a[:16] < self.rate)
-        m.d.comb += [queue.w_en.eq(create), queue.w_data.eq(self.now)]
-        with m.If(create & queue.w_rdy):
-            m.d.sync += self.created.eq(self.created + 1)
-        with m.If(create & ~queue.w_rdy):
-            m.d.sync += self.throttled.eq(self.throttled + 1)
-
-        # Destination of the next packet, by pattern.
-        r = rng_b
+        dst = [self.dst[f"c{d}"] for d in range(D)]
+        ctl, r = self.control, self.random
         uni = [(r[8 * d: 8 * d + 8] * k) >> 8 for d, k in enumerate(cfg.dims)]
         uni_port = (r[24:32] * L) >> 8
         off = [Signal(range(k), name=f"a2a_off{d}", init=int(L == 1 and d == 0))
@@ -137,84 +165,39 @@ class Generator(wiring.Component):
         off_port = Signal(range(max(2, L)), name="a2a_port", init=int(L > 1))
         nb_dim = (r[0:8] * D) >> 8
         nb_up = r[8]
-        dst = [Signal(range(k), name=f"gdst{d}") for d, k in enumerate(cfg.dims)]
-        dst_port = Signal(range(max(2, L)), name="gdst_port")
-        hot = r[48:64] < self.hotspot_rate
-        with m.Switch(self.pattern):
+        hot = r[48:64] < ctl.hotspot_rate
+        with m.Switch(ctl.pattern):
             with m.Case(Pattern.TRANSPOSE):
                 for d, k in enumerate(cfg.dims):
-                    src = me[(d + 1) % D]
                     table = Array(Const(v % k, range(k)) for v in range(max(cfg.dims)))
-                    m.d.comb += dst[d].eq(table[src])
-                m.d.comb += dst_port.eq(self.port)
+                    m.d.comb += dst[d].eq(table[me[(d + 1) % D]])
+                m.d.comb += self.dst_port.eq(self.port)
             with m.Case(Pattern.BITCOMP):
                 for d, k in enumerate(cfg.dims):
                     m.d.comb += dst[d].eq(k - 1 - me[d])
-                m.d.comb += dst_port.eq(self.port)
+                m.d.comb += self.dst_port.eq(self.port)
             with m.Case(Pattern.HOTSPOT):
                 for d in range(D):
-                    m.d.comb += dst[d].eq(Mux(hot, self.hotspot[f"c{d}"], uni[d]))
-                m.d.comb += dst_port.eq(Mux(hot, self.hotspot_port, uni_port))
+                    m.d.comb += dst[d].eq(Mux(hot, ctl.hotspot[f"c{d}"], uni[d]))
+                m.d.comb += self.dst_port.eq(Mux(hot, ctl.hotspot_port, uni_port))
             with m.Case(Pattern.NEIGHBOUR):
                 for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
                     up = Mux(me[d] == k - 1, Const(int(wrap)), Mux(me[d] == 0, 1, nb_up)) \
                         if not wrap else nb_up
                     step = Mux(up, _mod_add(me[d], 1, k), Mux(me[d] == 0, k - 1, me[d] - 1))
                     m.d.comb += dst[d].eq(Mux(nb_dim == d, step, me[d]))
-                m.d.comb += dst_port.eq(uni_port)
+                m.d.comb += self.dst_port.eq(uni_port)
             with m.Case(Pattern.ALLTOALL):
                 for d, k in enumerate(cfg.dims):
                     m.d.comb += dst[d].eq(_mod_add(me[d], off[d], k))
-                m.d.comb += dst_port.eq(_mod_add(self.port, off_port, L))
+                m.d.comb += self.dst_port.eq(_mod_add(self.port, off_port, L))
             with m.Default():   # UNIFORM
                 for d in range(D):
                     m.d.comb += dst[d].eq(uni[d])
-                m.d.comb += dst_port.eq(uni_port)
-        tclass = Signal(range(max(2, C)), name="gclass")
-        m.d.comb += tclass.eq((r[32:40] * C) >> 8)
-        length = Signal(cfg.length_bits, name="glength")
-        m.d.comb += length.eq(Mux(self.length != 0, self.length,
-                                  1 + ((r[40:48] * cfg.max_packet) >> 8)))
-
-        m.submodules.seq = seqmem = memory.Memory(
-            shape=SEQ_BITS, depth=max(2, cfg.endpoints * C), init=[])
-        seq_rd = seqmem.read_port(domain="comb")
-        seq_wr = seqmem.write_port()
-        m.d.comb += [seq_rd.addr.eq(endpoint_index(cfg, dst, dst_port) * C + tclass),
-                     seq_wr.addr.eq(seq_rd.addr), seq_wr.data.eq(seq_rd.data + 1)]
-
-        # The packet being sent, prepared one at a time from the queue.
-        hl = header_layout(cfg)
-        pv = Signal(name="pv")
-        hdr = Signal(hl, name="phdr")
-        ts = Signal(TIMESTAMP_BITS, name="pts")
-        idx = Signal(IDX_BITS, name="pidx")
-        last = idx == hdr.length - 1
-        done = self.o.valid & self.o.ready & last
-        m.d.comb += prep.eq(queue.r_rdy & (~pv | done))
-        m.d.comb += [queue.r_en.eq(prep), seq_wr.en.eq(prep)]
-        with m.If(prep):
-            fields = [hdr[f"dst{d}"].eq(dst[d]) for d in range(D)]
-            fields += [hdr[f"src{d}"].eq(me[d]) for d in range(D)]
-            m.d.sync += [*fields, hdr.dst_port.eq(dst_port), hdr.src_port.eq(self.port),
-                         hdr.tclass.eq(tclass), hdr.length.eq(length), hdr.seq.eq(seq_rd.data),
-                         hdr.hops.eq(0), ts.eq(queue.r_data)]
+                m.d.comb += self.dst_port.eq(uni_port)
+        with m.If(self.step):
             next_off = _odometer(cfg, off, off_port)
             m.d.sync += [o.eq(n) for o, n in zip([*off, off_port], next_off, strict=True)]
-        with m.If(prep):
-            m.d.sync += pv.eq(1)
-        with m.Elif(done):
-            m.d.sync += pv.eq(0)
-
-        src_ep = endpoint_index(cfg, me, self.port)
-        body = payload_word(cfg, src_ep, hdr.tclass, hdr.seq, idx)
-        head = Cat(hdr, ts, body[cfg.header_bits + TIMESTAMP_BITS:])
-        m.d.comb += [self.o.valid.eq(pv), self.o.payload.eq(Mux(idx == 0, head, body))]
-        with m.If(self.o.valid & self.o.ready):
-            m.d.sync += [idx.eq(Mux(last, 0, idx + 1)), self.flits.eq(self.flits + 1)]
-            with m.If(last):
-                m.d.sync += self.packets.eq(self.packets + 1)
-        m.d.comb += self.busy.eq(pv | queue.r_rdy)
         return m
 
 
@@ -234,8 +217,124 @@ def _odometer(cfg, off, off_port):
     return out[1:] + out[:1]
 
 
+class Generator(wiring.Component):
+    """Traffic generator of one endpoint (see the module docstring).
+
+    Members
+    -------
+    node : In(coord_layout), port : In(port_bits)
+        The endpoint.
+    seed : In(32)
+        Taken at reset.
+    now : In(TIMESTAMP_BITS)
+        The time, stamped into each packet at creation.
+    control : In(TrafficControl)
+    o : Out(stream of flit_bits)
+        The packets, flit by flit, into the endpoint's injection port.
+    created, throttled, packets, flits : Out(32)
+        Counters: packets created; creations refused by a full source queue; packets and
+        flits sent.
+    busy : Out(1)
+        Packets are queued or being sent.
+    """
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "node": In(coord_layout(cfg)), "port": In(cfg.port_bits), "seed": In(32),
+            "now": In(TIMESTAMP_BITS), "control": In(TrafficControl(cfg)),
+            "o": Out(stream.Signature(cfg.flit_bits)),
+            "created": Out(32), "throttled": Out(32), "packets": Out(32), "flits": Out(32),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        ctl = self.control
+        prep = Signal()     # the next packet leaves the queue and is prepared
+        rng_a = xorshift(m, 32, self.seed, name="rng_a")
+        rng_b = xorshift(m, 64, Cat(self.seed, ~self.seed), name="rng_b", step=prep)
+        m.submodules.queue = queue = Queue(TIMESTAMP_BITS, SOURCE_QUEUE)
+        create = ctl.enable & (rng_a[:16] < ctl.rate)
+        m.d.comb += [queue.i.valid.eq(create), queue.i.payload.eq(self.now)]
+
+        m.submodules.dest = dest = Destination(cfg)
+        m.d.comb += [dest.node.eq(self.node), dest.port.eq(self.port), dest.random.eq(rng_b),
+                     dest.step.eq(prep)]
+        for name in TrafficControl(cfg).members:
+            m.d.comb += getattr(dest.control, name).eq(getattr(ctl, name))
+        beat, last = self._packet(m, queue, dest, rng_b, prep)
+        count_events(m, self, {"created": create & queue.i.ready,
+                               "throttled": create & ~queue.i.ready,
+                               "packets": beat & last, "flits": beat})
+        return m
+
+    def _packet(self, m, queue, dest, r, prep):
+        """The packet being sent, prepared from the queue's oldest creation time when the one
+        before it has gone (``prep``); returns the flit handshake and its ``last``."""
+        cfg = self._cfg
+        D, C = cfg.ndims, cfg.classes
+        me = [self.node[f"c{d}"] for d in range(D)]
+        dst = [dest.dst[f"c{d}"] for d in range(D)]
+        tclass = Signal(range(max(2, C)), name="gclass")
+        m.d.comb += tclass.eq((r[32:40] * C) >> 8)
+        length = Signal(cfg.length_bits, name="glength")
+        m.d.comb += length.eq(Mux(self.control.length != 0, self.control.length,
+                                  1 + ((r[40:48] * cfg.max_packet) >> 8)))
+        m.submodules.seq = seqmem = memory.Memory(
+            shape=SEQ_BITS, depth=max(2, cfg.endpoints * C), init=[])
+        seq_rd = seqmem.read_port(domain="comb")
+        seq_wr = seqmem.write_port()
+        m.d.comb += [seq_rd.addr.eq(endpoint_index(cfg, dst, dest.dst_port) * C + tclass),
+                     seq_wr.addr.eq(seq_rd.addr), seq_wr.data.eq(seq_rd.data + 1)]
+
+        pv = Signal(name="pv")
+        hdr = Signal(header_layout(cfg), name="phdr")
+        ts = Signal(TIMESTAMP_BITS, name="pts")
+        idx = Signal(IDX_BITS, name="pidx")
+        beat = self.o.valid & self.o.ready
+        last = idx == hdr.length - 1
+        m.d.comb += [prep.eq(queue.o.valid & (~pv | (beat & last))),
+                     queue.o.ready.eq(prep), seq_wr.en.eq(prep)]
+        with m.If(prep):
+            m.d.sync += [*[hdr[f"dst{d}"].eq(dst[d]) for d in range(D)],
+                         *[hdr[f"src{d}"].eq(me[d]) for d in range(D)],
+                         hdr.dst_port.eq(dest.dst_port), hdr.src_port.eq(self.port),
+                         hdr.tclass.eq(tclass), hdr.length.eq(length), hdr.seq.eq(seq_rd.data),
+                         hdr.hops.eq(0), ts.eq(queue.o.payload), pv.eq(1)]
+        with m.Elif(beat & last):
+            m.d.sync += pv.eq(0)
+
+        src_ep = endpoint_index(cfg, me, self.port)
+        body = payload_word(cfg, src_ep, hdr.tclass, hdr.seq, idx)
+        head = Cat(hdr, ts, body[cfg.header_bits + TIMESTAMP_BITS:])
+        m.d.comb += [self.o.valid.eq(pv), self.o.payload.eq(Mux(idx == 0, head, body)),
+                     self.busy.eq(pv | queue.o.valid)]
+        with m.If(beat):
+            m.d.sync += idx.eq(Mux(last, 0, idx + 1))
+        return beat, last
+
+
 class Checker(wiring.Component):
-    """Delivery checker of one endpoint (see the module docstring)."""
+    """Delivery checker of one endpoint (see the module docstring).
+
+    Members
+    -------
+    node : In(coord_layout), port : In(port_bits)
+        The endpoint.
+    seed : In(32)
+        Taken at reset (the backpressure's random source).
+    now : In(TIMESTAMP_BITS)
+    stall_rate : In(16)
+        Probability (/65536) that ``i.ready`` is low in a cycle.
+    i : In(stream of {data, last})
+        From the endpoint's ejection port.
+    packets, flits, errors : Out(32), lat_sum : Out(48), lat_max : Out(TIMESTAMP_BITS)
+        Counters: packets and flits taken, flits with an error; latency sum and maximum.
+    error_code : Out(CheckError)
+        The first error found.
+    """
 
     def __init__(self, cfg):
         self._cfg = cfg
@@ -250,21 +349,42 @@ class Checker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        D, C = cfg.ndims, cfg.classes
-        me = [self.node[f"c{d}"] for d in range(D)]
         rng = xorshift(m, 32, self.seed, name="rng")
         m.d.comb += self.i.ready.eq(~(rng[:16] < self.stall_rate))
         beat = self.i.valid & self.i.ready
         flit, last = self.i.payload.data, self.i.payload.last
-
         hl = header_layout(cfg)
         h = data.View(hl, flit[: cfg.header_bits])
         idx = Signal(IDX_BITS, name="idx")
         cur = Signal(hl, name="cur")          # header of the packet being received
         ts = Signal(TIMESTAMP_BITS, name="ts")
         at_head = idx == 0
-        hdr = data.View(hl, Mux(at_head, h.as_value(), cur.as_value()))
+        code = self._code(m, h, data.View(hl, Mux(at_head, h.as_value(), cur.as_value())),
+                          idx, beat)
+        lat = Signal(TIMESTAMP_BITS, name="lat")
+        pay = cfg.header_bits + TIMESTAMP_BITS
+        m.d.comb += lat.eq(self.now - Mux(at_head, flit[cfg.header_bits: pay], ts))
+        error = beat & (code != CheckError.NONE)
+        count_events(m, self, {"flits": beat, "packets": beat & last, "errors": error,
+                               "lat_sum": Mux(beat & last, lat, 0)})
+        with m.If(beat):
+            m.d.sync += idx.eq(Mux(last, 0, idx + 1))
+            with m.If(at_head):
+                m.d.sync += [cur.eq(h), ts.eq(flit[cfg.header_bits: pay])]
+            with m.If(last & (lat > self.lat_max)):
+                m.d.sync += self.lat_max.eq(lat)
+        with m.If(error & (self.errors == 0)):
+            m.d.sync += self.error_code.eq(code)
+        return m
 
+    def _code(self, m, h, hdr, idx, beat):
+        """The check of the flit being taken (head ``h``, header of its packet ``hdr``, flit
+        index ``idx``): a :class:`CheckError`. Updates the expected sequence numbers."""
+        cfg = self._cfg
+        D, C = cfg.ndims, cfg.classes
+        me = [self.node[f"c{d}"] for d in range(D)]
+        flit, last = self.i.payload.data, self.i.payload.last
+        at_head = idx == 0
         src = [hdr[f"src{d}"] for d in range(D)]
         src_ep = endpoint_index(cfg, src, hdr.src_port)
         m.submodules.expect = mem = memory.Memory(
@@ -307,22 +427,7 @@ class Checker(wiring.Component):
                 m.d.comb += code.eq(CheckError.BODY_PAYLOAD)
             with m.Elif(~tail_ok):
                 m.d.comb += code.eq(CheckError.TAIL_POSITION)
-
-        with m.If(beat):
-            m.d.sync += [self.flits.eq(self.flits + 1), idx.eq(Mux(last, 0, idx + 1))]
-            with m.If(at_head):
-                m.d.sync += [cur.eq(h), ts.eq(flit[cfg.header_bits: pay])]
-            with m.If(code != CheckError.NONE):
-                m.d.sync += self.errors.eq(self.errors + 1)
-                with m.If(self.errors == 0):
-                    m.d.sync += self.error_code.eq(code)
-            with m.If(last):
-                lat = Signal(TIMESTAMP_BITS, name="lat")
-                m.d.comb += lat.eq(self.now - Mux(at_head, flit[cfg.header_bits: pay], ts))
-                m.d.sync += [self.packets.eq(self.packets + 1),
-                             self.lat_sum.eq(self.lat_sum + lat),
-                             self.lat_max.eq(Mux(lat > self.lat_max, lat, self.lat_max))]
-        return m
+        return code
 
 
 class Harness(Top):
@@ -330,11 +435,12 @@ class Harness(Top):
 
     Members
     -------
-    mode : In(1)
-        0: ``inject``/``eject`` ports reach the network; 1: generators and checkers do.
+    mode : In(Mode)
+        Who drives the endpoints: the ``inject``/``eject`` ports, or the generators and
+        checkers.
     inject, eject : as in :class:`~.network.Network`
     enable, pattern, rate, length, hotspot, hotspot_port, hotspot_rate : In
-        Generator controls, shared by all endpoints (see the module docstring).
+        The generators' :class:`TrafficControl`, shared by all endpoints.
     seed : In(32)
         Seeds every generator, checker and fault injector (taken at reset).
     stall_rate : In(16)
@@ -349,6 +455,11 @@ class Harness(Top):
     crc_errors, retries, dropped (and fault_rate, faults with ``faults``) : as in the network.
     """
 
+    SUMS = {"created": ("gen", "created"), "throttled": ("gen", "throttled"),
+            "inj_packets": ("gen", "packets"), "inj_flits": ("gen", "flits"),
+            "ej_packets": ("chk", "packets"), "ej_flits": ("chk", "flits"),
+            "lat_sum": ("chk", "lat_sum"), "errors": ("chk", "errors")}
+
     def __init__(self, config):
         cfg = config.ici
         net = Network(cfg, faults=config.faults)
@@ -356,11 +467,13 @@ class Harness(Top):
         self._gen = Submodule(f"{config.name}_gen", Generator(cfg))
         self._chk = Submodule(f"{config.name}_chk", Checker(cfg))
         E = cfg.endpoints
+        control = {name: In(member.shape)
+                   for name, member in TrafficControl(cfg).members.items()}
         members = {
-            "mode": In(1),
+            "mode": In(Mode),
             "inject": In(stream.Signature(cfg.flit_bits)).array(E),
             "eject": Out(stream.Signature(eject_layout(cfg))).array(E),
-            **_control_members(cfg), "seed": In(32), "stall_rate": In(16),
+            **control, "seed": In(32), "stall_rate": In(16),
             **{n: Out(32) for n in ("created", "throttled", "inj_packets", "inj_flits",
                                     "ej_packets", "ej_flits", "errors", "crc_errors",
                                     "retries", "dropped")},
@@ -378,7 +491,6 @@ class Harness(Top):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config.ici
-        E, L = cfg.endpoints, cfg.local_ports
         net = self._net.instance(m, "net")
         now = Signal(TIMESTAMP_BITS)
         m.d.sync += now.eq(now + 1)
@@ -387,48 +499,49 @@ class Harness(Top):
         if self.config.faults:
             m.d.comb += [net.fault_rate.eq(self.fault_rate), net.fault_seed.eq(self.seed),
                          self.faults.eq(net.faults)]
-        gens, chks = [], []
-        for e in range(E):
-            n, lp = divmod(e, L)
-            coords = node_coords(cfg, n)
-            g = self._gen.instance(m, f"gen{e}")
-            c = self._chk.instance(m, f"chk{e}")
-            for x in (g, c):
-                for d, v in enumerate(coords):
-                    m.d.comb += x.node[f"c{d}"].eq(v)
-                m.d.comb += [x.port.eq(lp), x.now.eq(now)]
-            m.d.comb += [g.seed.eq(self.seed ^ ((2 * e + 1) * 0x9E3779B1 % 2**32)),
-                         c.seed.eq(self.seed ^ ((2 * e + 2) * 0x85EBCA6B % 2**32)),
-                         c.stall_rate.eq(self.stall_rate)]
-            for name in ("enable", "pattern", "rate", "length", "hotspot", "hotspot_port",
-                         "hotspot_rate"):
-                m.d.comb += getattr(g, name).eq(getattr(self, name))
-            ni, ne = net.inject[e], net.eject[e]
-            ti, te = self.inject[e], self.eject[e]
-            with m.If(self.mode):
-                m.d.comb += [ni.valid.eq(g.o.valid), ni.payload.eq(g.o.payload),
-                             g.o.ready.eq(ni.ready), c.i.valid.eq(ne.valid),
-                             c.i.payload.eq(ne.payload), ne.ready.eq(c.i.ready)]
-            with m.Else():
-                m.d.comb += [ni.valid.eq(ti.valid), ni.payload.eq(ti.payload),
-                             ti.ready.eq(ni.ready), te.valid.eq(ne.valid),
-                             te.payload.eq(ne.payload), ne.ready.eq(te.ready)]
-            gens.append(g)
-            chks.append(c)
-        sums = {"created": (gens, "created"), "throttled": (gens, "throttled"),
-                "inj_packets": (gens, "packets"), "inj_flits": (gens, "flits"),
-                "ej_packets": (chks, "packets"), "ej_flits": (chks, "flits"),
-                "lat_sum": (chks, "lat_sum"), "errors": (chks, "errors")}
-        for out, (units, name) in sums.items():
-            m.d.comb += getattr(self, out).eq(tree_sum(getattr(u, name) for u in units))
-        m.d.comb += self.busy.eq(Cat(*[g.busy for g in gens]).any())
+        units = {"gen": [], "chk": []}
+        for e in range(cfg.endpoints):
+            g, c = self._endpoint(m, e, net, now)
+            units["gen"].append(g)
+            units["chk"].append(c)
+        for out, (kind, name) in self.SUMS.items():
+            m.d.comb += getattr(self, out).eq(tree_sum(getattr(u, name) for u in units[kind]))
+        m.d.comb += self.busy.eq(Cat(*[g.busy for g in units["gen"]]).any())
         lat_max = Const(0, TIMESTAMP_BITS)
-        for e, c in enumerate(chks):
+        for e, c in enumerate(units["chk"]):
             step = Signal(TIMESTAMP_BITS, name=f"lat_max{e}")   # a signal: no tree blow-up
             m.d.comb += step.eq(Mux(c.lat_max > lat_max, c.lat_max, lat_max))
             lat_max = step
         m.d.comb += self.lat_max.eq(lat_max)
-        for e in reversed(range(E)):
-            with m.If(chks[e].errors != 0):
-                m.d.comb += [self.error_code.eq(chks[e].error_code), self.error_endpoint.eq(e)]
+        for e in reversed(range(cfg.endpoints)):
+            with m.If(units["chk"][e].errors != 0):
+                m.d.comb += [self.error_code.eq(units["chk"][e].error_code),
+                             self.error_endpoint.eq(e)]
         return m
+
+    def _endpoint(self, m, e, net, now):
+        """Generator and checker of endpoint ``e``, and its streams' switch by ``mode``."""
+        cfg = self.config.ici
+        n, lp = divmod(e, cfg.local_ports)
+        g = self._gen.instance(m, f"gen{e}")
+        c = self._chk.instance(m, f"chk{e}")
+        for x in (g, c):
+            for d, v in enumerate(node_coords(cfg, n)):
+                m.d.comb += x.node[f"c{d}"].eq(v)
+            m.d.comb += [x.port.eq(lp), x.now.eq(now)]
+        m.d.comb += [g.seed.eq(self.seed ^ ((2 * e + 1) * 0x9E3779B1 % 2**32)),
+                     c.seed.eq(self.seed ^ ((2 * e + 2) * 0x85EBCA6B % 2**32)),
+                     c.stall_rate.eq(self.stall_rate)]
+        for name in TrafficControl(cfg).members:
+            m.d.comb += getattr(g.control, name).eq(getattr(self, name))
+        ni, ne = net.inject[e], net.eject[e]
+        ti, te = self.inject[e], self.eject[e]
+        with m.If(self.mode == Mode.GENERATORS):
+            m.d.comb += [ni.valid.eq(g.o.valid), ni.payload.eq(g.o.payload),
+                         g.o.ready.eq(ni.ready), c.i.valid.eq(ne.valid),
+                         c.i.payload.eq(ne.payload), ne.ready.eq(c.i.ready)]
+        with m.Else():
+            m.d.comb += [ni.valid.eq(ti.valid), ni.payload.eq(ti.payload),
+                         ti.ready.eq(ni.ready), te.valid.eq(ne.valid),
+                         te.payload.eq(ne.payload), ne.ready.eq(te.ready)]
+        return g, c

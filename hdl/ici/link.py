@@ -1,4 +1,5 @@
-"""The ICI link layer: CRC on every flit and go-back-N retransmission, inside each router.
+"""The ICI link layer: CRC on every flit and go-back-N retransmission, at both ends of every
+link between two routers.
 
 Sender (:class:`LinkTx`, one per output port): every flit taken from the switch is written
 into a retry buffer of ``retry_depth`` entries and sent with the next sequence number; it stays
@@ -16,10 +17,11 @@ because every count is cumulative the next good one restores whatever it carried
 no acknowledgement is ever lost.
 """
 
-from amaranth.hdl import Cat, Mux, Signal
-from amaranth.lib import data, memory
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
 
-from .packet import reverse_crc, reverse_layout, wire_crc, wire_layout
+from .packet import flit_layout, link_signature, reverse_crc, wire_crc, wire_layout
 
 __all__ = ["LinkTx", "LinkRx", "REPLAY_TIMEOUT"]
 
@@ -27,57 +29,69 @@ REPLAY_TIMEOUT = 32
 """Cycles without acknowledgement progress, with flits outstanding, before a replay."""
 
 
-class LinkTx:
-    """Sending half of a link, built into module ``m``.
+class LinkTx(wiring.Component):
+    """Sending half of a link.
 
-    Inputs (drive them): ``take`` (the switch sends a flit this cycle; only when ``ready``),
-    ``data``, ``head``, ``tail``, ``vc``; ``rev`` (the reverse message from the receiver).
-    Outputs: ``wire`` (registered flit and its CRC), ``ready``, ``credit_delta[vc]`` (credits
-    returned this cycle), ``retry`` and ``rev_error`` (events).
+    A flit taken on ``i`` is on the wire (a register) in the next cycle, and again after every
+    rewind until the receiver acknowledges it. ``i.ready`` depends only on registers: it is low
+    while a replay is in progress or ``retry_depth`` flits are unacknowledged, so at one flit
+    per cycle the link streams as long as acknowledgements return within ``retry_depth``
+    cycles.
+
+    Parameters
+    ----------
+    cfg : ICIConfig
+
+    Members
+    -------
+    i : In(stream of flit_layout)
+        Flits from the switch.
+    link : Out(link_signature)
+        The wire to the receiver and its reverse channel.
+    credits : Out(ArrayLayout(credit_bits, total_vcs))
+        Per VC, the buffer slots the receiver freed that this cycle's reverse message reports
+        (zero when the message is corrupted).
+    retry, rev_error : Out(1)
+        Events: a rewind starts; the reverse message has a bad CRC.
     """
 
-    def __init__(self, m, cfg, name, rev):
-        S, R = cfg.seq_bits, cfg.retry_depth
-        V = cfg.total_vcs
-        wl = wire_layout(cfg)
-        self.take = Signal(name=f"{name}_take")
-        self.data = Signal(cfg.flit_bits, name=f"{name}_data")
-        self.head = Signal(name=f"{name}_head")
-        self.tail = Signal(name=f"{name}_tail")
-        self.vc = Signal(wl["vc"].shape, name=f"{name}_vc")
-        self.ready = Signal(name=f"{name}_ready")
-        self.retry = Signal(name=f"{name}_retry")
-        self.rev_error = Signal(name=f"{name}_rev_error")
-        self.credit_delta = [Signal(cfg.credit_bits, name=f"{name}_cdelta{v}") for v in range(V)]
-        self.wire = Signal(wl, name=f"{name}_wire")
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "i": In(stream.Signature(flit_layout(cfg))),
+            "link": Out(link_signature(cfg)),
+            "credits": Out(data.ArrayLayout(cfg.credit_bits, cfg.total_vcs)),
+            "retry": Out(1),
+            "rev_error": Out(1),
+        })
 
-        entry = data.StructLayout({"data": cfg.flit_bits, "head": 1, "tail": 1,
-                                   "vc": wl["vc"].shape})
-        m.submodules[f"{name}_retry_buf"] = buf = memory.Memory(shape=entry, depth=R, init=[])
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        S, R = cfg.seq_bits, cfg.retry_depth
+        m.submodules.retry_buf = buf = memory.Memory(shape=flit_layout(cfg), depth=R, init=[])
         wp = buf.write_port()
         rp = buf.read_port(domain="comb")
 
-        ack = Signal(S, name=f"{name}_ack")      # oldest unacknowledged
-        send = Signal(S, name=f"{name}_send")    # next to put on the wire
-        wr = Signal(S, name=f"{name}_wr")        # next new sequence number
-        nak_seen = Signal(name=f"{name}_nak_seen")
-        timer = Signal(range(REPLAY_TIMEOUT + 1), name=f"{name}_timer")
-        out = Signal(wl, name=f"{name}_out")     # the register that drives the wire
-
-        outstanding = Signal(S, name=f"{name}_outstanding")
+        ack = Signal(S)                 # oldest unacknowledged
+        send = Signal(S)                # next to put on the wire
+        wr = Signal(S)                  # next new sequence number
+        out = Signal(wire_layout(cfg))  # the register that drives the wire
+        outstanding = Signal(S)
+        take = self.i.valid & self.i.ready
         m.d.comb += [
             outstanding.eq(wr - ack),
-            self.ready.eq((send == wr) & (outstanding < R)),
+            self.i.ready.eq((send == wr) & (outstanding < R)),
             wp.addr.eq(wr[: (R - 1).bit_length()]),
-            wp.data.eq(Cat(self.data, self.head, self.tail, self.vc)),
-            wp.en.eq(self.take),
+            wp.data.eq(self.i.payload),
+            wp.en.eq(take),
             rp.addr.eq(send[: (R - 1).bit_length()]),
         ]
-        with m.If(self.take):
+        with m.If(take):
             m.d.sync += [
-                out.valid.eq(1), out.data.eq(self.data), out.head.eq(self.head),
-                out.tail.eq(self.tail), out.vc.eq(self.vc), out.seq.eq(wr),
-                wr.eq(wr + 1), send.eq(send + 1),
+                out.valid.eq(1), out.data.eq(self.i.payload.data),
+                out.head.eq(self.i.payload.head), out.tail.eq(self.i.payload.tail),
+                out.vc.eq(self.i.payload.vc), out.seq.eq(wr), wr.eq(wr + 1), send.eq(send + 1),
             ]
         with m.Elif(send != wr):
             m.d.sync += [
@@ -87,24 +101,32 @@ class LinkTx:
             ]
         with m.Else():
             m.d.sync += out.valid.eq(0)
-        m.d.comb += [self.wire.eq(out), self.wire.crc.eq(wire_crc(out))]
+        m.d.comb += [self.link.flit.eq(out), self.link.flit.crc.eq(wire_crc(out))]
+        self._reverse(m, ack, send, wr, outstanding)
+        return m
 
-        # Reverse channel: acknowledgements, nak and credits, only from messages with good CRC.
-        rev_ok = Signal(name=f"{name}_rev_ok")
+    def _reverse(self, m, ack, send, wr, outstanding):
+        """Acknowledgements, ``nak`` and credits from reverse messages with a good CRC, and
+        the rewinds (on a new ``nak``, or on the replay timeout)."""
+        cfg = self._cfg
+        rev = self.link.rev
+        rev_ok = Signal()
         m.d.comb += [rev_ok.eq(reverse_crc(rev) == rev.crc), self.rev_error.eq(~rev_ok)]
-        ack_valid = Signal(name=f"{name}_ack_valid")
-        m.d.comb += ack_valid.eq(rev_ok & ((rev.ack - ack)[:S] <= outstanding))
+        ack_valid = Signal()
+        m.d.comb += ack_valid.eq(rev_ok & ((rev.ack - ack)[: cfg.seq_bits] <= outstanding))
         progress = ack_valid & (rev.ack != ack)
+        nak_seen = Signal()
         with m.If(ack_valid):
             m.d.sync += ack.eq(rev.ack)
         with m.If(rev_ok):
             m.d.sync += nak_seen.eq(rev.nak)
-        seen = [Signal(cfg.credit_bits, name=f"{name}_cseen{v}") for v in range(V)]
-        for v in range(V):
-            m.d.comb += self.credit_delta[v].eq(Mux(rev_ok, rev.credits[v] - seen[v], 0))
+        for v in range(cfg.total_vcs):
+            seen = Signal(cfg.credit_bits, name=f"credits_seen{v}")
+            m.d.comb += self.credits[v].eq(Mux(rev_ok, rev.credits[v] - seen, 0))
             with m.If(rev_ok):
-                m.d.sync += seen[v].eq(rev.credits[v])
+                m.d.sync += seen.eq(rev.credits[v])
 
+        timer = Signal(range(REPLAY_TIMEOUT + 1))
         rewind_nak = ack_valid & rev.nak & ~nak_seen
         with m.If(progress | (ack == wr)):
             m.d.sync += timer.eq(0)
@@ -120,38 +142,64 @@ class LinkTx:
         m.d.comb += self.retry.eq(rewind_nak | rewind_timeout)
 
 
-class LinkRx:
-    """Receiving half of a link, built into module ``m``.
+class LinkRx(wiring.Component):
+    """Receiving half of a link.
 
-    Input: ``wire`` (the flit as it arrives). Drive ``freed[vc]`` high in cycles where a flit
-    of that VC leaves the input buffer. Outputs: ``accept`` (a new, intact flit: write it to
-    the buffer), ``rev`` (the reverse message), ``crc_error`` (event).
+    A flit on the wire is offered on ``o`` in the same cycle if it is intact and the next in
+    sequence; ``o`` has no ``ready``, since the sender spends a credit for every flit and so
+    the buffer behind always has room. The reverse message is combinational from registers.
+
+    Parameters
+    ----------
+    cfg : ICIConfig
+
+    Members
+    -------
+    link : In(link_signature)
+        The wire from the sender and the reverse channel back to it.
+    o : Out(stream of flit_layout, always ready)
+        Accepted flits.
+    freed : In(total_vcs)
+        Bit ``v`` high in a cycle where a flit of VC ``v`` leaves the buffer behind: a credit
+        to return.
+    crc_error : Out(1)
+        Event: a flit arrived with a bad CRC.
     """
 
-    def __init__(self, m, cfg, name, wire):
-        S, V = cfg.seq_bits, cfg.total_vcs
-        self.accept = Signal(name=f"{name}_accept")
-        self.crc_error = Signal(name=f"{name}_crc_error")
-        self.freed = [Signal(name=f"{name}_freed{v}") for v in range(V)]
-        self.rev = Signal(reverse_layout(cfg), name=f"{name}_rev")
-        expected = Signal(S, name=f"{name}_expected")
-        nak = Signal(name=f"{name}_nak")
-        freed_count = [Signal(cfg.credit_bits, name=f"{name}_fcount{v}") for v in range(V)]
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "link": In(link_signature(cfg)),
+            "o": Out(stream.Signature(flit_layout(cfg), always_ready=True)),
+            "freed": In(cfg.total_vcs),
+            "crc_error": Out(1),
+        })
 
-        crc_ok = Signal(name=f"{name}_crc_ok")
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        wire, rev = self.link.flit, self.link.rev
+        expected = Signal(cfg.seq_bits)
+        nak = Signal()
+        crc_ok = Signal()
+        accept = Signal()
         m.d.comb += [
             crc_ok.eq(wire_crc(wire) == wire.crc),
             self.crc_error.eq(wire.valid & ~crc_ok),
-            self.accept.eq(wire.valid & crc_ok & (wire.seq == expected)),
+            accept.eq(wire.valid & crc_ok & (wire.seq == expected)),
+            self.o.valid.eq(accept),
+            self.o.payload.data.eq(wire.data), self.o.payload.head.eq(wire.head),
+            self.o.payload.tail.eq(wire.tail), self.o.payload.vc.eq(wire.vc),
         ]
-        with m.If(self.accept):
+        with m.If(accept):
             m.d.sync += [expected.eq(expected + 1), nak.eq(0)]
         with m.Elif(wire.valid):
             m.d.sync += nak.eq(1)
-        for v in range(V):
+        m.d.comb += [rev.ack.eq(expected), rev.nak.eq(nak)]
+        for v in range(cfg.total_vcs):
+            freed = Signal(cfg.credit_bits, name=f"freed{v}")
             with m.If(self.freed[v]):
-                m.d.sync += freed_count[v].eq(freed_count[v] + 1)
-        m.d.comb += [self.rev.ack.eq(expected), self.rev.nak.eq(nak)]
-        for v in range(V):
-            m.d.comb += self.rev.credits[v].eq(freed_count[v])
-        m.d.comb += self.rev.crc.eq(reverse_crc(self.rev))
+                m.d.sync += freed.eq(freed + 1)
+            m.d.comb += rev.credits[v].eq(freed)
+        m.d.comb += rev.crc.eq(reverse_crc(rev))
+        return m

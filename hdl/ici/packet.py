@@ -14,8 +14,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.crc import CRC16_CCITT, crc_value
 
-__all__ = ["header_layout", "coord_layout", "wire_layout", "reverse_layout", "eject_layout",
-           "link_signature", "wire_crc", "reverse_crc", "CRC_BITS"]
+__all__ = ["header_layout", "coord_layout", "flit_layout", "wire_layout", "reverse_layout",
+           "eject_layout", "link_signature", "wire_crc", "reverse_crc", "vc_bits", "CRC_BITS"]
 
 CRC_BITS = CRC16_CCITT[0]
 
@@ -28,6 +28,17 @@ def coord_layout(cfg):
     return data.StructLayout({f"c{d}": b for d, b in enumerate(cfg.coord_bits)})
 
 
+def vc_bits(cfg):
+    """Width of a virtual channel number on a link."""
+    return max(1, (cfg.total_vcs - 1).bit_length())
+
+
+def flit_layout(cfg):
+    """A flit inside a router (switch to link, link to input buffer): its data, head/tail
+    marks and virtual channel."""
+    return data.StructLayout({"data": cfg.flit_bits, "head": 1, "tail": 1, "vc": vc_bits(cfg)})
+
+
 def wire_layout(cfg):
     """A flit on a link, as the sender drives it. ``crc`` covers every other field, ``valid``
     included: the sender's register keeps its last flit while idle, and a flipped ``valid``
@@ -37,7 +48,7 @@ def wire_layout(cfg):
         "data": cfg.flit_bits,
         "head": 1,
         "tail": 1,
-        "vc": max(1, (cfg.total_vcs - 1).bit_length()),
+        "vc": vc_bits(cfg),
         "seq": cfg.seq_bits,
         "crc": CRC_BITS,
     })

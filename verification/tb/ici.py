@@ -50,6 +50,7 @@ class _Harness:
         self.dut = dut
         self.sidecar = load_sidecar()
         self.cfg = ICIHarnessConfig.from_dict(self.sidecar["parameters"]).ici
+        self.modes = enum_values(self.sidecar, "mode")
         self.patterns = enum_values(self.sidecar, "pattern")
         self.errors = {v: k for k, v in enum_values(self.sidecar, "error_code").items()}
         self.E = self.cfg.endpoints
@@ -94,7 +95,7 @@ class NetworkBench(_Harness):
         self.flits = 0
 
     async def start(self, **kw):
-        await super().start(0, **kw)
+        await super().start(self.modes["PORTS"], **kw)
         cocotb.start_soon(self.streams.run())
 
     def packet(self, src_ep, dst, dst_port, *, tclass=None, length=None, raw=None):
@@ -258,7 +259,7 @@ class TrafficBench(_Harness):
     """Mode 1: the harness's generators and checkers; Python only sets up and reads."""
 
     async def start(self, **kw):
-        await super().start(1, **kw)
+        await super().start(self.modes["GENERATORS"], **kw)
 
     async def run(self, *, traffic="uniform", load=0.3, length=0, cycles=5000, stall=0.0,
                   fault_rate=0, hot_fraction=0.0, drain_bound=20000):

@@ -29,15 +29,23 @@ def _fields(sidecar, name):
     return {p["name"]: p for p in sidecar["ports"]}[name]["fields"]
 
 
-class Upstream:
+class _Peer:
+    """A Python link-layer peer on the router's link ``link`` (``link_in`` or ``link_out``)
+    of port ``p``."""
+
+    def __init__(self, tb, link, p):
+        self.tb, self.p, self.cfg = tb, p, tb.cfg
+        self.flit = getattr(tb.dut, f"{link}__{p}__flit")
+        self.rev = getattr(tb.dut, f"{link}__{p}__rev")
+        self.M = 1 << tb.cfg.seq_bits
+
+
+class Upstream(_Peer):
     """Python sender on input port ``p`` of the router."""
 
     def __init__(self, tb, p):
-        cfg = tb.cfg
-        self.tb, self.p, self.cfg = tb, p, cfg
-        self.flit = getattr(tb.dut, f"link_in__{p}__flit")
-        self.rev = getattr(tb.dut, f"link_in__{p}__rev")
-        self.M = 1 << cfg.seq_bits
+        super().__init__(tb, "link_in", p)
+        cfg = self.cfg
         self.wr = self.send = self.ack = 0
         self.nak_seen = False
         self.frames = {}
@@ -126,15 +134,12 @@ class Upstream:
         self.flit.value = frame
 
 
-class Downstream:
+class Downstream(_Peer):
     """Python receiver on output port ``p`` of the router."""
 
     def __init__(self, tb, p):
-        cfg = tb.cfg
-        self.tb, self.p, self.cfg = tb, p, cfg
-        self.flit = getattr(tb.dut, f"link_out__{p}__flit")
-        self.rev = getattr(tb.dut, f"link_out__{p}__rev")
-        self.M = 1 << cfg.seq_bits
+        super().__init__(tb, "link_out", p)
+        cfg = self.cfg
         self.expected = 0
         self.nak = 0
         self.buffers = defaultdict(deque)

@@ -1,0 +1,329 @@
+"""Unit tests of the ICI router's parts, each alone in Amaranth's Python simulator: the link
+layer (LinkTx and LinkRx over a corrupting wire), an input unit, an injection port and the
+allocator. The router and the network are verified as a whole by the cocotb suites in
+Verilator (test_ici.py); these tests pin each part to its own contract, so a fault is found
+where it is."""
+
+import random
+from collections import deque
+
+import pytest
+from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.sim import Simulator
+
+from hdl.ici.allocator import Allocator
+from hdl.ici.config import ICIConfig
+from hdl.ici.input import InjectionPort, InputUnit
+from hdl.ici.link import LinkRx, LinkTx
+from hdl.ici.packet import reverse_layout, wire_layout
+from verification.models.ici import Header, lane, out_vc_of
+
+CFG = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
+
+
+def _simulate(dut, bench):
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _random_header(cfg, rng, **fixed):
+    h = Header(tuple(rng.randrange(k) for k in cfg.dims), rng.randrange(cfg.local_ports),
+               tuple(rng.randrange(k) for k in cfg.dims), rng.randrange(cfg.local_ports),
+               rng.randrange(cfg.classes), rng.randint(1, cfg.max_packet),
+               rng.randrange(256), rng.randrange(cfg.max_hops + 1))
+    for name, value in fixed.items():
+        setattr(h, name, value)
+    return h
+
+
+def _flit_word(cfg, rng, header):
+    hb = Header.bits(cfg)
+    return header.pack(cfg) | (rng.getrandbits(cfg.flit_bits - hb) << hb)
+
+
+class _Link(Elaboratable):
+    """LinkTx -> wire -> LinkRx, with bits of the wire and of the reverse channel flipped
+    where ``flip`` / ``flip_rev`` are set."""
+
+    def __init__(self, cfg):
+        self.tx, self.rx = LinkTx(cfg), LinkRx(cfg)
+        self.flip = Signal(wire_layout(cfg).size)
+        self.flip_rev = Signal(reverse_layout(cfg).size)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.tx, m.submodules.rx = self.tx, self.rx
+        m.d.comb += [self.rx.link.flit.as_value().eq(self.tx.link.flit.as_value() ^ self.flip),
+                     self.tx.link.rev.as_value().eq(self.rx.link.rev.as_value() ^ self.flip_rev)]
+        return m
+
+
+@pytest.mark.parametrize("error_rate", [0.0, 0.05])
+def test_link(seed, error_rate):
+    """Flits sent under credits over a wire that flips single bits both ways: every flit
+    arrives once, in order and intact; every freed slot's credit comes back; bad CRCs are
+    counted exactly (flits at the receiver, reverse messages at the sender) and losses are
+    recovered by rewinds."""
+    cfg = CFG
+    rng = random.Random(seed)
+    dut = _Link(cfg)
+    V, B = cfg.total_vcs, cfg.buffer_depth
+    wl = wire_layout(cfg)
+    valid_bit = wl["valid"].offset
+    sent, got = [], []
+    counts = {"crc": 0, "rev": 0, "retries": 0, "rx_crc": 0, "tx_rev": 0}
+
+    async def bench(ctx):
+        tx, rx = dut.tx, dut.rx
+        credits = [B] * V
+        buffered = [0] * V
+        cycle = 0
+        while cycle < 3000 or len(got) < len(sent) or credits != [B] * V:
+            assert cycle < 6000, f"not drained: {len(got)} of {len(sent)}, credits {credits}"
+            sending = cycle < 3000
+            flit = None
+            if sending and rng.random() < 0.7:
+                vc = rng.randrange(V)
+                if credits[vc]:
+                    flit = (rng.getrandbits(cfg.flit_bits), rng.randrange(2), rng.randrange(2),
+                            vc)
+            ctx.set(tx.i.valid, flit is not None)
+            if flit is not None:
+                for name, value in zip(("data", "head", "tail", "vc"), flit, strict=True):
+                    ctx.set(getattr(tx.i.payload, name), value)
+            flip = flip_rev = 0
+            if sending and rng.random() < error_rate:
+                flip = 1 << rng.randrange(wl.size)
+                counts["crc"] += (ctx.get(tx.link.flit.valid) ^ (flip >> valid_bit)) & 1
+            if sending and rng.random() < error_rate:
+                flip_rev = 1 << rng.randrange(reverse_layout(cfg).size)
+                counts["rev"] += 1
+            ctx.set(dut.flip, flip)
+            ctx.set(dut.flip_rev, flip_rev)
+            freed = 0
+            for v in range(V):
+                if buffered[v] and rng.random() < 0.5:
+                    freed |= 1 << v
+                    buffered[v] -= 1
+            ctx.set(rx.freed, freed)
+            if flit is not None and ctx.get(tx.i.ready):
+                sent.append(flit)
+                credits[flit[3]] -= 1
+            if ctx.get(rx.o.valid):
+                p = ctx.get(rx.o.payload)
+                got.append((p.data, p.head, p.tail, p.vc))
+                buffered[p.vc] += 1
+                assert buffered[p.vc] <= B, "a flit arrived without a credit"
+            for v in range(V):
+                credits[v] += ctx.get(tx.credits[v])
+                assert credits[v] <= B, f"VC {v}: more credits returned than spent"
+            counts["retries"] += ctx.get(tx.retry)
+            counts["rx_crc"] += ctx.get(rx.crc_error)
+            counts["tx_rev"] += ctx.get(tx.rev_error)
+            await ctx.tick()
+            cycle += 1
+
+    _simulate(dut, bench)
+    assert len(sent) > 1000
+    assert got == sent
+    assert counts["rx_crc"] == counts["crc"] and counts["tx_rev"] == counts["rev"], counts
+    if error_rate:
+        assert counts["crc"] > 0 and counts["rev"] > 0 and counts["retries"] > 0, counts
+    else:
+        assert counts["retries"] == counts["rx_crc"] == counts["tx_rev"] == 0, counts
+
+
+@pytest.mark.parametrize("port", [0, 3, CFG.net_ports + 1])
+def test_input_unit(seed, port):
+    """Random flits into random VCs (never a full one) and random pops: per VC the flits
+    leave in order and intact; full, nonempty and the front's marks follow the contents; a
+    head's route is the golden model's output port and VC for this input and VC."""
+    cfg = CFG
+    rng = random.Random(seed)
+    coord = tuple(rng.randrange(k) for k in cfg.dims)
+    dut = InputUnit(cfg, port)
+    V, B = cfg.total_vcs, cfg.buffer_depth
+    local = port >= cfg.net_ports
+
+    def expected_route(h, vc):
+        out, ovc = out_vc_of(cfg, coord, h, None if local else port, vc)
+        return (cfg.net_ports + h.dst_port, 0) if out is None else (out, ovc)
+
+    async def bench(ctx):
+        for d, c in enumerate(coord):
+            ctx.set(dut.coord[f"c{d}"], c)
+        fifo = [deque() for _ in range(V)]
+        popped = 0
+        for _ in range(2000):
+            for v in range(V):
+                assert ctx.get(dut.full[v]) == (len(fifo[v]) == B)
+                assert ctx.get(dut.nonempty[v]) == bool(fifo[v])
+                if fifo[v]:
+                    front = ctx.get(dut.front[v])
+                    _, head, tail, route = fifo[v][0]
+                    assert (front.head, front.tail) == (head, tail)
+                    if head:
+                        assert (front.op, front.ovc) == route
+            vc = rng.randrange(V)
+            write = rng.random() < 0.6 and len(fifo[vc]) < B
+            ctx.set(dut.w.valid, write)
+            if write:
+                h = _random_header(cfg, rng)
+                word, head, tail = _flit_word(cfg, rng, h), rng.randrange(2), rng.randrange(2)
+                for name, value in (("data", word), ("head", head), ("tail", tail), ("vc", vc)):
+                    ctx.set(getattr(dut.w.payload, name), value)
+            ready = [v for v in range(V) if fifo[v]]
+            pop = bool(ready) and rng.random() < 0.5
+            ctx.set(dut.pop, pop)
+            if pop:
+                v = rng.choice(ready)
+                ctx.set(dut.pop_vc, v)
+                assert ctx.get(dut.data) == fifo[v][0][0]
+                fifo[v].popleft()
+                popped += 1
+            if write:
+                fifo[vc].append((word, head, tail, expected_route(h, vc)))
+            await ctx.tick()
+        assert popped > 500
+
+    _simulate(dut, bench)
+
+
+def test_injection_port(seed):
+    """Good and bad packets with random idle and random full VCs: good packets leave stamped
+    (source, zero hops) in VC ``tclass * vcs + lane mod vcs``, never into a full VC; bad ones
+    (destination, port, class, length) are dropped whole (the head alone for a bad length) and
+    counted."""
+    cfg = CFG
+    rng = random.Random(seed)
+    coord = tuple(rng.randrange(k) for k in cfg.dims)
+    lp = 1
+    dut = InjectionPort(cfg, lp)
+    hb = Header.bits(cfg)
+    flits, want, drops = [], [], 0
+    for _ in range(300):
+        h = _random_header(cfg, rng)
+        kind = rng.choice(["good"] * 4 + ["coord", "port", "class", "length"])
+        if kind == "coord":
+            h.dst = (cfg.dims[0],) + h.dst[1:]
+        elif kind == "port":
+            h.dst_port = cfg.local_ports
+        elif kind == "class":
+            h.tclass = cfg.classes
+        elif kind == "length":
+            h.length = rng.choice([0, cfg.max_packet + 1])
+        packet = [_flit_word(cfg, rng, h)] + [rng.getrandbits(cfg.flit_bits)
+                                              for _ in range(max(1, h.length) - 1)]
+        if kind == "length":
+            packet = packet[:1]
+        flits += packet
+        if kind != "good":
+            drops += 1
+            continue
+        out = Header(h.dst, h.dst_port, coord, lp, h.tclass, h.length, h.seq, 0)
+        vc = h.tclass * cfg.vcs + lane(cfg, coord, lp, h.dst, h.dst_port) % cfg.vcs
+        stamped = [out.pack(cfg) | (packet[0] >> hb << hb)] + packet[1:]
+        want += [(f, int(i == 0), int(i == len(packet) - 1), vc)
+                 for i, f in enumerate(stamped)]
+    got, counted = [], 0
+
+    async def bench(ctx):
+        nonlocal counted
+        for d, c in enumerate(coord):
+            ctx.set(dut.coord[f"c{d}"], c)
+        pos = 0
+        for _ in range(20000):
+            if pos == len(flits):
+                break
+            full = rng.getrandbits(cfg.total_vcs) if rng.random() < 0.4 else 0
+            ctx.set(dut.full, full)
+            offer = rng.random() < 0.7
+            ctx.set(dut.i.valid, offer)
+            ctx.set(dut.i.payload, flits[pos])
+            if ctx.get(dut.o.valid):
+                p = ctx.get(dut.o.payload)
+                assert not (full >> p.vc) & 1, "written into a full VC"
+                got.append((p.data, p.head, p.tail, p.vc))
+            counted += ctx.get(dut.drop)
+            if offer and ctx.get(dut.i.ready):
+                pos += 1
+            await ctx.tick()
+        assert pos == len(flits), "injection stalled"
+
+    _simulate(dut, bench)
+    assert got == want
+    assert counted == drops > 0
+
+
+def test_allocator(seed):
+    """Random packets queued at every input VC (routes at random), random credits and output
+    readiness: every transfer is of a requesting flit (buffered, credited, output ready); one
+    flit per output and per input in a cycle; a head takes a free output VC and its packet's
+    flits follow on it uninterrupted to the tail; every packet gets through."""
+    cfg = CFG
+    rng = random.Random(seed)
+    dut = Allocator(cfg)
+    P, NP, V = cfg.ports, cfg.net_ports, cfg.total_vcs
+    queues = [[deque() for _ in range(V)] for _ in range(P)]
+    total = 0
+    for i in range(P):
+        for v in range(V):
+            for _ in range(rng.randint(0, 6)):
+                op = rng.randrange(P)
+                ovc = 0 if op >= NP else rng.randrange(V)
+                n = rng.randint(1, cfg.max_packet)
+                for k in range(n):
+                    queues[i][v].append((int(k == 0), int(k == n - 1), op, ovc, total))
+                total += 1
+
+    async def bench(ctx):
+        owner = {}              # (output, output VC) -> (input, input VC) of its packet
+        route = {}              # (input, input VC) -> (output, output VC) of its packet
+        done = 0
+        for _ in range(20000):
+            if done == total:
+                break
+            ready = rng.getrandbits(P)
+            credit = [rng.getrandbits(V) for _ in range(P)]
+            ctx.set(dut.out_ready, ready)
+            for i in range(P):
+                ctx.set(dut.nonempty[i], sum(1 << v for v in range(V) if queues[i][v]))
+                ctx.set(dut.credit[i], credit[i])
+                for v in range(V):
+                    if queues[i][v]:
+                        head, tail, op, ovc, _ = queues[i][v][0]
+                        for name, value in (("head", head), ("tail", tail), ("op", op),
+                                            ("ovc", ovc)):
+                            ctx.set(dut.front[i][v][name], value)
+            pops = {i: ctx.get(dut.pop_vc[i]) for i in range(P) if ctx.get(dut.pop[i])}
+            sources = []
+            for o in range(P):
+                t = ctx.get(dut.transfer[o])
+                if not t.sent:
+                    continue
+                sources.append(t.src)
+                assert t.src in pops, f"output {o}: transfer from input {t.src} without a pop"
+                v = pops[t.src]
+                head, tail, op, ovc, packet = queues[t.src][v][0]
+                assert (ready >> o) & 1 and (credit[o] >> t.vc) & 1, "not ready or no credit"
+                assert (t.head, t.tail) == (head, tail)
+                if head:
+                    assert (op, ovc) == (o, t.vc), "head sent off its route"
+                    assert (o, t.vc) not in owner, "output VC taken while held"
+                    owner[(o, t.vc)] = (t.src, v)
+                    route[(t.src, v)] = (o, t.vc)
+                else:
+                    assert route.get((t.src, v)) == (o, t.vc), "body flit off its packet's VC"
+                    assert owner.get((o, t.vc)) == (t.src, v), "packets interleaved"
+                if tail:
+                    del owner[(o, t.vc)]
+                    done += 1
+                queues[t.src][v].popleft()
+            assert sorted(sources) == sorted(pops), "a pop without a transfer"
+            assert len(set(sources)) == len(sources)
+            await ctx.tick()
+        assert done == total, f"{done} of {total} packets through"
+
+    _simulate(dut, bench)
