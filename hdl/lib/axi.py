@@ -43,11 +43,36 @@ def _check_data_width(data_width, allowed):
           data_width)
 
 
-class AXI4Signature(wiring.Signature):
+class _BusSignature(wiring.Signature):
+    """A signature defined by a few named integer parameters, equal to another of its class
+    with the same parameters (``wiring.connect`` compares signatures)."""
+
+    def __init__(self, params, members):
+        self._params = params
+        super().__init__(members)
+
+    def __getattr__(self, name):
+        params = self.__dict__.get("_params", {})
+        if name in params:
+            return params[name]
+        raise AttributeError(name)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._params == self._params
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(self._params.items())))
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v}" for k, v in self._params.items())
+        return f"{type(self).__name__}({args})"
+
+
+class AXI4Signature(_BusSignature):
     """An AXI4 bus with IDs and bursts, as its manager drives it.
 
-    Parameters (keyword-only)
-    -------------------------
+    Parameters (keyword-only, also readable as attributes)
+    ------------------------------------------------------
     addr_width : int
         Address bits, 1..64.
     data_width : int
@@ -60,9 +85,8 @@ class AXI4Signature(wiring.Signature):
         check_int("addr_width", addr_width, 1, 64)
         _check_data_width(data_width, tuple(2**i for i in range(3, 11)))
         check_int("id_width", id_width, 1, 32)
-        self._params = (addr_width, data_width, id_width)
         a, d, i = addr_width, data_width, id_width
-        super().__init__({
+        super().__init__(dict(addr_width=a, data_width=d, id_width=i), {
             "awid": Out(i), "awaddr": Out(a), "awlen": Out(8), "awsize": Out(3),
             "awburst": Out(AxiBurst), "awvalid": Out(1), "awready": In(1),
             "wdata": Out(d), "wstrb": Out(d // 8), "wlast": Out(1), "wvalid": Out(1),
@@ -74,35 +98,13 @@ class AXI4Signature(wiring.Signature):
             "rvalid": In(1), "rready": Out(1),
         })
 
-    @property
-    def addr_width(self):
-        return self._params[0]
 
-    @property
-    def data_width(self):
-        return self._params[1]
-
-    @property
-    def id_width(self):
-        return self._params[2]
-
-    def __eq__(self, other):
-        return isinstance(other, AXI4Signature) and self._params == other._params
-
-    def __hash__(self):
-        return hash(("AXI4", self._params))
-
-    def __repr__(self):
-        a, d, i = self._params
-        return f"AXI4Signature(addr_width={a}, data_width={d}, id_width={i})"
-
-
-class AXI4LiteSignature(wiring.Signature):
+class AXI4LiteSignature(_BusSignature):
     """An AXI4-Lite bus (single beats, no IDs), as its manager drives it: the control and
     status port of every engine.
 
-    Parameters (keyword-only)
-    -------------------------
+    Parameters (keyword-only, also readable as attributes)
+    ------------------------------------------------------
     addr_width : int
         Address bits, 1..64.
     data_width : int
@@ -112,30 +114,11 @@ class AXI4LiteSignature(wiring.Signature):
     def __init__(self, *, addr_width, data_width=32):
         check_int("addr_width", addr_width, 1, 64)
         _check_data_width(data_width, (32, 64))
-        self._params = (addr_width, data_width)
         a, d = addr_width, data_width
-        super().__init__({
+        super().__init__(dict(addr_width=a, data_width=d), {
             "awaddr": Out(a), "awvalid": Out(1), "awready": In(1),
             "wdata": Out(d), "wstrb": Out(d // 8), "wvalid": Out(1), "wready": In(1),
             "bresp": In(AxiResp), "bvalid": In(1), "bready": Out(1),
             "araddr": Out(a), "arvalid": Out(1), "arready": In(1),
             "rdata": In(d), "rresp": In(AxiResp), "rvalid": In(1), "rready": Out(1),
         })
-
-    @property
-    def addr_width(self):
-        return self._params[0]
-
-    @property
-    def data_width(self):
-        return self._params[1]
-
-    def __eq__(self, other):
-        return isinstance(other, AXI4LiteSignature) and self._params == other._params
-
-    def __hash__(self):
-        return hash(("AXI4-Lite", self._params))
-
-    def __repr__(self):
-        a, d = self._params
-        return f"AXI4LiteSignature(addr_width={a}, data_width={d})"

@@ -184,6 +184,40 @@ class _Completion(wiring.Component):
         return m
 
 
+class _IdQueues(wiring.Component):
+    """Bursts in flight by AXI ID: a burst issued takes the next ID in turn and its record
+    (``layout``) joins that ID's queue; an answer names its ID, whose oldest record is
+    ``head`` and leaves on ``pop``. AXI answers each ID's bursts in order, so ``head`` is the
+    answered burst's."""
+
+    def __init__(self, layout, ids, depth):
+        self._layout, self._ids, self._depth = layout, ids, depth
+        super().__init__({
+            "id": Out(range(max(2, ids))), "room": Out(1),
+            "push": In(1), "record": In(layout),
+            "answer_id": In(range(max(2, ids))), "head": Out(layout), "pop": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ids = self._ids
+        queues = [Queue(self._layout, self._depth) for _ in range(ids)]
+        for i, q in enumerate(queues):
+            m.submodules[f"id{i}"] = q
+            m.d.comb += [q.i.valid.eq(self.push & (self.id == i)), q.i.payload.eq(self.record),
+                         q.o.ready.eq(self.pop & (self.answer_id == i))]
+        m.d.comb += [self.room.eq(Array(q.i.ready for q in queues)[self.id]),
+                     self.head.eq(Array(q.o.payload for q in queues)[self.answer_id])]
+        with m.If(self.push):
+            m.d.sync += self.id.eq(Mux(self.id == ids - 1, 0, self.id + 1))
+        return m
+
+
+def _id_of(value, ids):
+    """The ID field of an answer, as the ID queues index it."""
+    return value[: max(1, (ids - 1).bit_length())] if ids > 1 else 0
+
+
 class _LoadPath(wiring.Component):
     """Load bursts: AR out, R beats into VMEM at the address their ID's oldest burst gives."""
 
@@ -206,29 +240,23 @@ class _LoadPath(wiring.Component):
         cfg, axi = self._cfg, self.axi
         ids = cfg.dma_ids
         entry = data.StructLayout({"vmem": _vmem_bits(cfg), "slot": range(SLOTS)})
-        fifos = [Queue(entry, cfg.dma_bursts) for _ in range(ids)]
-        for i, f in enumerate(fifos):
-            m.submodules[f"id{i}"] = f
-        next_id = Signal(range(max(2, ids)))
+        m.submodules.ids = ids_ = _IdQueues(entry, ids, cfg.dma_bursts)
         b = self.burst.payload
-        fifo_room = Array(f.i.ready for f in fifos)[next_id]
         m.d.comb += [
-            axi.arvalid.eq(self.burst.valid & self.room & fifo_room),
-            axi.arid.eq(next_id), axi.araddr.eq(b.hbm), axi.arlen.eq(b.beats - 1),
+            axi.arvalid.eq(self.burst.valid & self.room & ids_.room),
+            axi.arid.eq(ids_.id), axi.araddr.eq(b.hbm), axi.arlen.eq(b.beats - 1),
             axi.arsize.eq(_beat_shift(cfg)), axi.arburst.eq(AxiBurst.INCR),
-            self.burst.ready.eq(axi.arready & self.room & fifo_room),
+            self.burst.ready.eq(axi.arready & self.room & ids_.room),
             self.issued.eq(axi.arvalid & axi.arready),
+            ids_.push.eq(self.issued), ids_.record.vmem.eq(b.vmem),
+            ids_.record.slot.eq(b.slot),
         ]
-        for i, f in enumerate(fifos):
-            m.d.comb += [f.i.valid.eq(self.issued & (next_id == i)),
-                         f.i.payload.vmem.eq(b.vmem), f.i.payload.slot.eq(b.slot)]
-        with m.If(self.issued):
-            m.d.sync += next_id.eq(Mux(next_id == ids - 1, 0, next_id + 1))
 
         # R beats: the ID's oldest burst, plus the beats of it already written.
         done = Array(Signal(8, name=f"beats{i}") for i in range(ids))
-        rid = axi.rid[: max(1, (ids - 1).bit_length())] if ids > 1 else 0
-        head = Array(f.o.payload for f in fifos)[rid]
+        rid = _id_of(axi.rid, ids)
+        m.d.comb += ids_.answer_id.eq(rid)
+        head = ids_.head
         vaddr = head.vmem + (done[rid] << _beat_shift(cfg))
         wdata, strb = place_vector(axi.rdata, vaddr, cfg.beat_bytes, cfg.row_bytes,
                                    cfg.beat_bytes)
@@ -240,8 +268,8 @@ class _LoadPath(wiring.Component):
             self.answered.eq(self.beat & axi.rlast), self.slot.eq(head.slot),
             self.failed.eq(self.beat & (axi.rresp != AxiResp.OKAY)),
         ]
-        for i, f in enumerate(fifos):
-            m.d.comb += f.o.ready.eq(self.answered & (rid == i))
+        m.d.comb += ids_.pop.eq(self.answered)
+        for i in range(ids):
             with m.If(self.beat & (rid == i)):
                 m.d.sync += done[i].eq(Mux(axi.rlast, 0, done[i] + 1))
         return m
@@ -273,24 +301,18 @@ class _StorePath(wiring.Component):
         m.submodules.reads = reads = Queue(_burst_layout(cfg), cfg.dma_bursts)
         m.submodules.wdata = wq = Queue(data.StructLayout({"data": cfg.axi_data_width,
                                                            "last": 1}), 2 * cfg.max_burst)
-        fifos = [Queue(range(SLOTS), cfg.dma_bursts) for _ in range(ids)]
-        for i, f in enumerate(fifos):
-            m.submodules[f"id{i}"] = f
-        next_id = Signal(range(max(2, ids)))
+        m.submodules.ids = ids_ = _IdQueues(range(SLOTS), ids, cfg.dma_bursts)
         b = self.burst.payload
-        room = self.room & reads.i.ready & Array(f.i.ready for f in fifos)[next_id]
+        room = self.room & reads.i.ready & ids_.room
         m.d.comb += [
-            axi.awvalid.eq(self.burst.valid & room), axi.awid.eq(next_id),
+            axi.awvalid.eq(self.burst.valid & room), axi.awid.eq(ids_.id),
             axi.awaddr.eq(b.hbm), axi.awlen.eq(b.beats - 1), axi.awsize.eq(shift),
             axi.awburst.eq(AxiBurst.INCR),
             self.burst.ready.eq(axi.awready & room),
             self.issued.eq(axi.awvalid & axi.awready),
             reads.i.valid.eq(self.issued), reads.i.payload.eq(b),
+            ids_.push.eq(self.issued), ids_.record.eq(b.slot),
         ]
-        for i, f in enumerate(fifos):
-            m.d.comb += [f.i.valid.eq(self.issued & (next_id == i)), f.i.payload.eq(b.slot)]
-        with m.If(self.issued):
-            m.d.sync += next_id.eq(Mux(next_id == ids - 1, 0, next_id + 1))
 
         # Data: one VMEM read per beat of the oldest burst, while W has room for it.
         beat = Signal(8)
@@ -318,15 +340,12 @@ class _StorePath(wiring.Component):
         ]
 
         # Answers.
-        bid = axi.bid[: max(1, (ids - 1).bit_length())] if ids > 1 else 0
         m.d.comb += [
-            axi.bready.eq(1), self.answered.eq(axi.bvalid),
-            self.slot.eq(Array(f.o.payload for f in fifos)[bid]),
+            ids_.answer_id.eq(_id_of(axi.bid, ids)), ids_.pop.eq(axi.bvalid),
+            axi.bready.eq(1), self.answered.eq(axi.bvalid), self.slot.eq(ids_.head),
             self.failed.eq(axi.bvalid & (axi.bresp != AxiResp.OKAY)),
             self.idle.eq(~reads.o.valid & ~inflight & ~wq.o.valid),
         ]
-        for i, f in enumerate(fifos):
-            m.d.comb += f.o.ready.eq(axi.bvalid & (bid == i))
         return m
 
 

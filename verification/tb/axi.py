@@ -20,14 +20,18 @@ def _set_pauses(pairs):
         channel.set_pause_generator(pause(kind, new_rng()))
 
 
-def axi_master(dut, prefix, flow="none_none"):
-    """A cocotbext-axi ``AxiMaster`` on bus ``prefix``, paused as ``flow`` says."""
+def _manager(cls, bus, dut, prefix, flow):
     idle, backpressure = flow_pauses(flow)
-    master = AxiMaster(AxiBus.from_prefix(dut, f"{prefix}_"), dut.clk, dut.rst)
+    master = cls(bus.from_prefix(dut, f"{prefix}_"), dut.clk, dut.rst)
     w, r = master.write_if, master.read_if
     _set_pauses([(w.aw_channel, idle), (w.w_channel, idle), (r.ar_channel, idle),
                  (w.b_channel, backpressure), (r.r_channel, backpressure)])
     return master
+
+
+def axi_master(dut, prefix, flow="none_none"):
+    """A cocotbext-axi ``AxiMaster`` on bus ``prefix``, paused as ``flow`` says."""
+    return _manager(AxiMaster, AxiBus, dut, prefix, flow)
 
 
 def axi_ram(dut, prefix, size, flow="none_none"):
@@ -43,12 +47,7 @@ def axi_ram(dut, prefix, size, flow="none_none"):
 
 def axil_master(dut, prefix, flow="none_none"):
     """A cocotbext-axi ``AxiLiteMaster`` on the control bus ``prefix``."""
-    idle, backpressure = flow_pauses(flow)
-    master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"{prefix}_"), dut.clk, dut.rst)
-    w, r = master.write_if, master.read_if
-    _set_pauses([(w.aw_channel, idle), (w.w_channel, idle), (r.ar_channel, idle),
-                 (w.b_channel, backpressure), (r.r_channel, backpressure)])
-    return master
+    return _manager(AxiLiteMaster, AxiLiteBus, dut, prefix, flow)
 
 
 class AxiDriver:

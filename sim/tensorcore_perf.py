@@ -1,0 +1,215 @@
+"""TensorCore measurements for ``make bench``: GEMMs from HBM on the chip against the roofline
+and the analytic cycle model (podium/cycles.py), the cost of an MLP layer's epilogue, and tool
+cost; writes docs/results/tensorcore.md and tensorcore.json.
+
+Every run is a compiled program (podium/compiler.py) on the RTL chip in Verilator, the HBM
+controller in its benchmark configuration behind the golden device model, its result checked
+against the reference (numpy for int8, the MXU golden model's bits for bfloat16).
+"""
+
+import json
+import statistics
+import time
+
+import numpy as np
+
+from hdl.chip import ChipConfig
+from hdl.generate import generate
+from hdl.hbm.config import BENCH_CONFIG
+from hdl.mxu.config import MXUConfig
+from hdl.tensorcore.config import TensorCoreConfig
+from hdl.tensorcore.isa import Op
+from podium import compiler
+from podium.cycles import gemm_cycles
+from podium.program import DTYPES, Program
+from podium.runner import run
+from sim.measure import (
+    REPEATS,
+    RESULTS,
+    environment,
+    environment_line,
+    median_seconds,
+    results_directory,
+    table,
+    write_results,
+)
+from sim.runner import build
+
+__all__ = ["bench", "bench_chip", "hbm_rate", "FIRST_BEAT"]
+
+FIRST_BEAT = 60
+"""The model's first-beat latency of a DMA transfer, in cycles: AR through the controller's
+port and queue, ACT (tRCD 14), RD (CL 14), ECC and the reorder buffer (docs/hbm.md); an
+estimate from the design, not a fit."""
+
+
+def bench_chip(fmt, rows=16):
+    """The benchmark chip: a ``rows`` x ``rows`` MXU of ``fmt``, 512 KiB of VMEM in 8 banks,
+    the HBM controller's benchmark configuration."""
+    return ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(rows=rows, cols=rows, fmt=fmt),
+                                                  vmem_bytes=512 * 1024, row_bytes=4 * rows),
+                      hbm=BENCH_CONFIG)
+
+
+def hbm_rate(quick=False):
+    """Sustained sequential-read bytes per cycle of the HBM benchmark (hbm.json, from a
+    ``quick`` run when that is what is asked and there is one), and where it comes from."""
+    found = results_directory(quick) / "hbm.json"
+    data = json.loads((found if found.exists() else RESULTS / "hbm.json").read_text())
+    row = next(r for r in data["tables"]["patterns"] if r["pattern"] == "seq_read")
+    return row["bytes_per_cycle"], f"hbm.json seq_read: {100 * row['efficiency']:.1f}% of " \
+                                   f"{row['peak_bytes_per_cycle']:g} B/cycle"
+
+
+def _inputs(program, rng):
+    return {name: (rng.integers(-128, 128, t.shape).astype(np.int8) if t.dtype == "int8"
+                   else rng.standard_normal(t.shape).astype(DTYPES[t.dtype]))
+            for name, t in program.inputs.items()}
+
+
+def _gemm(chip, n, rng, bw):
+    tc = chip.tensorcore
+    program = compiler.gemm(tc, n, n, n)
+    inputs = _inputs(program, rng)
+    result, outputs = run(program, inputs, sim="verilator", chip=chip, max_steps=50_000_000)
+    assert result.status == "done", f"{n}^3 {tc.mxu.fmt}: {result.error.name}"
+    want = compiler.gemm_reference(tc, inputs["A"], inputs["B"])
+    assert np.array_equal(compiler.result_bits(tc, outputs["C"]), want), "wrong result"
+    c = result.counters
+    R = tc.mxu.rows
+    peak = R * R
+    compulsory = 2 * n * n * tc.esize + n * n * tc.osize
+    bound = min(1.0, n ** 3 / compulsory * bw / peak)   # of the MXU's peak
+    util = n ** 3 / (c["cycles"] * peak)
+    model = gemm_cycles(program, bw=bw, latency=FIRST_BEAT)
+    return {"m": n, "k": n, "n": n, "format": tc.mxu.fmt, "rows": R, "cols": R,
+            "tiling": program.metadata["tiling"], "cycles": c["cycles"],
+            "utilization": util, "roofline": bound, "roofline_fraction": util / bound,
+            "mxu_busy_fraction": c["mxu_vectors"] / c["cycles"],
+            "exposed_dma_fraction": c["mxu_starved"] / c["cycles"],
+            "bytes_read": c["bytes_read"], "bytes_written": c["bytes_written"],
+            "model_cycles": model.cycles, "model_error": c["cycles"] / model.cycles - 1,
+            "run_seconds": c["run_seconds"],
+            "cycles_per_second": c["cycles"] / c["run_seconds"]}
+
+
+def _bare(program):
+    """The program with its VPU epilogue instructions made ``nop`` (same schedule, same
+    semaphores): the MLP without its epilogue, for timing only."""
+    words = [0 if (w >> 58) in (Op.VOP.value, Op.VCAST.value) else w for w in program.words]
+    return Program(words=words, config=program.config,
+                            hbm_capacity=program.hbm_capacity, hbm=program.hbm,
+                            inputs=program.inputs, outputs=program.outputs,
+                            metadata=program.metadata)
+
+
+def _epilogue(chip, n, rng):
+    """Cycles of a hidden MLP layer (n x n x n, bias + ReLU + requantization on the VPU) with
+    and without its epilogue."""
+    tc = chip.tensorcore
+    w1 = rng.integers(-128, 128, (n, n))
+    w2 = rng.integers(-128, 128, (n, tc.mxu.cols))
+    layers = [(w1, rng.integers(-5000, 5000, n)), (w2, rng.integers(-5000, 5000, tc.mxu.cols))]
+    program = compiler.mlp(tc, layers, n, "relu", [(1 << 10, 20)])
+    inputs = _inputs(program, rng)
+    cycles = []
+    for variant in (program, _bare(program)):
+        result, _ = run(variant, inputs, sim="verilator", chip=chip, max_steps=50_000_000)
+        assert result.status == "done", result.error.name
+        cycles.append(result.counters["cycles"])
+    return {"m": n, "k": n, "n": n, "cycles": cycles[0], "bare_cycles": cycles[1],
+            "epilogue_cost": cycles[0] / cycles[1] - 1}
+
+
+def _tool_cost(chip, repeats):
+    gen = median_seconds(lambda: generate("chip", chip), repeats)
+    design = generate("chip", chip)
+    builds = [build(design, force=True) for _ in range(repeats)]
+    return {"generate_seconds": gen,
+            "build_seconds": statistics.median(b.seconds for b in builds),
+            "builds_seconds": [b.seconds for b in builds],
+            "peak_build_bytes": max(b.peak_rss for b in builds),
+            "verilog_bytes": len(design.verilog)}
+
+
+def bench(quick=False):
+    """GEMMs 512^3 and 1024^3 (int8, bfloat16; 128^3 int8 with ``quick``) on a 16 x 16 MXU
+    (8 x 8 with ``quick``), the epilogue's cost, tool cost; writes docs/results/tensorcore.md
+    and tensorcore.json."""
+    env = environment()
+    rng = np.random.default_rng(1)
+    bw, bw_source = hbm_rate(quick)
+    size = 8 if quick else 16
+    plan = [("int8", 128)] if quick else [(f, n) for n in (512, 1024)
+                                          for f in ("int8", "bfloat16")]
+    gemms = []
+    for fmt, n in plan:
+        start = time.perf_counter()
+        gemms.append(_gemm(bench_chip(fmt, size), n, rng, bw))
+        print(f"gemm {fmt} {n}^3: {gemms[-1]} ({time.perf_counter() - start:.0f} s)",
+              flush=True)
+    epilogue = [_epilogue(bench_chip("int8", size), 128 if quick else 512, rng)]
+    print(f"epilogue: {epilogue[-1]}", flush=True)
+    costs = [{"format": fmt, **_tool_cost(bench_chip(fmt, size), 1 if quick else REPEATS)}
+             for fmt in (["int8"] if quick else ["int8", "bfloat16"])]
+    for c in costs:
+        print(f"tool cost: {c}", flush=True)
+
+    gemm_table = table(
+        ["M=K=N", "format", "tiling tm x tk x tn", "cycles", "MXU utilization", "roofline",
+         "of roofline", "MXU busy", "exposed DMA", "model cycles", "RTL vs model",
+         "HBM read / written, bytes", "cycles/s"],
+        [[g["m"], g["format"], " x ".join(map(str, g["tiling"])), g["cycles"],
+          f"{100 * g['utilization']:.1f}%", f"{100 * g['roofline']:.1f}%",
+          f"{100 * g['roofline_fraction']:.1f}%", f"{100 * g['mxu_busy_fraction']:.1f}%",
+          f"{100 * g['exposed_dma_fraction']:.2f}%", g["model_cycles"],
+          f"{100 * g['model_error']:+.2f}%", f"{g['bytes_read']} / {g['bytes_written']}",
+          f"{g['cycles_per_second']:,.0f}"] for g in gemms])
+    epi_table = table(["M=K=N", "cycles with epilogue", "without", "cost"],
+                      [[e["m"], e["cycles"], e["bare_cycles"], f"{100 * e['epilogue_cost']:.2f}%"]
+                       for e in epilogue])
+    cost_table = table(["format", "chip generation, s", "Verilator build, s (median)",
+                        "builds, s", "peak build memory, GiB", "Verilog, MB"],
+                       [[c["format"], f"{c['generate_seconds']:.1f}",
+                         f"{c['build_seconds']:.1f}",
+                         " / ".join(f"{b:.1f}" for b in c["builds_seconds"]),
+                         f"{c['peak_build_bytes'] / 2**30:.2f}",
+                         f"{c['verilog_bytes'] / 1e6:.1f}"] for c in costs])
+    text = f"""# TensorCore benchmark results
+
+Measured by `make bench` (`python -m sim.bench tensorcore`) on {environment_line(env)}.
+
+Chip: a {size} x {size} MXU, 512 KiB of VMEM in 8 banks of one read and one write port, the
+HBM controller in its benchmark configuration (`BENCH_CONFIG`, 2 pseudo-channels of HBM2-2000,
+one AXI port: the DMA's) behind the golden device model. Each GEMM is a compiled program
+(`podium/compiler.py`, tiles chosen by its cost model) run from `start` to `done`; the result
+is checked against numpy (int8) or the MXU golden model's bits (bfloat16).
+
+* MXU utilization = M*K*N / (cycles x rows x cols). Roofline = min(1, arithmetic intensity x
+  HBM bandwidth / MXU peak), the arithmetic intensity M*K*N MACs over the compulsory bytes
+  (A and B read once, C written once) and the bandwidth the HBM benchmark's sustained
+  sequential reads ({bw:.1f} B/cycle, {bw_source}); "of roofline" is the utilization over it.
+* MXU busy = cycles an activation vector entered the array / cycles (the `mxu_vectors`
+  counter). Exposed DMA = cycles the MXU sat idle waiting on a semaphore / cycles
+  (`mxu_starved`).
+* Model: the analytic cycle model of `podium/cycles.py`, written from the design's timing
+  before these runs (first-beat latency {FIRST_BEAT} cycles, the bandwidth above).
+
+{gemm_table}
+
+## Epilogue
+
+A hidden MLP layer (`podium.compiler.mlp`, int8, batch M, bias add with fused ReLU and int8
+requantization on the VPU) against the same program with the VPU's epilogue instructions made
+`nop` (same schedule and semaphores).
+
+{epi_table}
+
+## Tool cost
+
+Chip generation (Python + Yosys) and Verilator build (verilate + C++ compile), builds forced.
+
+{cost_table}
+"""
+    write_results("tensorcore", text, {"gemm": gemms, "epilogue": epilogue, "tool_cost": costs},
+                  env, quick)
