@@ -634,8 +634,7 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
         into P, which the next layer reads; the cast's hazard wait comes once a group."""
         offset = countdown                          # of the group's first chunk
         e(f"wait vpu, {sem['h_full']}")
-        e.li(tmp, p.tm)
-        e(f"vpu.cfg {tmp}, r0, r0")
+        e(f"vpu.cfg {mt}, r0, r0")
         e.li(tmp, tile_chunk)
         e(f"mul {offset}, {vfirst}, {tmp}")
         e.li(ra, vmem["H"])
@@ -643,8 +642,10 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
         e.affine(wk, w_vmem + p.w_bytes + p.bias_offset[n], [(vfirst, p.rb)], tmp)
         e(f"addi {kin}, {vcount}, 0")
         bias_add(ra, wk, kin, activation == "relu")
-        e.li(tmp, p.tm)
+        e.li(tmp, p.tm)                             # rows up to the last chunk's last
         e(f"mul {kin}, {vcount}, {tmp}")
+        e(f"sub {kin}, {kin}, {tmp}")
+        e(f"add {kin}, {kin}, {mt}")
         if float_act:
             e(f"vpu.cfg {kin}, r0, r0")
         else:
@@ -661,19 +662,19 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
     def finish_tile():
         """The output epilogue of the previous row tile (bias add in its O buffer) and its
         store, which frees the buffer for the tile after next."""
+        rows = countdown
+        e(f"addi {ra}, {i}, -1")
+        e.tile_size(rows, ra, p.tm, p.M, tmp)
         e(f"wait vpu, {sem['h_full']}")
-        e.li(tmp, p.tm)
-        e(f"vpu.cfg {tmp}, r0, r0")
-        e(f"addi {ra}, {ob}, 0")
-        e.li(wk, w_vmem + p.w_bytes + p.bias_offset[-1])
-        e.li(kin, p.nch[-1])
-        bias_add(ra, wk, kin, False)
+        e(f"vpu.cfg {rows}, r0, r0")
+        e(f"addi {wk}, {ob}, 0")
+        e.li(kin, w_vmem + p.w_bytes + p.bias_offset[-1])
+        e.li(tmp, p.nch[-1])
+        bias_add(wk, kin, tmp, False)
         e(f"signal vpu, {sem['o_full']}")
         e(f"wait dma, {sem['o_full']}")
-        e(f"addi {ra}, {i}, -1")
-        e.tile_size(t[1], ra, p.tm, p.M, t[3])
-        e.dma_shape(p.rb, [(t[1], p.ldo, p.rb), (p.nch[-1], p.rb, tile_chunk)],
-                    (t[0], t[2], t[3]))
+        e.dma_shape(p.rb, [(rows, p.ldo, p.rb), (p.nch[-1], p.rb, tile_chunk)],
+                    (t[0], t[1], t[3]))
         e.affine(t[0], base["O"], [(ra, p.tm * p.ldo)], t[3])
         e(f"dma.store {t[0]}, {ob}, {sem['o_empty']}")
         e.toggle(ob, vmem["O0"], vmem["O1"], t[3])
