@@ -14,17 +14,22 @@ needs, so no queue depth can deadlock the front end. K larger than one tile accu
 the MXU accumulator across steps (``accumulate``, ``emit`` on the last).
 
 ``mlp(config, layers, batch, ...)`` fuses a whole MLP: weights and biases stay in VMEM, the
-batch streams through in row tiles (double-buffered), each layer's output stays in VMEM for
-the next; the epilogue runs on the VPU: bias add (``vop add ... src2=broadcast`` with fused
-``relu``), then int8 requantization (``vcast i32_i8``) or bfloat16 rounding (``vcast
-f32_bf16``) of hidden activations.
+batch streams through in row tiles (double-buffered); the epilogue runs on the VPU: bias add
+(``vop add ... src2=broadcast`` with fused ``relu``) in place, then int8 requantization
+(``vcast i32_i8``) or bfloat16 rounding (``vcast f32_bf16``) of hidden activations into a
+separate buffer, the next layer's operand. The VPU overlaps the MXU: a hidden layer goes to
+it in groups of output chunks (``h_full`` / ``h_ready`` once a group), the epilogue of
+group ``g`` dispatched after the matmuls of group ``g + 1``, and the next layer waits for
+each group only as it reaches it; a tile's output epilogue and store are dispatched behind
+the next tile's first matmuls (docs/tensorcore.md, "Compiler: MLP").
 
 Layouts. HBM rows are padded to the AXI beat. In VMEM a result tile is stored in *chunks*:
 chunk ``s`` holds columns ``s*L .. s*L+L-1`` (``L = row_bytes / 4`` lanes) of every row, one
 VMEM row per matrix row, so a bias row broadcasts over a chunk and a cast's packed output is
 the next layer's operand (``k = L`` per ``matmul``, accumulated over chunks). N is padded to
-whole chunks: the padding columns of C compute ``A x 0``. A, B and C buffers (and their
-double buffers) are placed in distinct VMEM banks when the banks allow.
+whole chunks: the padding columns of C compute ``A x 0``. A GEMM's A, B and C buffers (and
+their double buffers) are placed in distinct VMEM banks when the banks allow; an MLP's so
+that no two buffers read at the same time share a bank's read port, when the banks allow.
 """
 
 import itertools
@@ -593,10 +598,12 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
     """Assembly of the fused MLP (docs/tensorcore.md, "Compiler: MLP")."""
     e = _Asm()
     t = _TEMPS
-    i, xu, ob, mt = "r1", "r2", "r3", "r4"         # row tile, its X buffer, O buffer, rows
-    wb, cb, left, grp = "r5", "r6", "r7", "r8"     # an output chunk's weights and result;
-    vfirst, vcount, ra = "r9", "r10", "r11"        # chunks left in the layer and group; the
-    wk, kin, countdown, tmp = t                    # group whose epilogue comes next
+    i, xu, ob, mt = "r1", "r2", "r3", "r4"         # row tile, its X and O buffers, its rows
+    wb, cb = "r5", "r6"                            # an output chunk's weights and result
+    left, grp = "r7", "r8"                         # chunks left in the layer, in the group
+    vfirst, vcount = "r9", "r10"                   # the group whose epilogue comes next
+    ra, wk = "r11", t[0]                           # an input chunk (A) and its weights
+    kin, countdown, tmp = t[1:]                    # input chunks left, to the next group
     last_layer, w_vmem = len(p.nch) - 1, vmem["W"]
     dtype = "fp32" if float_act else "int32"
     tile_chunk = p.tm * p.rb                       # a chunk of a row tile in VMEM
@@ -742,6 +749,10 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
             e(f"matmul {ra}, {wk}, {cb}, 0, accumulate, emit")
 
     def layer(n):
+        """Layer ``n`` of a row tile. A hidden layer is a loop over its groups, each pass the
+        group's matmuls and the previous group's epilogue, and one pass more (``left`` 0)
+        for the last group's epilogue; the last layer is one group, whose epilogue is the
+        tile's finish."""
         last = n == last_layer
         e.comment(f"layer {n}: {p.widths[n]} -> {p.widths[n + 1]}")
         if n == 0 and last:
@@ -810,6 +821,7 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
         if n == 0:
             tile_boundary()
         e.place(advance)
+        # the group just computed is the next epilogue's: from where the last one ended
         e(f"add {vfirst}, {vfirst}, {vcount}")
         e.li(tmp, p.nch[n])
         e(f"sub {vcount}, {tmp}, {left}")
