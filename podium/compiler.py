@@ -14,19 +14,25 @@ needs, so no queue depth can deadlock the front end. K larger than one tile accu
 the MXU accumulator across steps (``accumulate``, ``emit`` on the last).
 
 ``mlp(config, layers, batch, ...)`` fuses a whole MLP: weights and biases stay in VMEM, the
-batch streams through in row tiles (double-buffered), each layer's output stays in VMEM for
-the next; the epilogue runs on the VPU: bias add (``vop add ... src2=broadcast`` with fused
-``relu``), then int8 requantization (``vcast i32_i8``) or bfloat16 rounding (``vcast
-f32_bf16``) of hidden activations.
+batch streams through in row tiles (double-buffered); the epilogue runs on the VPU: bias add
+(``vop add ... src2=broadcast`` with fused ``relu``) in place, then int8 requantization
+(``vcast i32_i8``) or bfloat16 rounding (``vcast f32_bf16``) of hidden activations into a
+separate buffer, the next layer's operand. The VPU overlaps the MXU: a hidden layer goes to
+it in groups of output chunks (``h_full`` / ``h_ready`` once a group), the epilogue of
+group ``g`` dispatched after the matmuls of group ``g + 1``, and the next layer waits for
+each group only as it reaches it; a tile's output epilogue and store are dispatched behind
+the next tile's first matmuls (docs/tensorcore.md, "Compiler: MLP").
 
 Layouts. HBM rows are padded to the AXI beat. In VMEM a result tile is stored in *chunks*:
 chunk ``s`` holds columns ``s*L .. s*L+L-1`` (``L = row_bytes / 4`` lanes) of every row, one
 VMEM row per matrix row, so a bias row broadcasts over a chunk and a cast's packed output is
 the next layer's operand (``k = L`` per ``matmul``, accumulated over chunks). N is padded to
-whole chunks: the padding columns of C compute ``A x 0``. A, B and C buffers (and their
-double buffers) are placed in distinct VMEM banks when the banks allow.
+whole chunks: the padding columns of C compute ``A x 0``. A GEMM's A, B and C buffers (and
+their double buffers) are placed in distinct VMEM banks when the banks allow; an MLP's so
+that no two buffers read at the same time share a bank's read port, when the banks allow.
 """
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -118,8 +124,8 @@ class _Asm:
             self(f"bne {reg}, r0, {label}")
 
     def dma_shape(self, run, dims, t):
-        """Set the DMA shape: run bytes and up to three (count, hbm stride, vmem stride)."""
-        dims = list(dims) + [(1, 0, 0)] * (3 - len(dims))
+        """Set the DMA shape: run bytes and up to three (count, hbm stride, vmem stride);
+        the dimensions not given have one iteration."""
         self.li(t[0], run)
         self(f"dma.shape 0, {t[0]}, r0, r0")
         for d, (count, hstride, vstride) in enumerate(dims, 1):
@@ -133,6 +139,10 @@ class _Asm:
                     self.li(t[k], value)
                     regs.append(t[k])
             self(f"dma.shape {d}, {', '.join(regs)}")
+        if len(dims) < 3:
+            self.li(t[0], 1)
+        for d in range(len(dims) + 1, 4):
+            self(f"dma.shape {d}, {t[0]}, r0, r0")
 
     def text(self):
         return "\n".join(self.lines) + "\n"
@@ -149,21 +159,29 @@ def _formats(config):
                  "bfloat16": "bfloat16"}[config.mxu.output]
 
 
-def _place(config, sizes):
-    """VMEM address of each buffer (name -> bytes), each in banks of its own when the banks
-    allow, else packed; None when they do not fit."""
+def _layout(config, sizes, fresh):
+    """VMEM address of each buffer (name -> bytes, in order), packed one after another on
+    row boundaries except that those named in ``fresh`` start on a bank boundary; None when
+    they do not fit."""
     row, bank = config.row_bytes, config.vmem_bytes // config.vmem_banks
-    need = {n: max(1, -(-s // bank)) for n, s in sizes.items()}
     addresses, at = {}, 0
-    if sum(need.values()) <= config.vmem_banks:
-        for name in sizes:
-            addresses[name] = at
-            at += need[name] * bank
-        return addresses
     for name, size in sizes.items():
+        if name in fresh:
+            at = _roundup(at, bank)
         addresses[name] = at
         at += _roundup(max(size, 1), row)
     return addresses if at <= config.vmem_bytes else None
+
+
+def _place(config, sizes):
+    """Each buffer in banks of its own when the banks allow, else packed; None when they do
+    not fit."""
+    return _layout(config, sizes, sizes) or _layout(config, sizes, ())
+
+
+def _banks(config, address, size):
+    bank = config.vmem_bytes // config.vmem_banks
+    return set(range(address // bank, (address + max(size, 1) - 1) // bank + 1))
 
 
 def _distinct_banks(config, sizes):
@@ -504,10 +522,22 @@ def _assemble_checked(config, text):
 
 _MLP_SEMS = ("x_full", "x_empty", "w_full", "bias_full", "h_full", "h_ready", "o_full",
              "o_empty")
+_MLP_GROUPS = 4
+"""A hidden layer's output chunks go to the VPU in about this many groups (``ceil(chunks /
+4)`` chunks each) and its last chunk alone: each group is one MXU drain (its ``signal``),
+and the last group's epilogue is short beside the next layer's first output chunk."""
+_MLP_CONFLICTS = {"WX": 4, "WP": 4, "WH": 4, "XH": 4, "PH": 4, "OX": 1, "OW": 1}
+"""Cost of two kinds of MLP buffer sharing a bank (whose one read port they then share):
+the MXU's operand streams (weights W with the input X or the packed activations P) and the
+VPU's epilogue reads of H run at a row per cycle each at the same time (4); the output
+epilogue and store read a tile's O rows while the MXU starts the next tile (1). X0 / X1 and
+P0 / P1 are written while the other is read, and P is written while X is read: separate
+ports."""
 
 
 class _MLPPlan:
-    """Layouts of a fused MLP: weights and biases resident, row tiles of ``tm``."""
+    """Layouts of a fused MLP: weights and biases resident, row tiles of ``tm``, the VPU
+    groups of each hidden layer, the VMEM buffers and their placement."""
 
     def __init__(self, config, widths, M, tm):
         cfg = self.config = config
@@ -531,130 +561,276 @@ class _MLPPlan:
         self.x_stride = _roundup(self.ldx, cfg.mxu.rows * self.esize)
         self.ldo = self.ncc[-1] * self.osize
         self.Mt = -(-M // tm)
-        hidden = max(self.nch[:-1], default=1)
-        self.sizes = {"W": self.w_bytes + self.bias_bytes, "X0": tm * self.x_stride,
-                      "X1": tm * self.x_stride, "H0": hidden * tm * self.rb,
-                      "H1": hidden * tm * self.rb, "O0": self.nch[-1] * tm * self.rb,
-                      "O1": self.nch[-1] * tm * self.rb}
+        hidden = self.nch[:-1]
+        self.group = [-(-n // _MLP_GROUPS) for n in hidden]
+        packed = [max(hidden[k::2], default=0) * tm * self.rb for k in (0, 1)]
+        out = self.nch[-1] * tm * self.rb
+        sizes = {"W": self.w_bytes + self.bias_bytes, "X0": tm * self.x_stride,
+                 "X1": tm * self.x_stride, "P0": packed[0], "P1": packed[1], "O0": out,
+                 "O1": out, "H": max(hidden, default=0) * tm * self.rb}
+        self.sizes = {name: size for name, size in sizes.items() if size}
+        acc = tm * -(-self.chunk // cfg.mxu.cols)
+        self.conflicts, self.vmem = self._placement() if acc <= cfg.mxu.acc_depth else (
+            None, None)
+
+    def _placement(self):
+        """(conflict cost, addresses) of the cheapest layout of the buffers, every choice of
+        the buffers that start a bank tried; (None, None) when none fits."""
+        cfg, names = self.config, list(self.sizes)
+        best = (None, None)
+        for fresh in itertools.product((True, False), repeat=len(names) - 1):
+            starts = [n for n, f in zip(names[1:], fresh, strict=True) if f]
+            vmem = _layout(cfg, self.sizes, starts)
+            if vmem is None:
+                continue
+            banks = {n: _banks(cfg, vmem[n], self.sizes[n]) for n in names}
+            cost = sum(_MLP_CONFLICTS.get(x[0] + y[0], 0) + _MLP_CONFLICTS.get(y[0] + x[0], 0)
+                       for x, y in itertools.combinations(names, 2) if banks[x] & banks[y])
+            if best[0] is None or cost < best[0]:
+                best = (cost, vmem)
+        return best
 
     def fits(self):
-        acc = self.tm * -(-self.chunk // self.config.mxu.cols)
-        return acc <= self.config.mxu.acc_depth and _place(self.config, self.sizes) is not None
+        return self.vmem is not None
 
 
 def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
+    """Assembly of the fused MLP (docs/tensorcore.md, "Compiler: MLP")."""
     e = _Asm()
     t = _TEMPS
-    i, ci, xl, xu, ob, mt, n_loop, ra, rbr, rc, g_loop = (
-        "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11")
-    w_vmem = vmem["W"]
+    i, xu, ob, mt = "r1", "r2", "r3", "r4"         # row tile, its X and O buffers, its rows
+    wb, cb = "r5", "r6"                            # an output chunk's weights and result
+    left, grp = "r7", "r8"                         # chunks left in the layer, in the group
+    vfirst, vcount = "r9", "r10"                   # the group whose epilogue comes next
+    ra, wk = "r11", t[0]                           # an input chunk (A) and its weights
+    kin, countdown, tmp = t[1:]                    # input chunks left, to the next group
+    last_layer, w_vmem = len(p.nch) - 1, vmem["W"]
+    dtype = "fp32" if float_act else "int32"
+    tile_chunk = p.tm * p.rb                       # a chunk of a row tile in VMEM
 
-    def fetch_x():
+    def fetch_x(index):
+        """DMA load of row tile ``index`` (a register) into the X buffer ``xu`` does not
+        name; with ``index`` None, of tile 0 (whole: ``tm <= M``) into X0."""
         e(f"wait dma, {sem['x_empty']}")
-        e.tile_size(t[1], i, p.tm, p.M, t[3])
-        e.dma_shape(p.ldx, [(t[1], p.ldx, p.x_stride)], (t[0], t[2], t[3]))
-        e.affine(t[0], base["X"], [(i, p.tm * p.ldx)], t[3])
-        e(f"dma.load {t[0]}, {xl}, {sem['x_full']}")
-        e.toggle(xl, vmem["X0"], vmem["X1"], t[3])
+        if index is None:
+            e.dma_shape(p.ldx, [(p.tm, p.ldx, p.x_stride)], (t[0], t[2], t[3]))
+            e.li(t[0], base["X"])
+            e.li(t[1], vmem["X0"])
+        else:
+            e.tile_size(t[1], index, p.tm, p.M, t[3])
+            e.dma_shape(p.ldx, [(t[1], p.ldx, p.x_stride)], (t[0], t[2], t[3]))
+            e.affine(t[0], base["X"], [(index, p.tm * p.ldx)], t[3])
+            e.li(t[1], vmem["X0"] + vmem["X1"])
+            e(f"sub {t[1]}, {t[1]}, {xu}")
+        e(f"dma.load {t[0]}, {t[1]}, {sem['x_full']}")
+
+    def bias_add(rows, bias, count, relu):
+        """``count`` (a register, at least 1) chunks from ``rows``: the bias row from
+        ``bias`` on (one per chunk) added in place, with ReLU if ``relu``."""
+        loop = e.label("bias")
+        e.place(loop)
+        e(f"vop add.{dtype} {rows}, {rows}, {bias}, src2=broadcast{', relu' if relu else ''}")
+        e(f"addi {rows}, {rows}, {tile_chunk}")
+        e(f"addi {bias}, {bias}, {p.rb}")
+        e(f"addi {count}, {count}, -1")
+        e(f"bne {count}, r0, {loop}")
+
+    def epilogue(n):
+        """The VPU's work on hidden layer ``n``'s group (``vcount`` chunks from ``vfirst``):
+        bias and activation in place in H, chunk by chunk, then one cast of the whole group
+        into P, which the next layer reads; the cast's hazard wait comes once a group."""
+        offset = countdown                          # of the group's first chunk
+        e(f"wait vpu, {sem['h_full']}")
+        e(f"vpu.cfg {mt}, r0, r0")
+        e.li(tmp, tile_chunk)
+        e(f"mul {offset}, {vfirst}, {tmp}")
+        e.li(ra, vmem["H"])
+        e(f"add {ra}, {ra}, {offset}")
+        e.affine(wk, w_vmem + p.w_bytes + p.bias_offset[n], [(vfirst, p.rb)], tmp)
+        e(f"addi {kin}, {vcount}, 0")
+        bias_add(ra, wk, kin, activation == "relu")
+        e.li(tmp, p.tm)                             # rows up to the last chunk's last
+        e(f"mul {kin}, {vcount}, {tmp}")
+        e(f"sub {kin}, {kin}, {tmp}")
+        e(f"add {kin}, {kin}, {mt}")
+        if float_act:
+            e(f"vpu.cfg {kin}, r0, r0")
+        else:
+            e.li(wk, requant[n][0] & 0xFFFFFFFF)
+            e.li(tmp, requant[n][1])
+            e(f"vpu.cfg {kin}, {wk}, {tmp}")
+        e.li(ra, vmem["H"])
+        e(f"add {ra}, {ra}, {offset}")
+        e.li(wk, vmem[f"P{n % 2}"])
+        e(f"add {wk}, {wk}, {offset}")
+        e(f"vcast {'f32_bf16' if float_act else 'i32_i8'} {wk}, {ra}")
+        e(f"signal vpu, {sem['h_ready']}")
+
+    def finish_tile():
+        """The output epilogue of the previous row tile (bias add in its O buffer) and its
+        store, which frees the buffer for the tile after next."""
+        rows = countdown
+        e(f"addi {ra}, {i}, -1")
+        e.tile_size(rows, ra, p.tm, p.M, tmp)
+        e(f"wait vpu, {sem['h_full']}")
+        e(f"vpu.cfg {rows}, r0, r0")
+        e(f"addi {wk}, {ob}, 0")
+        e.li(kin, w_vmem + p.w_bytes + p.bias_offset[-1])
+        e.li(tmp, p.nch[-1])
+        bias_add(wk, kin, tmp, False)
+        e(f"signal vpu, {sem['o_full']}")
+        e(f"wait dma, {sem['o_full']}")
+        e.dma_shape(p.rb, [(rows, p.ldo, p.rb), (p.nch[-1], p.rb, tile_chunk)],
+                    (t[0], t[1], t[3]))
+        e.affine(t[0], base["O"], [(ra, p.tm * p.ldo)], t[3])
+        e(f"dma.store {t[0]}, {ob}, {sem['o_empty']}")
+        e.toggle(ob, vmem["O0"], vmem["O1"], t[3])
+
+    def tile_boundary():
+        """The previous row tile's output and the next tile's input, dispatched behind this
+        tile's first matmuls, so that the MXU has them while the VPU and the DMA finish.
+        After the last tile the program jumps here (``i = Mt``) to finish it, and ends."""
+        first = e.label("first_tile")
+        e.place("boundary")
+        e(f"beq {i}, r0, {first}")
+        finish_tile()
+        e.place(first)
+        e.li(tmp, p.Mt)
+        e(f"beq {i}, {tmp}, end")
+        e(f"addi {ra}, {i}, 1")
+        e(f"beq {ra}, {tmp}, no_fetch")
+        fetch_x(ra)
+        e.place("no_fetch")
+
+    def chunk_matmuls(n):
+        """The matmuls of output chunk ``cb`` of layer ``n``: one over the whole input for
+        layer 0; otherwise one per packed input chunk, accumulated, the first output chunk
+        waiting for each group of them as the VPU releases it (``h_ready``)."""
+        if n == 0:
+            e(f"matmul {xu}, {wb}, {cb}, 0, emit")
+            return
+        nin, group = p.nch[n - 1], p.group[n - 1]
+
+        def ready(site):
+            """A group of the input starts at the first and the last input chunk and every
+            ``group``-th one between (counted down)."""
+            skip = e.label("ready")
+            e.li(tmp, p.nch[n])
+            e(f"bne {left}, {tmp}, {skip}")
+            if site == "middle":
+                e(f"addi {countdown}, {countdown}, -1")
+                e(f"bne {countdown}, r0, {skip}")
+            e(f"wait mxu, {sem['h_ready']}")
+            if site != "last":
+                e.li(countdown, group)
+            e.place(skip)
+
+        def step():
+            e(f"addi {ra}, {ra}, {tile_chunk}")
+            e.li(tmp, p.chunk * p.w_stride[n])
+            e(f"add {wk}, {wk}, {tmp}")
+
+        e.li(ra, vmem[f"P{(n - 1) % 2}"])
+        e(f"addi {wk}, {wb}, 0")
+        ready("first")
+        e(f"matmul {ra}, {wk}, {cb}, 0{', emit' if nin == 1 else ''}")
+        if nin > 2:
+            e.li(kin, nin - 2)
+            middle = e.label("middle")
+            e.place(middle)
+            step()
+            ready("middle")
+            e(f"matmul {ra}, {wk}, {cb}, 0, accumulate")
+            e(f"addi {kin}, {kin}, -1")
+            e(f"bne {kin}, r0, {middle}")
+        if nin > 1:
+            step()
+            ready("last")
+            e(f"matmul {ra}, {wk}, {cb}, 0, accumulate, emit")
 
     def layer(n):
-        last = n == len(p.nch) - 1
-        src = vmem[f"H{(n - 1) % 2}"]
+        """Layer ``n`` of a row tile. A hidden layer is a loop over its groups, each pass the
+        group's matmuls and the previous group's epilogue, and one pass more (``left`` 0)
+        for the last group's epilogue; the last layer is one group, whose epilogue is the
+        tile's finish."""
+        last = n == last_layer
         e.comment(f"layer {n}: {p.widths[n]} -> {p.widths[n + 1]}")
-        e(f"wait mxu, {sem['x_full' if n == 0 else 'h_ready']}")
+        if n == 0 and last:
+            tile_boundary()         # a single layer writes O: the previous tile goes first
+        if n == 0:
+            e(f"wait mxu, {sem['x_full']}")
         if last:
             e(f"wait mxu, {sem['o_empty']}")
-        k = p.widths[0] if n == 0 else p.chunk
-        e.li(t[0], k)
+        e.li(t[0], p.widths[0] if n == 0 else p.chunk)
         e.li(t[1], p.chunk)
         e(f"mxu.shape {mt}, {t[0]}, {t[1]}")
         e.li(t[0], p.x_stride if n == 0 else p.rb)
         e.li(t[1], p.w_stride[n])
         e.li(t[2], p.rb)
         e(f"mxu.stride {t[0]}, {t[1]}, {t[2]}")
-        e.li(rbr, w_vmem + p.w_offset[n])
+        e.li(wb, w_vmem + p.w_offset[n])
         if last:
-            e(f"addi {rc}, {ob}, 0")
+            e(f"addi {cb}, {ob}, 0")
         else:
-            e.li(rc, vmem[f"H{n % 2}"])
-        e.li(n_loop, p.nch[n])
+            e.li(cb, vmem["H"])
+        e.li(left, p.nch[n])
+        if last:
+            e(f"addi {grp}, {left}, 0")
+        else:
+            e.li(vfirst, 0)
+            e.li(vcount, 0)
+            group = e.label("group")
+            e.place(group)
+            drained = e.label("drained")
+            e(f"beq {left}, r0, {drained}")
+            # this group: `group` chunks, fewer to leave the layer's last chunk on its own
+            e(f"addi {grp}, {left}, -1")
+            e.li(tmp, p.group[n])
+            sized = e.label("sized")
+            e(f"blt {grp}, {tmp}, {sized}")
+            e(f"addi {grp}, {tmp}, 0")
+            e.place(sized)
+            some = e.label("some")
+            e(f"bne {grp}, r0, {some}")
+            e.li(grp, 1)
+            e.place(some)
         out_chunk = e.label("out_chunk")
         e.place(out_chunk)
-        groups = 1 if n == 0 else p.nch[n - 1]
+        chunk_matmuls(n)
+        e(f"addi {wb}, {wb}, {p.chunk * p.esize}")
+        e(f"addi {cb}, {cb}, {tile_chunk}")
+        e(f"addi {left}, {left}, -1")
+        e(f"addi {grp}, {grp}, -1")
+        e(f"bne {grp}, r0, {out_chunk}")
         if n == 0:
-            e(f"matmul {xu}, {rbr}, {rc}, 0, emit")
-        else:
-            e.li(ra, src)
-            e(f"addi {t[0]}, {rbr}, 0")
-            e(f"matmul {ra}, {t[0]}, {rc}, 0{', emit' if groups == 1 else ''}")
-            if groups > 1:
-                if groups > 2:
-                    e.li(g_loop, groups - 2)
-                    middle = e.label("group")
-                    e.place(middle)
-                    e(f"addi {ra}, {ra}, {p.tm * p.rb}")
-                    e.li(t[1], p.chunk * p.w_stride[n])
-                    e(f"add {t[0]}, {t[0]}, {t[1]}")
-                    e(f"matmul {ra}, {t[0]}, {rc}, 0, accumulate")
-                    e(f"addi {g_loop}, {g_loop}, -1")
-                    e(f"bne {g_loop}, r0, {middle}")
-                e(f"addi {ra}, {ra}, {p.tm * p.rb}")
-                e.li(t[1], p.chunk * p.w_stride[n])
-                e(f"add {t[0]}, {t[0]}, {t[1]}")
-                e(f"matmul {ra}, {t[0]}, {rc}, 0, accumulate, emit")
-        e(f"addi {rbr}, {rbr}, {p.chunk * p.esize}")
-        e(f"addi {rc}, {rc}, {p.tm * p.rb}")
-        e(f"addi {n_loop}, {n_loop}, -1")
-        e(f"bne {n_loop}, r0, {out_chunk}")
-        if n == 0:
+            keep = e.label("keep_x")
+            e(f"bne {left}, r0, {keep}")
             e(f"signal mxu, {sem['x_empty']}")
-            e.toggle(xu, vmem["X0"], vmem["X1"], t[3])
+            e.place(keep)
         e(f"signal mxu, {sem['h_full']}")
-        # epilogue on the VPU
-        e(f"wait vpu, {sem['h_full']}")
-        e.li(t[0], p.tm)
-        e(f"vpu.cfg {t[0]}, r0, r0")
         if last:
-            e(f"addi {rc}, {ob}, 0")
-        else:
-            e.li(rc, vmem[f"H{n % 2}"])
-        e.li(rbr, w_vmem + p.w_bytes + p.bias_offset[n])
-        e.li(n_loop, p.nch[n])
-        bias = e.label("bias")
-        e.place(bias)
-        dtype = "fp32" if float_act else "int32"
-        relu = ", relu" if activation == "relu" and not last else ""
-        e(f"vop add.{dtype} {rc}, {rc}, {rbr}, src2=broadcast{relu}")
-        e(f"addi {rc}, {rc}, {p.tm * p.rb}")
-        e(f"addi {rbr}, {rbr}, {p.rb}")
-        e(f"addi {n_loop}, {n_loop}, -1")
-        e(f"bne {n_loop}, r0, {bias}")
-        if not last:
-            e.li(t[0], p.nch[n] * p.tm)
-            if float_act:
-                e(f"vpu.cfg {t[0]}, r0, r0")
-            else:
-                e.li(t[1], requant[n][0] & 0xFFFFFFFF)
-                e.li(t[2], requant[n][1])
-                e(f"vpu.cfg {t[0]}, {t[1]}, {t[2]}")
-            e.li(rc, vmem[f"H{n % 2}"])
-            e(f"vcast {'f32_bf16' if float_act else 'i32_i8'} {rc}, {rc}")
-            e(f"signal vpu, {sem['h_ready']}")
-        else:
-            e(f"signal vpu, {sem['o_full']}")
-
-    def store():
-        e(f"wait dma, {sem['o_full']}")
-        e.tile_size(t[1], ci, p.tm, p.M, t[3])
-        e.dma_shape(p.rb, [(t[1], p.ldo, p.rb), (p.nch[-1], p.rb, p.tm * p.rb)],
-                    (t[0], t[2], t[3]))
-        e.affine(t[0], base["O"], [(ci, p.tm * p.ldo)], t[3])
-        e(f"dma.store {t[0]}, {ob}, {sem['o_empty']}")
-        e.toggle(ob, vmem["O0"], vmem["O1"], t[3])
+            return
+        e.place(drained)
+        # the previous group's epilogue, after this group's matmuls: the MXU has them
+        # queued while the VPU waits for its group
+        first, advance = e.label("first_group"), e.label("advance")
+        e(f"beq {vcount}, r0, {first}")
+        epilogue(n)
+        e(f"jmp {advance}")
+        e.place(first)
+        if n == 0:
+            tile_boundary()
+        e.place(advance)
+        # the group just computed is the next epilogue's: from where the last one ended
+        e(f"add {vfirst}, {vfirst}, {vcount}")
+        e.li(tmp, p.nch[n])
+        e(f"sub {vcount}, {tmp}, {left}")
+        e(f"sub {vcount}, {vcount}, {vfirst}")
+        e(f"bne {vcount}, r0, {group}")
 
     e.comment(f"MLP {'-'.join(map(str, p.widths))}, batch {p.M} in tiles of {p.tm}")
-    for reg, buf in ((xl, "X0"), (xu, "X0"), (ob, "O0")):
-        e.li(reg, vmem[buf])
+    e.li(xu, vmem["X0"])
+    e.li(ob, vmem["O0"])
     for queue, name in (("dma", "x_empty"), ("mxu", "o_empty")):
         e(f"signal {queue}, {sem[name]}")
         e(f"signal {queue}, {sem[name]}")
@@ -662,27 +838,24 @@ def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
     e.li(t[0], base["W"])
     e.li(t[1], w_vmem)
     e(f"dma.load {t[0]}, {t[1]}, {sem['w_full']}")
-    e.dma_shape(p.bias_bytes, [], t)
+    e.li(t[0], p.bias_bytes)
+    e(f"dma.shape 0, {t[0]}, r0, r0")
     e.li(t[0], base["W"] + p.w_bytes)
     e.li(t[1], w_vmem + p.w_bytes)
     e(f"dma.load {t[0]}, {t[1]}, {sem['bias_full']}")
     e(f"wait mxu, {sem['w_full']}")
     e(f"wait vpu, {sem['bias_full']}")
-    fetch_x()
+    fetch_x(None)
     e.place("tile")
-    e(f"addi {ci}, {i}, 0")
-    e(f"addi {i}, {i}, 1")
-    e.li(t[0], p.Mt)
-    no_fetch = e.label("no_fetch")
-    e(f"beq {i}, {t[0]}, {no_fetch}")
-    fetch_x()
-    e.place(no_fetch)
-    e.tile_size(mt, ci, p.tm, p.M, t[3])
+    e.tile_size(mt, i, p.tm, p.M, tmp)
     for n in range(len(p.nch)):
         layer(n)
-    store()
-    e.li(t[0], p.Mt)
-    e(f"bne {i}, {t[0]}, tile")
+    e.toggle(xu, vmem["X0"], vmem["X1"], tmp)
+    e(f"addi {i}, {i}, 1")
+    e.li(tmp, p.Mt)
+    e(f"bne {i}, {tmp}, tile")
+    e("jmp boundary")
+    e.place("end")
     e("halt")
     return e.text()
 
@@ -742,17 +915,15 @@ def mlp(config, layers, batch, activation="relu", requant=None):
                 raise CompileError(f"requant[{n}] must be (multiplier in -2**31..2**31-1, "
                                    f"shift in 0..62), got {(mult, shift)}")
     plan = None
-    for tm in sorted(set(_candidates(batch, config.mxu.rows, batch)), reverse=True):
+    for tm in _candidates(batch, config.mxu.rows, batch):
         candidate = _MLPPlan(config, widths, batch, tm)
-        if candidate.fits() and (plan is None or _distinct_banks(config, candidate.sizes)
-                                 and not _distinct_banks(config, plan.sizes)):
+        if candidate.fits() and (plan is None or (candidate.conflicts, -tm)
+                                 < (plan.conflicts, -plan.tm)):
             plan = candidate
-            if _distinct_banks(config, plan.sizes):
-                break
     if plan is None:
         raise CompileError(f"the weights of an MLP {widths} do not fit vmem_bytes "
                            f"{config.vmem_bytes} with a row tile")
-    vmem = _place(config, plan.sizes)
+    vmem = plan.vmem
     params = _mlp_params(plan, weights, biases, in_dtype, float_act)
     w_addr = 0
     x = Tensor(_roundup(len(params), _HBM_ALIGN), (batch, widths[0]), in_dtype, plan.ldx)

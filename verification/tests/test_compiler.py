@@ -158,6 +158,49 @@ def test_mlp_bf16(widths, batch, seed):
     assert np.array_equal(out["Y"].view(np.uint32), expect.view(np.uint32))
 
 
+@pytest.mark.parametrize("widths, batch", [([20, 70, 33, 9], 300), ([1000, 8], 50)])
+def test_mlp_shallow_queues(widths, batch, seed):
+    """Queues of two entries: the VPU's groups (several per hidden layer, the next layer
+    waiting for each), the previous tile's output behind the next tile's first matmuls and a
+    partial last tile still run without a deadlock, since every ``wait`` is dispatched after
+    the ``signal`` it needs."""
+    config = TensorCoreConfig(queue_depth=2)
+    rng = np.random.default_rng(seed)
+    layers, requant = random_int8_mlp(widths, rng)
+    x = rng.integers(-128, 128, (batch, widths[0]), dtype=np.int8)
+    program = mlp(config, layers, batch, "relu", requant)
+    assert program.metadata["tm"] < batch
+    for s in (None, seed):
+        result, out = run(program, {"X": x}, seed=s)
+        assert result.status == "done", (result.error, result.error_pc)
+        assert np.array_equal(out["Y"], mlp_int8_reference(x, layers, requant, "relu"))
+
+
+@pytest.mark.parametrize("rows, n", [(8, 128), (16, 512)])
+def test_mlp_benchmark_layer(rows, n, seed):
+    """The epilogue benchmark's hidden layer (sim/tensorcore_perf.py): exact, and the
+    buffers streamed at the same time in different banks: the weights apart from the input,
+    the packed activations and H (the VPU's reads), H apart from the MXU's operands, the
+    output apart from the weights and the input."""
+    config = TensorCoreConfig(mxu=MXUConfig(rows=rows, cols=rows), vmem_bytes=512 * 1024,
+                              row_bytes=4 * rows)
+    rng = np.random.default_rng(seed)
+    layers, requant = random_int8_mlp([n, n, rows], rng)
+    x = rng.integers(-128, 128, (n, n), dtype=np.int8)
+    program = mlp(config, layers, n, "relu", requant)
+    result, out = run(program, {"X": x}, seed=seed)
+    assert result.status == "done", (result.error, result.error_pc)
+    assert np.array_equal(out["Y"], mlp_int8_reference(x, layers, requant, "relu"))
+    bank = config.vmem_bytes // config.vmem_banks
+    vmem = sorted(program.metadata["vmem"].items(), key=lambda item: item[1])
+    ends = [address for _, address in vmem[1:]] + [config.vmem_bytes]
+    banks = {}
+    for (name, address), end in zip(vmem, ends, strict=True):
+        banks.setdefault(name[0], set()).update(range(address // bank, (end - 1) // bank + 1))
+    for a, b in ("WX", "WP", "WH", "XH", "PH", "OX", "OW"):
+        assert not banks[a] & banks[b], (a, b, program.metadata["vmem"])
+
+
 def test_mlp_program_size_independent_of_batch():
     rng = np.random.default_rng(0)
     layers, requant = random_int8_mlp([64, 32, 10], rng)
