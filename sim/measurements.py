@@ -9,7 +9,9 @@ keys ending in ``_seconds`` are wall times, reported but never compared.
 
 A measurement also names the blocks it measures, its options (with defaults and checks: a bad
 option is refused as ``measurement.options.<name>``), its headline metrics (the first is the
-one plotted by default) and which way each is better, for Pareto fronts.
+one plotted by default) and which way each is better, for Pareto fronts, and what is
+synthesized for the figures beside them: the block itself, except for the ICI network, where
+it is one router (the network repeats it; a 4 x 4 torus is 16 of them).
 """
 
 from dataclasses import dataclass, field
@@ -35,7 +37,9 @@ class Measurement:
     ``run(config, seed, **options)`` measures one configuration of one of ``blocks``;
     ``options`` maps each option to ``(default, checker)``, ``checker(path, value)`` raising a
     ConfigError; ``validate(config, options)`` refuses a configuration the measurement cannot
-    run (before anything runs); ``better`` maps a metric to ``"max"`` or ``"min"``.
+    run (before anything runs); ``better`` maps a metric to ``"max"`` or ``"min"``;
+    ``synthesized``: the block whose synthesis figures stand for the configuration (default:
+    the measured block itself).
     """
 
     name: str
@@ -46,6 +50,7 @@ class Measurement:
     metrics: tuple
     better: dict
     validate: object = field(default=None)
+    synthesized: str = None
 
     def resolve(self, given):
         """The options of ``given`` (a dict) checked and completed with the defaults."""
@@ -212,12 +217,12 @@ MEASUREMENTS = {m.name: m for m in [
         "accepted throughput, flits/node/cycle", ("ici",), _ici_saturation,
         {"loads": ([0.2, 0.5, 1.0], _loads), **_ICI_RUN},
         ("saturation", "latency_at_min_load"),
-        {"saturation": "max", "latency_at_min_load": "min"}, _ici_validate),
+        {"saturation": "max", "latency_at_min_load": "min"}, _ici_validate, "ici_router"),
     Measurement(
         "ici_latency", "mean packet latency (cycles) of uniform random traffic at one offered "
         "load on the ICI network (sim/ici_perf.py sweep)", ("ici",), _ici_latency,
         {"load": (0.1, _load), **_ICI_RUN}, ("latency", "accepted"),
-        {"latency": "min", "accepted": "max"}, _ici_validate),
+        {"latency": "min", "accepted": "max"}, _ici_validate, "ici_router"),
     Measurement(
         "tensorcore_gemm", "an n x n x n GEMM compiled for the chip's TensorCore, run from HBM "
         "on the RTL chip and checked (sim/tensorcore_perf.py measure_gemm)", ("chip",),

@@ -116,8 +116,8 @@ def check_path(block, path):
                                      f"{', '.join(names)}")
         config = getattr(config, part)
         if i < len(parts) - 1 and not isinstance(config, Config):
-            raise ConfigError(where, f"is a value, not a configuration holding "
-                                     f"{'.'.join(parts[i + 1:])}")
+            raise ConfigError(where, f"must be a nested configuration to hold "
+                                     f"{'.'.join(parts[i + 1:])}; it is a value")
 
 
 def _set_path(params, path, value):
@@ -142,7 +142,7 @@ def _combinations(spec, block):
             if path not in paths:
                 paths.append(path)
             elif path in grid:
-                raise ConfigError(f"grid.{path}", "is also set by a listed point")
+                raise ConfigError(f"grid.{path}", "must not be set by a listed point too")
     for path in paths:
         check_path(block, path)
     product = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(
@@ -287,7 +287,8 @@ def run_point(task):
         measurement = get_measurement(task["measurement"], task["block"])
         metrics = measurement.run(config, task["seed"], **task["options"])
         if task["synthesis"]:
-            metrics.update(synthesize(generate(task["block"], config)))
+            metrics.update(synthesize(generate(measurement.synthesized or task["block"],
+                                               config)))
     except Exception as e:  # a point's failure is its record, never the sweep's
         error = f"{type(e).__name__}: {e}"
         return {"status": "failed", "error": error,
