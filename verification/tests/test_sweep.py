@@ -47,7 +47,8 @@ BAD = [
     ({"grid": {"rows": [2, 300]}}, "mxu.rows must be an integer in 1..256, got 300 "
                                    "(point 1: rows=300)"),
     ({"grid": {"fmt": ["int8", "int4"]}}, "mxu.fmt must be one of 'int8', 'bfloat16'"),
-    ({"grid": {"rows.width": [2]}}, "mxu.rows must be a nested configuration to hold width; it is a value"),
+    ({"grid": {"rows.width": [2]}},
+     "mxu.rows must be a nested configuration to hold width; it is a value"),
     ({"grid": {"rows": []}}, "grid.rows must be a non-empty list"),
     ({"points": [{"rows": 2}]}, "grid.rows must not be set by a listed point too"),
     ({"grid": {"rows": [2, 2]}}, "points: point 1 (rows=2) is the same configuration as "
@@ -250,12 +251,15 @@ def _kill(proc):
 
 
 def _processing(client, deadline):
-    """Name of a worker that is running a sweep point, waiting up to ``deadline``."""
+    """(name, process id, point index) of a worker running a sweep point, waiting up to
+    ``deadline``."""
     while time.monotonic() < deadline:
         info = client.scheduler_info()["workers"]
         for address, keys in client.processing().items():
-            if any(str(k).startswith("podium-point") for k in keys):
-                return info[address]["name"]
+            for key in map(str, keys):
+                if key.startswith("podium-point"):
+                    index = int(key.split("-")[1].removeprefix("point"))
+                    return info[address]["name"], info[address]["pid"], index
         time.sleep(0.5)
     raise AssertionError("no worker started a sweep point")
 
@@ -285,9 +289,9 @@ def test_sweep_on_dask_scheduler_survives_a_killed_worker(tmp_path):
             client.wait_for_workers(2, timeout=120)
             sweep = podium("sweep", tmp_path / "spec.json", "--scheduler", address, "--store",
                            tmp_path / "store", "-o", tmp_path / "out")
-            victim = _processing(client, time.monotonic() + 300)
+            victim, pid, index = _processing(client, time.monotonic() + 300)
             _kill(procs.pop(victim))
-            print(f"killed worker {victim} while it ran a point")
+            print(f"killed worker {victim} (pid {pid}) while it ran point {index}")
             out, err = sweep.communicate(timeout=900)
         assert sweep.returncode == 0, out + err
     finally:
@@ -297,3 +301,4 @@ def test_sweep_on_dask_scheduler_survives_a_killed_worker(tmp_path):
     got = {p["index"]: {k: v for k, v in p["metrics"].items() if not k.endswith("_seconds")}
            for p in result["points"] if p["status"] == "ok"}
     assert got == serial.metrics()
+    assert result["points"][index]["pid"] != pid, "the killed worker's point ran elsewhere"
