@@ -259,7 +259,8 @@ def _processing(client, deadline):
             for key in map(str, keys):
                 if key.startswith("podium-point"):
                     index = int(key.split("-")[1].removeprefix("point"))
-                    return info[address]["name"], info[address]["pid"], index
+                    pid = client.run(os.getpid, workers=[address])[address]
+                    return info[address]["name"], pid, index
         time.sleep(0.5)
     raise AssertionError("no worker started a sweep point")
 
