@@ -370,8 +370,11 @@ def _local_cluster(workers):
     from distributed import LocalCluster
 
     workers = workers or len(os.sched_getaffinity(0))
+    # The scheduler serves HTTP (health, metrics) even without a dashboard, on port 8787 by
+    # default: a free loopback port instead, so that sweeps side by side do not contend.
     return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                         host="127.0.0.1", dashboard_address=None,
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                         silence_logs=logging.ERROR)
 
 

@@ -280,7 +280,7 @@ def test_sweep_on_dask_scheduler_survives_a_killed_worker(tmp_path):
     port = _free_port()
     dask = os.path.join(os.path.dirname(sys.executable), "dask")
     procs = {"scheduler": _start([dask, "scheduler", "--host", "127.0.0.1", "--port",
-                                  str(port), "--dashboard-address", ":0"])}
+                                  str(port), "--dashboard-address", "127.0.0.1:0"])}
     try:
         address = f"tcp://127.0.0.1:{port}"
         for name in ("w1", "w2"):
