@@ -39,7 +39,8 @@ class Measurement:
     ConfigError; ``validate(config, options)`` refuses a configuration the measurement cannot
     run (before anything runs); ``better`` maps a metric to ``"max"`` or ``"min"``;
     ``synthesized``: the block whose synthesis figures stand for the configuration (default:
-    the measured block itself).
+    the measured block itself); ``synthesis``: whether a sweep synthesizes unless its spec
+    says (off for the whole chip, whose synthesis takes far longer than its measurement).
     """
 
     name: str
@@ -51,6 +52,7 @@ class Measurement:
     better: dict
     validate: object = field(default=None)
     synthesized: str = None
+    synthesis: bool = True
 
     def resolve(self, given):
         """The options of ``given`` (a dict) checked and completed with the defaults."""
@@ -227,11 +229,13 @@ MEASUREMENTS = {m.name: m for m in [
         "tensorcore_gemm", "an n x n x n GEMM compiled for the chip's TensorCore, run from HBM "
         "on the RTL chip and checked (sim/tensorcore_perf.py measure_gemm)", ("chip",),
         _tensorcore_gemm, {"n": (64, _int(1, 4096))},
-        ("cycles", "utilization"), {"cycles": "min", "utilization": "max"}, _chip_validate),
+        ("cycles", "utilization"), {"cycles": "min", "utilization": "max"}, _chip_validate,
+        synthesis=False),
     Measurement(
         "digits", "the UCI digits MLP workload (podium/workloads/digits.py) classifying the "
         "test split on the RTL chip", ("chip",), _digits, {},
-        ("accuracy", "cycles"), {"accuracy": "max", "cycles": "min"}, _chip_validate),
+        ("accuracy", "cycles"), {"accuracy": "max", "cycles": "min"}, _chip_validate,
+        synthesis=False),
 ]}
 
 

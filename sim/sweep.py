@@ -211,7 +211,7 @@ def parse_spec(spec, name="sweep"):
     check("parameters", isinstance(base, dict), "a mapping of parameters", base)
     measurement, options = _measurement(spec, block)
     seed = check_int("seed", spec.get("seed", 1), 0, 2**31 - 1)
-    synthesis = check_bool("synthesis", spec.get("synthesis", True))
+    synthesis = check_bool("synthesis", spec.get("synthesis", measurement.synthesis))
     swept, combos = _combinations(spec, block)
     points, seen = [], {}
     for index, values in enumerate(combos):
