@@ -71,10 +71,12 @@ def _plot_metric(outcome, plot, ok, path):
     x, y = plot["x"], plot["y"]
     others = [p for p in outcome.sweep.swept if p != x]
     group = [plot["group"]] if plot.get("group") else others
-    xs = sorted({outcome.sweep.points[i].values[x] for i in ok}, key=str)
+    xs = []
+    for i in ok:
+        if outcome.sweep.points[i].values[x] not in xs:
+            xs.append(outcome.sweep.points[i].values[x])
     numeric = _numeric(xs)
-    if numeric:
-        xs = sorted(xs)
+    xs.sort(key=None if numeric else str)
     lines = {}
     for i in ok:
         point = outcome.sweep.points[i]
@@ -142,6 +144,9 @@ def _plots(outcome):
             lines.append(f"- plot {name} not drawn: no {', '.join(missing)} in every "
                          f"finished point")
             continue
+        if not _numeric([outcome.records[i]["metrics"][m] for i in ok for m in metrics]):
+            lines.append(f"- plot {name} not drawn: {', '.join(metrics)} not numeric")
+            continue
         if "pareto" in plot:
             _plot_pareto(outcome, plot, ok, outcome.out_dir / name)
         else:
@@ -171,8 +176,8 @@ def write_report(outcome):
                     **outcome.records.get(p.index, {"status": "not run", "values": p.values})}
                    for p in sweep.points]}, indent=1) + "\n")
     failures = []
-    (out / "failures").mkdir(exist_ok=True)
     for i in outcome.failed:
+        (out / "failures").mkdir(exist_ok=True)
         record = outcome.records[i]
         log = out / "failures" / f"point{i}.log"
         log.write_text(f"{sweep.points[i].label}\n{record['error']}\n\n{record.get('log', '')}")

@@ -21,8 +21,8 @@ import pytest
 
 from hdl.config import ConfigError
 from sim import measurements
-from sim.sweep import ResultStore, code_digest, parse_spec, run_point, run_sweep
-from sim.sweep_report import pareto_front
+from sim.sweep import Outcome, ResultStore, code_digest, parse_spec, run_point, run_sweep
+from sim.sweep_report import pareto_front, write_report
 
 ROOT = __file__.rsplit("/verification/", 1)[0]
 
@@ -126,6 +126,28 @@ def test_pareto_front():
     pts = [(0.9, 100), (0.8, 50), (0.95, 300), (0.7, 60), (0.9, 120)]
     assert pareto_front(pts, ("max", "min")) == [(0.8, 50), (0.9, 100), (0.95, 300)]
     assert pareto_front(pts, ("min", "max")) == [(0.7, 60), (0.9, 120), (0.95, 300)]
+
+
+def test_report_of_list_valued_parameters(tmp_path):
+    """Tables and plots over a parameter whose values are lists (an ICI torus's dims), a
+    Pareto front, and a plot of a metric that is not a number left out with the reason."""
+    sweep = parse_spec({"block": "ici", "grid": {"dims": [[4, 4], [2, 2]], "vcs": [2, 4]},
+                        "measurement": "ici_saturation",
+                        "plots": [{"x": "dims", "y": "saturation", "group": "vcs"},
+                                  {"x": "vcs", "y": "checked"},
+                                  {"pareto": ["saturation", "cells"]}]})
+    records = {p.index: {"status": "ok", "values": p.values,
+                         "metrics": {"saturation": 0.1 * (p.index + 1), "checked": True,
+                                     "cells": 100 * (4 - p.index), "synth_seconds": 1.5}}
+               for p in sweep.points}
+    text = write_report(Outcome(sweep, records, False, tmp_path))
+    assert "| 2 | 2x2 | 2 | ok | 0.3 | True | 200 | 1.5 |" in text
+    assert "plot checked_vs_vcs.png not drawn: checked not numeric" in text
+    assert (tmp_path / "saturation_vs_dims.png").stat().st_size > 1000
+    assert (tmp_path / "pareto_saturation_cells.png").stat().st_size > 1000
+    assert (tmp_path / "results.csv").read_text().splitlines()[3].startswith(
+        '2,"[2, 2]",2,ok,0.30000000000000004,True,200')
+    assert not (tmp_path / "failures").exists()
 
 
 # Failures and interruption (in this process, the measurement replaced) -----------------------
