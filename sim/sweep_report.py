@@ -65,6 +65,20 @@ def _numeric(values):
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
+def _save(fig, ax, path, xlabel, ylabel, title, legend=True):
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if legend:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _plot_metric(outcome, plot, ok, path):
     import matplotlib.pyplot as plt
 
@@ -90,15 +104,7 @@ def _plot_metric(outcome, plot, ok, path):
                 label=label)
     if not numeric:
         ax.set_xticks(range(len(xs)), [_cell(v) for v in xs])
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    ax.set_title(f"{outcome.sweep.name}: {y} vs {x}")
-    ax.grid(alpha=0.3)
-    if len(lines) > 1:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path, x, y, f"{outcome.sweep.name}: {y} vs {x}", legend=len(lines) > 1)
 
 
 def _plot_pareto(outcome, plot, ok, path):
@@ -116,14 +122,8 @@ def _plot_pareto(outcome, plot, ok, path):
         if (u, v) in front:
             ax.annotate(outcome.sweep.points[i].label, (u, v), fontsize=7,
                         textcoords="offset points", xytext=(4, 4))
-    ax.set_xlabel(f"{a} ({directions[a]} is better)")
-    ax.set_ylabel(f"{b} ({directions[b]} is better)")
-    ax.set_title(f"{outcome.sweep.name}: Pareto front")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path, f"{a} ({directions[a]} is better)", f"{b} ({directions[b]} is better)",
+          f"{outcome.sweep.name}: Pareto front")
 
 
 def _plots(outcome):
