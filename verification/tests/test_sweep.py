@@ -202,7 +202,8 @@ def test_interrupt_keeps_finished_points(tmp_path, monkeypatch):
 
 def test_worker_with_other_code_refuses():
     record = run_point({"digest": "0" * 16, "block": "mxu", "params": {}, "seed": 1,
-                        "measurement": "mxu_gemm", "options": {}, "synthesis": False})
+                        "measurement": "mxu_gemm", "options": {}, "synthesis": False,
+                        "fpga": False})
     assert record["status"] == "failed"
     assert f"this worker's code ({code_digest()}" in record["error"]
 
