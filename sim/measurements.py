@@ -77,6 +77,12 @@ def _optional_int(lo, hi):
     return checker
 
 
+def _optional_number(path, value):
+    ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                           and value > 0)
+    check(path, ok, "a positive number (or null)", value)
+
+
 def _int(lo, hi):
     return lambda path, value: check_int(path, value, lo, hi)
 
@@ -171,11 +177,16 @@ def _chip_validate(config, options):
     check_choice("tensorcore.mxu.fmt", config.tensorcore.mxu.fmt, ("int8", "bfloat16"))
 
 
-def _tensorcore_gemm(config, seed, *, n):
-    from sim.tensorcore_perf import hbm_rate, measure_gemm
+def _hbm_peak(chip):
+    """Peak HBM bytes per cycle of ``chip``: every pseudo-channel's data bus always busy."""
+    hbm = chip.hbm
+    return hbm.pseudo_channels * hbm.access_bytes / hbm.timing.burst_cycles
 
-    bw, _ = hbm_rate()
-    r = measure_gemm(config, n, np.random.default_rng(seed), bw)
+
+def _tensorcore_gemm(config, seed, *, n, bw):
+    from sim.tensorcore_perf import measure_gemm
+
+    r = measure_gemm(config, n, np.random.default_rng(seed), bw or _hbm_peak(config))
     return {key: r[key] for key in ("cycles", "utilization", "roofline", "roofline_fraction",
                                     "mxu_busy_fraction", "exposed_dma_fraction",
                                     "model_cycles", "model_error", "build_seconds",
@@ -227,8 +238,9 @@ MEASUREMENTS = {m.name: m for m in [
         {"latency": "min", "accepted": "max"}, _ici_validate, "ici_router"),
     Measurement(
         "tensorcore_gemm", "an n x n x n GEMM compiled for the chip's TensorCore, run from HBM "
-        "on the RTL chip and checked (sim/tensorcore_perf.py measure_gemm)", ("chip",),
-        _tensorcore_gemm, {"n": (64, _int(1, 4096))},
+        "on the RTL chip and checked (sim/tensorcore_perf.py measure_gemm); roofline and cycle "
+        "model at bw bytes/cycle of HBM (default: the chip's HBM peak)", ("chip",),
+        _tensorcore_gemm, {"n": (64, _int(1, 4096)), "bw": (None, _optional_number)},
         ("cycles", "utilization"), {"cycles": "min", "utilization": "max"}, _chip_validate,
         synthesis=False),
     Measurement(
