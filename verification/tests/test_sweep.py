@@ -252,6 +252,35 @@ def test_sweep_on_local_cluster(tmp_path):
     assert all(store.get(r["key"])["metrics"] == r["metrics"] for r in outcome.records.values())
 
 
+@pytest.mark.slow
+def test_ctrl_c_on_local_cluster(tmp_path):
+    """``podium sweep`` on a LocalCluster of one worker, Ctrl-C (SIGINT to the whole process
+    group, as a terminal sends it) once a point is stored: exit 130, the finished points in
+    the store and the tables; the next run takes them from the store and runs the rest."""
+    spec = tiny(48, synthesis=False)
+    spec["grid"]["rows"] = [2, 3, 4]
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    args = ("sweep", tmp_path / "spec.json", "--workers", 1, "--store", tmp_path / "store",
+            "-o", tmp_path / "out")
+    sweep = podium(*args, start_new_session=True)
+    deadline = time.monotonic() + 900
+    while not list((tmp_path / "store").glob("*.json")):
+        assert sweep.poll() is None and time.monotonic() < deadline, sweep.communicate()
+        time.sleep(0.5)
+    os.killpg(sweep.pid, signal.SIGINT)
+    out, err = sweep.communicate(timeout=300)
+    assert sweep.returncode == 130, out + err
+    stored = len(list((tmp_path / "store").glob("*.json")))
+    assert 1 <= stored < 3
+    assert f"{stored} of 3 points finished (0 from the result store, 0 failed); interrupted." \
+        in (tmp_path / "out/results.md").read_text()
+    again = podium(*args)
+    out, err = again.communicate(timeout=900)
+    assert again.returncode == 0, out + err
+    assert f"3 of 3 points finished ({stored} from the result store, 0 failed)." in \
+        (tmp_path / "out/results.md").read_text()
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
