@@ -1,4 +1,5 @@
-"""The ``podium`` command line: generate the Verilog of a block, and the performance model.
+"""The ``podium`` command line: generate the Verilog of a block, the performance model, the
+TensorCore's software tools and design-space sweeps.
 
     podium generate mxu --rows 16 --cols 16 --format int8 -o build/mxu16
     podium generate mxu --rows 8 --cols 8 --format bfloat16 --out-format bfloat16 -o build/bf
@@ -7,6 +8,7 @@
     podium model run --preset v6e --slices 24 --workload gpt3-175b   (podium/model/cli.py)
     podium compile gemm --m 512 --k 512 --n 512 -o gemm.json           (podium/tools.py)
     podium run gemm.json --sim golden
+    podium sweep docs/sweeps/mxu.yaml                                  (podium/sweep.py)
     podium asm prog.s -o prog.hex; podium disasm prog.hex
 """
 
@@ -17,7 +19,7 @@ import time
 
 from hdl.generate import BLOCKS, generate, make_config
 
-from . import tools
+from . import sweep, tools
 from .model import cli as model_cli
 
 __all__ = ["main"]
@@ -40,6 +42,7 @@ def _parser():
     g.add_argument("-o", "--out", required=True, help="output directory")
     model_cli.add_parser(sub)
     tools.add_parsers(sub)
+    sweep.add_parser(sub)
     return p
 
 
@@ -62,7 +65,7 @@ def _params(args):
 
 def main(argv=None):
     args = _parser().parse_args(argv)
-    if args.command == "model":
+    if args.command in ("model", "sweep"):
         return args.func(args)
     if args.command in ("asm", "disasm", "compile", "run"):
         return tools.run_command(args)

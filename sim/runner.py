@@ -24,7 +24,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 __all__ = ["ROOT", "BUILD", "SIMULATORS", "Build", "build", "run", "verilator_env",
-           "lint", "simulator_available"]
+           "lint", "simulator_available", "locked"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -59,7 +59,9 @@ def simulator_available(sim):
 
 
 @contextmanager
-def _locked(path):
+def locked(path):
+    """Hold an exclusive lock on file ``path`` (created if needed) for the ``with`` block:
+    one builder of a cached product at a time, across processes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -169,7 +171,7 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
     }, sort_keys=True).encode()).hexdigest()[:16]
     directory = BUILD / "sim" / sim / f"{design.name}-{key}"
     stamp = directory / ".built"
-    with _locked(directory.with_suffix(".lock")):
+    with locked(directory.with_suffix(".lock")):
         if stamp.exists() and not force:
             return Build(design, sim, directory, 0.0, True, waves)
         if directory.exists():

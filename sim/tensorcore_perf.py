@@ -35,7 +35,7 @@ from sim.measure import (
 )
 from sim.runner import build
 
-__all__ = ["bench", "bench_chip", "hbm_rate", "FIRST_BEAT"]
+__all__ = ["bench", "bench_chip", "hbm_rate", "measure_gemm", "FIRST_BEAT"]
 
 FIRST_BEAT = 60
 """The model's first-beat latency of a DMA transfer, in cycles: AR through the controller's
@@ -67,7 +67,10 @@ def _inputs(program, rng):
             for name, t in program.inputs.items()}
 
 
-def _gemm(chip, n, rng, bw):
+def measure_gemm(chip, n, rng, bw):
+    """An n x n x n GEMM compiled for ``chip``'s TensorCore, inputs from ``rng``, run on the RTL
+    chip and checked; cycles, utilization against the roofline at ``bw`` bytes/cycle of HBM,
+    the cycle model's prediction, counters and wall times as a dict."""
     tc = chip.tensorcore
     program = compiler.gemm(tc, n, n, n)
     inputs = _inputs(program, rng)
@@ -89,7 +92,7 @@ def _gemm(chip, n, rng, bw):
             "exposed_dma_fraction": c["mxu_starved"] / c["cycles"],
             "bytes_read": c["bytes_read"], "bytes_written": c["bytes_written"],
             "model_cycles": model.cycles, "model_error": c["cycles"] / model.cycles - 1,
-            "run_seconds": c["run_seconds"],
+            "run_seconds": c["run_seconds"], "build_seconds": c["build_seconds"],
             "cycles_per_second": c["cycles"] / c["run_seconds"]}
 
 
@@ -145,7 +148,7 @@ def bench(quick=False):
     gemms = []
     for fmt, n in plan:
         start = time.perf_counter()
-        gemms.append(_gemm(bench_chip(fmt, size), n, rng, bw))
+        gemms.append(measure_gemm(bench_chip(fmt, size), n, rng, bw))
         print(f"gemm {fmt} {n}^3: {gemms[-1]} ({time.perf_counter() - start:.0f} s)",
               flush=True)
     epilogue = [_epilogue(bench_chip("int8", size), 128 if quick else 512, rng)]
