@@ -1,7 +1,7 @@
 """The chip: Podium's blocks composed into one top.
 
     Chip
-    ├── HBM controller   AXI4 ports ``mem<p>`` in, pseudo-channel interfaces ``hbm_pc<i>`` out
+    ├── HBM controller   AXI4 ports ``mem<p>`` in, channel interfaces ``hbm_ch<c>`` out
     ├── ICI router       one node of the pod: links ``ici_link_*``, local ports ``ici_inject`` /
     │                    ``ici_eject``, coordinates ``ici_coord``
     └── MXU              ``mxu_cmd``, ``mxu_w``, ``mxu_a`` in, ``mxu_c`` out
@@ -24,7 +24,7 @@ from .config import Config
 from .hbm.axi_port import axi_signature
 from .hbm.config import HBMConfig
 from .hbm.controller import HBMController
-from .hbm.interface import DfiSignature
+from .hbm.interface import ChannelSignature
 from .ici.config import ICIConfig
 from .ici.packet import coord_layout
 from .ici.router import Router
@@ -67,8 +67,8 @@ class Chip(Top):
     -------
     mem<p> : In(AXI4Signature)
         HBM controller port ``p``.
-    hbm_pc<i> : Out(DfiSignature)
-        Pseudo-channel ``i``'s command and data interface (to the PHY, or the device model).
+    hbm_ch<c> : Out(ChannelSignature)
+        HBM channel ``c``'s command and data interface (to the PHY, or the device model).
     ici_coord : In(coord_layout)
         This chip's coordinates in the pod.
     ici_link_out, ici_link_in : arrays of the router's links, one per network port.
@@ -86,8 +86,8 @@ class Chip(Top):
             "mxu": Submodule(config.mxu.name, self._mxu, children=self._mxu.submodules),
         }
         members = {f"mem{p}": In(axi_signature(config.hbm)) for p in range(config.hbm.ports)}
-        members.update({f"hbm_pc{i}": Out(DfiSignature(config.hbm))
-                        for i in range(config.hbm.pseudo_channels)})
+        members.update({f"hbm_ch{c}": Out(ChannelSignature(config.hbm))
+                        for c in range(config.hbm.channels)})
         router = self._router.signature.members
         members["ici_coord"] = In(coord_layout(config.ici))
         for name in ("link_out", "link_in", "inject", "eject"):
@@ -109,8 +109,8 @@ class Chip(Top):
         for p in range(cfg.hbm.ports):
             wiring.connect(m, wiring.flipped(getattr(self, f"mem{p}")),
                            getattr(hbm, f"s{p}_axi"))
-        for i in range(cfg.hbm.pseudo_channels):
-            wiring.connect(m, getattr(hbm, f"pc{i}"), wiring.flipped(getattr(self, f"hbm_pc{i}")))
+        for c in range(cfg.hbm.channels):
+            wiring.connect(m, getattr(hbm, f"ch{c}"), wiring.flipped(getattr(self, f"hbm_ch{c}")))
         m.d.comb += ici.coord.eq(self.ici_coord)
         for p in range(cfg.ici.net_ports):
             wiring.connect(m, ici.link_out[p], wiring.flipped(self.ici_link_out[p]))

@@ -43,7 +43,7 @@ def test_chip_generates_lint_clean(tmp_path):
     name = ChipConfig().name
     sidecar = json.loads((tmp_path / f"{name}.json").read_text())
     ports = {p["name"] for p in sidecar["ports"]}
-    assert {"mem0__awid", "mem0__rdata", "hbm_pc0__row_op", "ici_link_out__0__flit",
+    assert {"mem0__awid", "mem0__rdata", "hbm_ch0__row_op", "ici_link_out__0__flit",
             "ici_inject__0__valid", "mxu_a__payload", "mxu_c__valid"} <= ports
     lint(tmp_path / f"{name}.v", name)
 
