@@ -20,7 +20,7 @@ __all__ = ["RowOp", "ColOp", "ChannelSignature", "CommandBusSignature", "DataSig
            "BankStatusSignature",
            "tag_bits",
            "request_layout", "rresp_layout", "bresp_layout", "entry_layout", "wslot_bits",
-           "row_command_layout", "col_command_layout"]
+           "row_command_layout", "refresh_command_layout", "col_command_layout"]
 
 
 class RowOp(enum.Enum, shape=3):
@@ -101,6 +101,11 @@ def row_command_layout(cfg):
     """A row command offered or issued (``valid`` low: none this cycle)."""
     return data.StructLayout({"valid": 1, "op": RowOp, "bank": cfg.bank_bits,
                               "row": cfg.row_bits})
+
+
+def refresh_command_layout(cfg):
+    """A refresh command the refresher wants (PREA, REF, PRE or REFSB; no row address)."""
+    return data.StructLayout({"valid": 1, "op": RowOp, "bank": cfg.bank_bits})
 
 
 def col_command_layout(cfg):

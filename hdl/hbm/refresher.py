@@ -23,7 +23,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.bits import first_set
-from .interface import BankStatusSignature, RowOp, row_command_layout
+from .interface import BankStatusSignature, RowOp, refresh_command_layout, row_command_layout
 
 __all__ = ["Refresher", "IDLE_REFRESH"]
 
@@ -49,7 +49,7 @@ class Refresher(wiring.Component):
     status : In(BankStatusSignature)
     row : In(row_command_layout)
         The row command issued this cycle (a REF or REFSB pays an owed refresh).
-    cmd : Out(row_command_layout)
+    cmd : Out(refresh_command_layout)
         The refresh command wanted now (PREA, REF, PRE or REFSB); the row choice gives it
         priority.
     active : Out(1)
@@ -68,7 +68,7 @@ class Refresher(wiring.Component):
         super().__init__({
             "idle": In(1), "wanted": In(B), "status": In(BankStatusSignature(cfg)),
             "row": In(row_command_layout(cfg)),
-            "cmd": Out(row_command_layout(cfg)), "active": Out(1), "block": Out(B),
+            "cmd": Out(refresh_command_layout(cfg)), "active": Out(1), "block": Out(B),
             "forced": Out(1),
         })
 

@@ -38,6 +38,7 @@ from .interface import (
     RowOp,
     col_command_layout,
     entry_layout,
+    refresh_command_layout,
     row_command_layout,
 )
 
@@ -226,7 +227,7 @@ class RowChoice(wiring.Component):
     status : In(BankStatusSignature)
     col : In(col_command_layout)
         This cycle's column command offer.
-    refresh : In(row_command_layout)
+    refresh : In(refresh_command_layout)
         The refresher's command.
     row : Out(row_command_layout)
         The command offered.
@@ -240,7 +241,7 @@ class RowChoice(wiring.Component):
             "row_urgent": In(Q), "reserved": In(B), "block": In(B), "hit_any": In(B),
             "protected": In(B), "urgent_hit": In(B),
             "status": In(BankStatusSignature(cfg)), "col": In(col_command_layout(cfg)),
-            "refresh": In(row_command_layout(cfg)),
+            "refresh": In(refresh_command_layout(cfg)),
             "row": Out(row_command_layout(cfg)),
         })
 
@@ -262,7 +263,8 @@ class RowChoice(wiring.Component):
             idle_index, idle_found = first_set(m, idle_pre, name="idle_pre")
 
         with m.If(self.refresh.valid):
-            m.d.comb += row.eq(self.refresh)
+            m.d.comb += [row.valid.eq(1), row.op.eq(self.refresh.op),
+                         row.bank.eq(self.refresh.bank)]
         with m.Elif(found):
             m.d.comb += [row.valid.eq(1), row.bank.eq(e.bank), row.row.eq(e.row),
                          row.op.eq(Mux(st.open.bit_select(e.bank, 1), RowOp.PRE, RowOp.ACT))]
@@ -315,7 +317,7 @@ class Scheduler(wiring.Component):
     entries, valid, blocked : In
         From the command queue.
     status : In(BankStatusSignature)
-    refresh : In(row_command_layout), block : In(banks), refresh_active : In(1)
+    refresh : In(refresh_command_layout), block : In(banks), refresh_active : In(1)
         From the refresher.
     rd_room, b_room : In(1)
         Room for a read's data, for a write completion.
@@ -333,7 +335,7 @@ class Scheduler(wiring.Component):
         super().__init__({
             "entries": In(_entries(cfg)), "valid": In(Q), "blocked": In(Q),
             "status": In(BankStatusSignature(cfg)),
-            "refresh": In(row_command_layout(cfg)), "block": In(cfg.banks),
+            "refresh": In(refresh_command_layout(cfg)), "block": In(cfg.banks),
             "refresh_active": In(1), "rd_room": In(1), "b_room": In(1), "col_grant": In(1),
             "row": Out(row_command_layout(cfg)), "col": Out(col_command_layout(cfg)),
             "index": Out(range(max(2, Q))), "entry": Out(entry_layout(cfg)),
