@@ -50,7 +50,7 @@ class HBMController(Top):
         cocotbext-axi's ``AxiBus.from_prefix(dut, "s<p>_axi_")`` finds.
     ch<c> : Out(ChannelSignature)
         Channel ``c``'s command buses and data buses (``ch<c>__row_valid`` ...,
-        ``ch<c>__data__<k>__wrdata`` for its pseudo-channel ``k``, global index ``2c + k``).
+        ``ch<c>__data<k>__wrdata`` for its pseudo-channel ``k``, global index ``2c + k``).
     pc<i>_<counter> : Out(32)
         That pseudo-channel's counters (see :class:`PseudoChannel`).
     s<p>_decerr, s<p>_slverr : Out(32)
@@ -89,7 +89,7 @@ class HBMController(Top):
                 m.d.comb += getattr(port, name).eq(getattr(arb.bus, name))
             for k in range(n):
                 chan = chans[c * n + k]
-                wiring.connect(m, chan.data, wiring.flipped(port.data[k]))
+                wiring.connect(m, chan.data, wiring.flipped(getattr(port, f"data{k}")))
                 m.d.comb += [arb.row[k].eq(chan.row), arb.col[k].eq(chan.col),
                              chan.row_grant.eq(arb.row_grant[k]),
                              chan.col_grant.eq(arb.col_grant[k])]

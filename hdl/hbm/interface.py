@@ -162,13 +162,15 @@ class CommandBusSignature(wiring.Signature):
 
 class ChannelSignature(wiring.Signature):
     """Command/data interface of one channel, as the controller drives it: what a PHY
-    implements. The members of :class:`CommandBusSignature`, and ``data``, one
-    :class:`DataSignature` per pseudo-channel (one in legacy mode).
+    implements. The members of :class:`CommandBusSignature`, and ``data<k>``, the
+    :class:`DataSignature` of the channel's pseudo-channel ``k`` (only ``data0`` in legacy
+    mode).
     """
 
     def __init__(self, cfg):
         super().__init__({**_command_bus(cfg),
-                          "data": Out(DataSignature(cfg)).array(cfg.pcs_per_channel)})
+                          **{f"data{k}": Out(DataSignature(cfg))
+                             for k in range(cfg.pcs_per_channel)}})
 
 
 class BankStatusSignature(wiring.Signature):

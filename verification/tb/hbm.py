@@ -49,8 +49,8 @@ class _Channel:
             return getattr(dut, f"ch{c}__{name}")
         self.row = [port(f"row_{n}") for n in _ROW]
         self.col = [port(f"col_{n}") for n in _ROW]
-        self.data = [{n: port(f"data__{k}__{n}") for n in ("wrdata", "wrdata_valid", "rddata",
-                                                           "rddata_valid")}
+        self.data = [{n: port(f"data{k}__{n}") for n in ("wrdata", "wrdata_valid", "rddata",
+                                                         "rddata_valid")}
                      for k in range(per_channel)]
 
 

@@ -79,7 +79,7 @@ def test_unknown_block_refused():
 def test_sidecar_describes_enums():
     design = generate("hbm", HBMConfig())
     ports = {p["name"]: p for p in design.sidecar["ports"]}
-    assert ports["pc0__row_op"]["enum"] == {"ACT": 0, "PRE": 1, "PREA": 2, "REF": 3}
+    assert ports["ch0__row_op"]["enum"] == {"ACT": 0, "PRE": 1, "PREA": 2, "REF": 3, "REFSB": 4}
     assert ports["s0_axi__rresp"]["enum"]["DECERR"] == 3
     digest = hashlib.sha256(json.dumps(design.sidecar, sort_keys=True).encode()).hexdigest()
     again = generate("hbm", HBMConfig()).sidecar
