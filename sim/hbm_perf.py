@@ -8,8 +8,9 @@ AXI driver keeps requests valid and responses ready), the device model checking 
 and the read data checked against the golden memory. Every run is long enough for the steady
 state with refresh: a warm-up of ``refresh_postpone + 1`` tREFI (a run starts with no refresh
 owed, so for its first 8 tREFI the controller can postpone every refresh and would look
-refresh-free), then a measured window of at least ``WINDOW_REFI`` tREFI up to the last
-response. The whole run's figure is reported beside it, never as the headline.
+refresh-free), then a measured window of exactly ``WINDOW_REFI`` tREFI (so it holds as many
+refresh intervals as the long run does, and no start-up or drain), with traffic still running
+after it. The whole run's figure is reported beside it, never as the headline.
 """
 
 import math
@@ -95,11 +96,11 @@ def _pcs(cfg, pattern):
 
 
 def _accesses(cfg, pattern, warmup):
-    """Accesses that keep the pattern going for the warm-up and the window at its bound (a
+    """Accesses that keep the pattern going past the warm-up and the window at its bound (a
     slower run only lasts longer)."""
     t = cfg.timing
     rate = bound(cfg, pattern)[0] * _pcs(cfg, pattern) / t.burst_cycles
-    accesses = math.ceil(rate * (warmup + (WINDOW_REFI + 0.5) * t.refi))
+    accesses = math.ceil(rate * (warmup + (WINDOW_REFI + 1) * t.refi))
     return -(-accesses // 64) * 64
 
 
@@ -115,10 +116,12 @@ def measure_pattern(cfg, pattern, label, *, seed=1):
     trace = TRACES / f"{label}.trace"
     done = measure("hbm", cfg, "verification.tb.hbm", "measure",
                    {"pattern": pattern, "accesses": accesses, "warmup": warmup,
-                    "trace": str(trace)}, seed=seed)
+                    "window": WINDOW_REFI * t.refi, "trace": str(trace)}, seed=seed)
     r = done["report"]
+    if r["window"] is None:
+        raise RuntimeError(f"{label}: the traffic ended before the measurement window did")
     pcs = _pcs(cfg, pattern)
-    window = r["window"] or r["run"]
+    window = r["window"]
     busy = window["data_busy_per_pc"][0] if pcs == 1 else window["data_busy"]
     run_busy = r["run"]["data_busy_per_pc"][0] if pcs == 1 else r["run"]["data_busy"]
     refs = window["refs"] / cfg.pseudo_channels
@@ -146,20 +149,19 @@ def _row(cfg, pattern, r):
         value = r["efficiency"] if target[0] == "efficiency" else of_bound
         verdict = (f">= {100 * target[1]:.0f}%{' of bound' if target[0] == 'of_bound' else ''}"
                    f": {'met' if value >= target[1] else 'NOT met'}")
-    md = [pattern, f"{r['accesses']}", f"{r['window']['cycles'] if r['window'] else '-'}",
-          f"{r['window_refi']:.1f}", f"{100 * r['efficiency']:.1f}%", f"{100 * b:.1f}%",
+    md = [pattern, f"{r['accesses']}", f"{r['window']['cycles']}", f"{r['window_refi']:.0f}",
+          f"{100 * r['efficiency']:.1f}%", f"{100 * b:.1f}%",
           f"{100 * of_bound:.1f}%", f"{100 * r['run_efficiency']:.1f}%", verdict,
           LITEDRAM.get(pattern, ""), why]
     js = {"pattern": pattern, "preset": _preset(cfg),
           "refresh": "per-bank" if cfg.per_bank_refresh else "all-bank",
           "pseudo_channels": r["pcs"], "ports": cfg.ports, "accesses": r["accesses"],
-          "cycles": r["window"]["cycles"] if r["window"] else r["cycles"],
+          "cycles": r["window"]["cycles"],
           "window_refi": r["window_refi"], "efficiency": r["efficiency"], "bound": b,
           "of_bound": of_bound, "bound_from": why, "run_cycles": r["cycles"],
           "run_efficiency": r["run_efficiency"], "peak_bytes_per_cycle": peak,
           "bytes_per_cycle": r["efficiency"] * peak, "refresh_share": r["refresh_share"],
-          "refs": r["window"]["refs"] if r["window"] else r["run"]["refs"],
-          "refsbs": r["window"]["refsbs"] if r["window"] else r["run"]["refsbs"],
+          "refs": r["window"]["refs"], "refsbs": r["window"]["refsbs"],
           "acts": r["run"]["acts"], "auto_pres": r["run"]["auto_pres"],
           "pres": r["run"]["pres"], "trace": r["trace"]}
     return md, js
@@ -252,8 +254,9 @@ cycles), 32 B per access, 2 data cycles per access. Efficiency = data-bus busy c
 x pseudo-channels) at saturation; every command checked by the device model, every read checked
 against the golden memory. **Steady state**: each run starts with a warm-up of
 refresh_postpone + 1 = 9 tREFI (the controller may postpone up to 8 refreshes, so a shorter run
-looks refresh-free), then the measured window of at least {WINDOW_REFI} tREFI runs to the last
-response ("whole run" is the figure from the first request, for comparison). Row walk counts
+looks refresh-free), then the measured window of exactly {WINDOW_REFI} tREFI, with traffic
+going on after it ("whole run" is the figure from the first request to the last response, for
+comparison). Row walk counts
 the one pseudo-channel it uses. Patterns: seq_read / seq_write: 32-beat bursts over a
 contiguous region; seq_read_refsb: the same with per-bank refresh (REFSB); rand_read: 32 B
 reads at random addresses over the whole capacity (row misses); rand_mix: 64 B at random
