@@ -110,8 +110,6 @@ def measure_pattern(cfg, pattern, label, *, seed=1):
     t = cfg.timing
     warmup = (cfg.refresh_postpone + 1) * t.refi if cfg.refresh else 0
     accesses = _accesses(cfg, "seq_read" if pattern == "stream" else pattern, warmup)
-    if pattern == "stream":
-        accesses *= 2
     TRACES.mkdir(parents=True, exist_ok=True)
     trace = TRACES / f"{label}.trace"
     done = measure("hbm", cfg, "verification.tb.hbm", "measure",
