@@ -182,8 +182,6 @@ def _runs(quick):
     runs.append(("patterns", STREAM_CONFIG, "stream", "hbm2-2000-stream"))
     runs.append(("patterns", BENCH_CONFIG.replace(per_bank_refresh=True), "seq_read_refsb",
                  "hbm2-2000-seq_read-refsb"))
-    runs.append(("refresh_free", BENCH_CONFIG.replace(refresh=False), "seq_read",
-                 "hbm2-2000-seq_read-norefresh"))
     for cfg in presets:
         name = _preset(cfg).lower()
         runs += [("presets", cfg, p, f"{name}-{p}") for p in PATTERNS]
@@ -230,13 +228,6 @@ def bench(quick=False):
 
 def _text(env, md, cost_rows, quick):
     t = BENCH_CONFIG.timing
-    free = md.get("refresh_free", [])
-    free_line = ""
-    if free and md.get("patterns"):
-        free_line = (f"Refresh-free window, for comparison only (`refresh=False`, a "
-                     f"measurement setting): sequential reads {free[0][4]} over "
-                     f"{free[0][2]} cycles, against {md['patterns'][0][4]} with all-bank "
-                     f"refresh in the steady state.")
     presets = table(["preset", *HEADER], md.get("presets", []))
     return f"""# HBM controller benchmark results
 
@@ -266,8 +257,6 @@ refreshes in the window. Command traces of every run: `build/bench/hbm/<run>.tra
 docs/hbm.md).
 
 {table(HEADER, md.get("patterns", []))}
-
-{free_line}
 
 ## HBM2E and HBM3
 
