@@ -434,9 +434,11 @@ async def test_refresh_soak(dut):
 @cocotb.test()
 async def test_refresh_under_load(dut):
     """Sequential writes offered faster than the pseudo-channels can take them, for 10 x tREFI:
-    the queues never empty, so refreshes are forced (``forced_refs``); the device model checks
-    none is overdue and no timing is broken. Then part of the data is read back and checked,
-    and random reads at saturation issue ACTs as fast as tRRD and tFAW allow."""
+    the queues never empty, so all-bank refreshes are forced (``forced_refs``), and per-bank
+    refreshes must keep pace hidden behind the traffic; the device model checks none is
+    overdue and no timing is broken, and every bank is refreshed as often as tREFI demands.
+    Then part of the data is read back and checked, and random reads at saturation issue ACTs
+    as fast as tRRD and tFAW allow."""
     tb = HBMBench(dut, masters=False)
     await tb.start()
     cfg = tb.cfg
@@ -450,7 +452,7 @@ async def test_refresh_under_load(dut):
         tasks = [cocotb.start_soon(d.run()) for d in drivers]
         for task in tasks:
             await task
-        if phase == "seq_write":
+        if phase == "seq_write" and not cfg.per_bank_refresh:
             forced = tb.counter("forced_refs")
             assert forced >= cfg.pseudo_channels, f"only {forced} refreshes were forced"
     await tb.finish()
