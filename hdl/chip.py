@@ -3,8 +3,8 @@
     Chip
     ├── TensorCore       control and status on ``csr`` (AXI4-Lite); its DMA is the manager of
     │                    HBM port 0
-    ├── HBM controller   ports ``mem<p>`` (p >= 1) for the host or later engines; pseudo-channel
-    │                    interfaces ``hbm_pc<i>`` to the PHY (the device model in simulation)
+    ├── HBM controller   ports ``mem<p>`` (p >= 1) for the host or later engines; channel
+    │                    interfaces ``hbm_ch<c>`` to the PHY (the device model in simulation)
     └── ICI router       one node of the pod: links ``ici_link_*``, local ports ``ici_inject`` /
                          ``ici_eject``, coordinates ``ici_coord``
 
@@ -26,7 +26,7 @@ from .config import Config, ConfigError
 from .hbm.axi_port import axi_signature
 from .hbm.config import HBMConfig
 from .hbm.controller import HBMController
-from .hbm.interface import DfiSignature
+from .hbm.interface import ChannelSignature
 from .ici.config import ICIConfig
 from .ici.packet import coord_layout
 from .ici.router import Router
@@ -82,8 +82,8 @@ class Chip(Top):
         The TensorCore's STATUS bits.
     mem<p> : In(AXI4Signature)
         HBM controller port ``p`` for ``p >= 1``.
-    hbm_pc<i> : Out(DfiSignature)
-        Pseudo-channel ``i``'s command and data interface.
+    hbm_ch<c> : Out(ChannelSignature)
+        HBM channel ``c``'s command and data interface (to the PHY, or the device model).
     ici_coord : In(coord_layout)
         This chip's coordinates in the pod.
     ici_link_out, ici_link_in, ici_inject, ici_eject : the router's links and local ports.
@@ -102,8 +102,8 @@ class Chip(Top):
         members = {name: tc[name] for name in ("csr", "running", "done", "error")}
         members.update({f"mem{p}": In(axi_signature(config.hbm))
                         for p in range(1, config.hbm.ports)})
-        members.update({f"hbm_pc{i}": Out(DfiSignature(config.hbm))
-                        for i in range(config.hbm.pseudo_channels)})
+        members.update({f"hbm_ch{c}": Out(ChannelSignature(config.hbm))
+                        for c in range(config.hbm.channels)})
         router = self._router.signature.members
         members["ici_coord"] = In(coord_layout(config.ici))
         for name in ("link_out", "link_in", "inject", "eject"):
@@ -131,8 +131,8 @@ class Chip(Top):
         for p in range(1, cfg.hbm.ports):
             wiring.connect(m, wiring.flipped(getattr(self, f"mem{p}")),
                            getattr(hbm, f"s{p}_axi"))
-        for i in range(cfg.hbm.pseudo_channels):
-            wiring.connect(m, getattr(hbm, f"pc{i}"), wiring.flipped(getattr(self, f"hbm_pc{i}")))
+        for c in range(cfg.hbm.channels):
+            wiring.connect(m, getattr(hbm, f"ch{c}"), wiring.flipped(getattr(self, f"hbm_ch{c}")))
         m.d.comb += ici.coord.eq(self.ici_coord)
         for p in range(cfg.ici.net_ports):
             wiring.connect(m, ici.link_out[p], wiring.flipped(self.ici_link_out[p]))

@@ -2,19 +2,20 @@
 constraint, as LiteDRAM's bank machines and its multiplexer's ``tXXDController``s keep them.
 
 They sit beside the scheduler (``scheduler.py``) in a :class:`~hdl.hbm.channel.PseudoChannel`:
-they watch the row and column commands it issues and report, through
-:class:`~hdl.hbm.interface.BankStatusSignature`, which banks are open on which rows and which
-commands their timing allows in the current cycle. Each constraint is a
+they watch the row and column commands it issues (those the channel's arbiter granted) and
+report, through :class:`~hdl.hbm.interface.BankStatusSignature`, which banks are open on which
+rows and which commands their timing allows in the current cycle. Each constraint is a
 :class:`~hdl.hbm.timing.Countdown` loaded by the commands that start it: per bank (tRP, tRC,
-tRCD, tRAS, tRTP, WR to PRE), per bank group (tRRD_L, tCCD_L, WR to RD long) and per
-pseudo-channel (tRRD_S, tFAW, tCCD_S, WR to RD short, RD to WR, tRFC).
+tRCD, tRAS, tRTP, WR to PRE, auto-precharge, tRFCsb), per bank group (tRRD_L, tCCD_L, WR to RD
+long, ACT to REFSB) and per pseudo-channel (tRRD_S, tFAW, tCCD_S, WR to RD short, RD to WR,
+tRFC, tRREFD). Timings count from a command's first cycle.
 """
 
 from amaranth.hdl import Const, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .interface import BankStatusSignature, ColOp, RowOp, col_command_layout, row_command_layout
+from .interface import BankStatusSignature, RowOp, col_command_layout, row_command_layout
 from .timing import ActivateWindow, Countdown
 
 __all__ = ["BankMachine", "BankMachines"]
@@ -25,25 +26,32 @@ class BankMachine(wiring.Component):
 
     Members
     -------
-    act, pre, rd, wr : In(1)
+    act, pre, rd, wr, rda, wra, refsb : In(1)
         A command to this bank issues this cycle (``pre`` also for a PREA); ``row``: the row an
         ACT opens.
     is_open : Out(1), open_row : Out(row_bits)
-        The bank's state from the cycle after the ACT / PRE (a PRE in the same cycle as an ACT
-        wins; the scheduler never issues both).
+        The bank's state from the cycle after the command: an ACT opens it; a PRE, RDA or WRA
+        closes it (the scheduler never issues an ACT and a closing command together).
     act_ok, rd_ok, wr_ok, pre_ok : Out(1)
-        tRP and tRC; tRCD_RD; tRCD_WR; tRAS, tRTP and WR to PRE are met this cycle
-        (combinational from the counters). ``pre_left``: cycles until ``pre_ok``.
+        The next ACT (tRC, or tRAS + tRP; tRP after PRE; the auto-precharge's tRTP or WR to PRE,
+        then tRP; tRFCsb after REFSB), RD (tRCD_RD), WR (tRCD_WR), PRE (tRAS, tRTP, WR to PRE)
+        may issue this cycle (combinational from the counters). ``pre_left``: cycles until
+        ``pre_ok``.
     """
 
     def __init__(self, cfg):
         self._cfg = cfg
         t = cfg.timing
-        self._delays = {"act": {"act": t.rc, "pre": t.rp}, "rd": {"act": t.rcd_rd},
-                        "wr": {"act": t.rcd_wr},
-                        "pre": {"act": t.ras, "rd": t.rtp, "wr": t.wr_to_pre}}
+        self._delays = {
+            "act": {"act": t.act_to_act, "pre": t.rp, "rda": t.rda_to_act, "wra": t.wra_to_act,
+                    "refsb": t.rfc_sb},
+            "rd": {"act": t.rcd_rd},
+            "wr": {"act": t.rcd_wr},
+            "pre": {"act": t.ras, "rd": t.rtp, "wr": t.wr_to_pre},
+        }
         super().__init__({
-            "act": In(1), "pre": In(1), "rd": In(1), "wr": In(1), "row": In(cfg.row_bits),
+            **{name: In(1) for name in ("act", "pre", "rd", "wr", "rda", "wra", "refsb")},
+            "row": In(cfg.row_bits),
             "is_open": Out(1), "open_row": Out(cfg.row_bits),
             "act_ok": Out(1), "rd_ok": Out(1), "wr_ok": Out(1), "pre_ok": Out(1),
             "pre_left": Out(range(max(t.ras, t.rtp, t.wr_to_pre) + 1)),
@@ -60,7 +68,7 @@ class BankMachine(wiring.Component):
                 m.d.comb += self.pre_left.eq(counter.left)
         with m.If(self.act):
             m.d.sync += [self.is_open.eq(1), self.open_row.eq(self.row)]
-        with m.If(self.pre):
+        with m.If(self.pre | self.rda | self.wra):
             m.d.sync += self.is_open.eq(0)
         return m
 
@@ -71,9 +79,9 @@ class BankMachines(wiring.Component):
     Members
     -------
     row : In(row_command_layout)
-        The row command issued this cycle (ACT, PRE, PREA or REF).
+        The row command issued this cycle (ACT, PRE, PREA, REF or REFSB).
     col : In(col_command_layout)
-        The column command issued this cycle (RD or WR).
+        The column command issued this cycle (RD, WR, RDA or WRA).
     status : Out(BankStatusSignature)
         Bank states and timing, valid in the cycle after a command (commands of this cycle
         take effect at the clock edge, so the scheduler's choices never loop through here).
@@ -95,19 +103,20 @@ class BankMachines(wiring.Component):
         m = Module()
         cfg, t, st = self._cfg, self._cfg.timing, self.status
         row, col = self.row, self.col
-        act = row.valid & (row.op == RowOp.ACT)
-        pre = row.valid & (row.op == RowOp.PRE)
-        prea = row.valid & (row.op == RowOp.PREA)
-        ref = row.valid & (row.op == RowOp.REF)
-        rd = col.valid & (col.op == ColOp.RD)
-        wr = col.valid & (col.op == ColOp.WR)
+        act, pre, prea, ref, refsb = (row.valid & (row.op == op) for op in (
+            RowOp.ACT, RowOp.PRE, RowOp.PREA, RowOp.REF, RowOp.REFSB))
+        wr = col.valid & col.op.as_value()[0]
+        rd = col.valid & ~col.op.as_value()[0]
+        ap = col.op.as_value()[1]
 
         for b in range(cfg.banks):
             m.submodules[f"bank{b}"] = bank = BankMachine(cfg)
+            at_row, at_col = row.bank == b, col.bank == b
             m.d.comb += [
-                bank.act.eq(act & (row.bank == b)),
-                bank.pre.eq((pre & (row.bank == b)) | prea),
-                bank.rd.eq(rd & (col.bank == b)), bank.wr.eq(wr & (col.bank == b)),
+                bank.act.eq(act & at_row), bank.pre.eq((pre & at_row) | prea),
+                bank.refsb.eq(refsb & at_row),
+                bank.rd.eq(rd & at_col), bank.wr.eq(wr & at_col),
+                bank.rda.eq(rd & ap & at_col), bank.wra.eq(wr & ap & at_col),
                 bank.row.eq(row.row),
                 st.open[b].eq(bank.is_open), st.open_row[b].eq(bank.open_row),
                 st.act_ok[b].eq(bank.act_ok), st.rd_ok[b].eq(bank.rd_ok),
@@ -120,16 +129,22 @@ class BankMachines(wiring.Component):
             for name, delay, trigger, ok in (
                     ("rrd_l", t.rrd_l, act & (act_group == g), st.rrd_l_ok),
                     ("ccd_l", t.ccd_l, col.valid & (col_group == g), st.ccd_l_ok),
-                    ("wtr_l", t.wr_to_rd_l, wr & (col_group == g), st.wtr_l_ok)):
+                    ("wtr_l", t.wr_to_rd_l, wr & (col_group == g), st.wtr_l_ok),
+                    ("refsb_l", t.act_to_refsb_l, act & (act_group == g), st.refsb_l_ok)):
                 m.submodules[f"{name}{g}"] = counter = Countdown({"start": delay})
                 m.d.comb += [counter.start.eq(trigger), ok[g].eq(counter.ready)]
 
-        for name, delay, trigger in (("rrd_s", t.rrd_s, act), ("ccd_s", t.ccd_s, col.valid),
-                                     ("wtr_s", t.wr_to_rd_s, wr), ("rtw", t.rd_to_wr, rd),
-                                     ("rfc", t.rfc, ref)):
-            m.submodules[name] = counter = Countdown({"start": delay})
-            m.d.comb += [counter.start.eq(trigger), getattr(st, f"{name}_ok").eq(counter.ready)]
+        for name, delays, triggers in (
+                ("rrd_s", {"act": t.rrd_s, "refsb": t.refsb_to_act}, (act, refsb)),
+                ("refsb", {"act": t.act_to_refsb_s, "refsb": t.rrefd}, (act, refsb)),
+                ("ccd_s", {"start": t.ccd_s}, (col.valid,)),
+                ("wtr_s", {"start": t.wr_to_rd_s}, (wr,)),
+                ("rtw", {"start": t.rd_to_wr}, (rd,)),
+                ("rfc", {"start": t.rfc}, (ref,))):
+            m.submodules[name] = counter = Countdown(delays)
+            for trigger, value in zip(delays, triggers, strict=True):
+                m.d.comb += getattr(counter, trigger).eq(value)
+            m.d.comb += getattr(st, f"{name}_ok").eq(counter.ready)
         m.submodules.faw = faw = ActivateWindow(t.faw)
         m.d.comb += [faw.act.eq(act), st.faw_ok.eq(faw.ready)]
         return m
-

@@ -37,7 +37,8 @@ class CommandQueue(wiring.Component):
     served_index : In(range(queue_depth))
         The entry the scheduler serves with this cycle's column command.
     served_read : In(1)
-        A RD issued for ``served_index``: a partial write's merge read is then in flight.
+        A RD issued (granted) for ``served_index``: a partial write's merge read is then in
+        flight.
     served_remove : In(1)
         ``served_index`` leaves the queue (a read's RD, a write's WR, a dropped write).
     merge, merge_slot, merge_double : In(1), In(wslot_bits), In(1)
@@ -52,6 +53,8 @@ class CommandQueue(wiring.Component):
         the two is a write (so reads never see stale data and writes land in order).
     level : Out(range(queue_depth + 1))
         Requests queued.
+    wanted : Out(banks)
+        Banks some queued request is for.
     """
 
     def __init__(self, cfg):
@@ -69,6 +72,7 @@ class CommandQueue(wiring.Component):
             "valid": Out(Q),
             "blocked": Out(Q),
             "level": Out(range(Q + 1)),
+            "wanted": Out(cfg.banks),
         })
 
     def elaborate(self, platform):
@@ -80,6 +84,9 @@ class CommandQueue(wiring.Component):
         m.d.comb += [self.entries[i].eq(e) for i, e in enumerate(q)]
         m.d.comb += [self.level.eq(count), self.valid.eq(Cat(*[count > i for i in range(Q)]))]
         self._hazards(m, q)
+        for b in range(cfg.banks):
+            m.d.comb += self.wanted[b].eq(Cat(*[(count > i) & (e.bank == b)
+                                               for i, e in enumerate(q)]).any())
 
         take = self.req.valid & self.req.ready
         r = self.req.payload

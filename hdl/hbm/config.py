@@ -1,41 +1,85 @@
 """Configuration of the HBM controller generator, validated on construction.
 
-One clock cycle of the controller is one HBM clock (tCK): commands issue at most one row
-command (ACT, PRE, PREA, REF) and one column command (RD, WR) per cycle per pseudo-channel, as
-on HBM's separate row and column command buses, and data moves two beats (DDR) per cycle.
+One clock cycle of the controller is one HBM command clock (tCK). In pseudo-channel mode the
+two pseudo-channels of a channel share the channel's row and column command buses: per channel
+at most one row command (ACT, PRE, PREA, REF, REFSB; an ACT holds the bus for two cycles) and
+one column command (RD, WR, RDA, WRA) per cycle. Every pseudo-channel has its own data bus,
+which moves half an access per cycle (HBM2/HBM2E: two DDR beats of 64 bits; HBM3: four beats
+of 32 bits), so one access occupies it for two cycles.
+
+Timing presets and their sources (every number is in the tables below, in clock cycles):
+
+* HBM2 1600/2000/2400: the core timings are Ramulator's HBM2 table as the project reference
+  (../shared/reference/hbm.md) gives it; tRRD_S/L 4/6 ns and tFAW 16 ns are the values the
+  reference's tools use (it notes tFAW is vendor-specific, 15-30 ns); tREFI 3.9 us; all-bank
+  tRFC 160/260/350 ns for 2/4/8 Gb dies (the reference); per-bank refresh tRFCsb 160 ns (the
+  low end of the reference's 160-200 ns, and Ramulator 2's ``HBM2.cpp`` nRFCSB) and tRREFD
+  8 ns (Ramulator 2 ``HBM2.cpp`` nRREFD); one idle bus cycle between read and write data.
+* HBM2E 3200/3600: no HBM2E timing table is public (JESD235D is not, and vendors publish the
+  pin speed only). The DRAM array does not get faster with the interface, so the preset keeps
+  the HBM2-2000 timings in nanoseconds (the 2000 preset's cycles at tCK = 1 ns) at the faster
+  clock, each rounded up to whole cycles (tREFI rounded down: it is a maximum): the method
+  Ramulator 2 uses for its HBM3 presets.
+* HBM3 6400: Ramulator 2 ``src/dram/impl/HBM3.cpp`` preset ``HBM3_6.4Gbps`` (CK = rate / 4,
+  tCK = 0.625 ns; BL8 on four data beats per CK occupies two cycles): CL 23, CWL 7, tRCD
+  23/23, tRP 23, tRAS 55, tRC 77, tWR 26, tRTP 10 (nRTPL), tCCD_S/L 2/4, tWTR_S/L 10/13,
+  tRRD_S/L 2/4, tFAW 48, tREFI 6240, tRFCsb 320, tRREFD 13; tRFC from the same file's density
+  table (160/260/350 ns); RD to WR data: two idle cycles (its CL + BL + 2 - CWL). Ramulator 2
+  says of these that no HBM3 timings are published and that they scale DRAMsim3's HBM2
+  nanosecond values (``configs/HBM2_8Gb_x128.ini``). In this preset tFAW (48) is longer than
+  4 x tRRD_S (8): random traffic is tFAW-bound.
+
+Every timing can be overridden (``timing_overrides``), e.g. to make a constraint bind alone.
 """
 
+import dataclasses
 import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
 
-from ..config import Config, ConfigError, check_bool, check_choice, check_int
+from ..config import Config, ConfigError, check, check_bool, check_choice, check_int
 
-__all__ = ["HBMConfig", "Timing", "PRESETS", "MAPPINGS", "BURST_LENGTH", "WORD_BITS",
-           "CHECK_BITS", "BENCH_CONFIG", "STREAM_CONFIG"]
-
-BURST_LENGTH = 4
-"""HBM2 pseudo-channel mode: four beats (two clock cycles) per column command."""
+__all__ = ["HBMConfig", "Timing", "TimingOverrides", "STANDARDS", "PRESETS", "MAPPINGS",
+           "WORD_BITS", "CHECK_BITS", "BENCH_CONFIG", "STREAM_CONFIG"]
 
 WORD_BITS = 64
 """ECC protects each 64-bit word with 8 check bits (SECDED), as HBM2's ECC mode stores them."""
 
 CHECK_BITS = 8
 
-# Ramulator 2 hbm2.py presets in clock cycles (../shared/reference/hbm.md), with tCK in ns.
-PRESETS = {
-    "1600": dict(tck=1.25, cl=10, rcd_rd=10, rcd_wr=8, rp=10, ras=24, rc=34, wr=12, rtp=4,
-                 cwl=4, ccd_s=2, ccd_l=4, wtr_s=5, wtr_l=6),
-    "2000": dict(tck=1.0, cl=14, rcd_rd=14, rcd_wr=12, rp=14, ras=34, rc=48, wr=16, rtp=5,
-                 cwl=5, ccd_s=2, ccd_l=4, wtr_s=6, wtr_l=8),
-    "2400": dict(tck=0.833, cl=17, rcd_rd=17, rcd_wr=14, rp=17, ras=40, rc=57, wr=19, rtp=6,
-                 cwl=6, ccd_s=2, ccd_l=4, wtr_s=8, wtr_l=10),
+BURST_CYCLES = 2
+"""Clock cycles one access holds a data bus (HBM2/HBM2E BL4 at two beats per cycle, HBM3 BL8
+at four)."""
+
+STANDARDS = {
+    # speeds, pseudo-channel data bits, legacy (whole channel) data bits or None
+    "HBM2": (("1600", "2000", "2400"), 64, 128),
+    "HBM2E": (("3200", "3600"), 64, 128),
+    "HBM3": (("6400",), 32, None),
 }
-# Nanosecond timings the table leaves to the vendor: tRRD_S/L 4/6 ns and tFAW 16 ns (Ramulator's
-# HBM2 values), tREFI 3.9 us, all-bank tRFC by die density.
-RRD_S_NS, RRD_L_NS, FAW_NS, REFI_NS = 4.0, 6.0, 16.0, 3900.0
+
+# Cycle counts by (standard, speed); tck in ns. See the module docstring for the sources.
+_HBM2_NS = dict(rrd_s=4.0, rrd_l=6.0, faw=16.0, refi=3900.0, rfc_sb=160.0, rrefd=8.0)
+PRESETS = {
+    ("HBM2", "1600"): dict(tck=1.25, cl=10, rcd_rd=10, rcd_wr=8, rp=10, ras=24, rc=34, wr=12,
+                           rtp=4, cwl=4, ccd_s=2, ccd_l=4, wtr_s=5, wtr_l=6, rtw=1),
+    ("HBM2", "2000"): dict(tck=1.0, cl=14, rcd_rd=14, rcd_wr=12, rp=14, ras=34, rc=48, wr=16,
+                           rtp=5, cwl=5, ccd_s=2, ccd_l=4, wtr_s=6, wtr_l=8, rtw=1),
+    ("HBM2", "2400"): dict(tck=0.833, cl=17, rcd_rd=17, rcd_wr=14, rp=17, ras=40, rc=57, wr=19,
+                           rtp=6, cwl=6, ccd_s=2, ccd_l=4, wtr_s=8, wtr_l=10, rtw=1),
+    ("HBM3", "6400"): dict(tck=0.625, cl=23, rcd_rd=23, rcd_wr=23, rp=23, ras=55, rc=77, wr=26,
+                           rtp=10, cwl=7, ccd_s=2, ccd_l=4, wtr_s=10, wtr_l=13, rtw=2, rrd_s=2,
+                           rrd_l=4, faw=48, refi=6240, rfc_sb=320, rrefd=13),
+}
+for _speed, _tck in (("3200", 0.625), ("3600", 2 / 3.6)):
+    _base = {k: v for k, v in PRESETS["HBM2", "2000"].items() if k not in ("tck", "ccd_s", "rtw")}
+    PRESETS["HBM2E", _speed] = dict(
+        tck=_tck, ccd_s=BURST_CYCLES, rtw=1,
+        **{k: math.ceil(v / _tck - 1e-9) for k, v in {**_base, **_HBM2_NS}.items()
+           if k != "refi"}, refi=math.floor(_HBM2_NS["refi"] / _tck + 1e-9))
 RFC_NS = {2: 160.0, 4: 260.0, 8: 350.0}
+"""All-bank refresh time by die density (Gb), every standard (the reference; Ramulator 2)."""
 
 MAPPINGS = ("RoBaCoBgPc", "RoCoBaBgPc", "RoBaBgCoPc", "PcRoBaBgCo")
 """Address mappings, fields from the most to the least significant (above the byte offset in
@@ -44,7 +88,13 @@ one access): Ro row, Ba bank in group, Bg bank group, Co column, Pc pseudo-chann
 
 @dataclass(frozen=True)
 class Timing:
-    """Every constraint the controller obeys and the device model checks, in clock cycles."""
+    """Every constraint the controller obeys and the device model checks, in clock cycles,
+    counted from the first cycle of each command (an ACT holds the row bus one cycle more).
+
+    ``rtw``: idle data-bus cycles between the last read beat and the first write beat;
+    ``rfc_sb``: per-bank refresh time; ``rrefd``: REFSB to REFSB, and REFSB to ACT of another
+    bank (one cycle less, as the ACT's row address comes in its second cycle).
+    """
 
     cl: int
     cwl: int
@@ -64,16 +114,15 @@ class Timing:
     faw: int
     rfc: int
     refi: int
-
-    @property
-    def burst_cycles(self):
-        """Cycles one column command occupies the data bus."""
-        return BURST_LENGTH // 2
+    rfc_sb: int
+    rrefd: int
+    rtw: int
+    burst_cycles: int = BURST_CYCLES
 
     @property
     def rd_to_wr(self):
-        """RD to WR: the read burst leaves the bus, one turnaround cycle, then the write data."""
-        return self.cl + self.burst_cycles + 1 - self.cwl
+        """RD to WR: the read burst leaves the bus, ``rtw`` idle cycles, then the write data."""
+        return self.cl + self.burst_cycles + self.rtw - self.cwl
 
     @property
     def wr_to_rd_s(self):
@@ -87,29 +136,110 @@ class Timing:
     def wr_to_pre(self):
         return self.cwl + self.burst_cycles + self.wr
 
+    @property
+    def act_to_act(self):
+        """ACT to ACT in one bank: tRC, or tRAS + tRP when that is longer (an auto-precharge
+        starts no earlier than tRAS after the ACT)."""
+        return max(self.rc, self.ras + self.rp)
+
+    @property
+    def rda_to_act(self):
+        """RDA to the bank's next ACT: its precharge starts tRTP after the RDA."""
+        return self.rtp + self.rp
+
+    @property
+    def wra_to_act(self):
+        """WRA to the bank's next ACT: its precharge starts WR to PRE after the WRA."""
+        return self.wr_to_pre + self.rp
+
+    @property
+    def act_to_refsb_s(self):
+        """ACT to REFSB of a bank in another group (tRRD_S after the ACT's second cycle)."""
+        return self.rrd_s + 1
+
+    @property
+    def act_to_refsb_l(self):
+        """ACT to REFSB of a bank in the same group."""
+        return self.rrd_l + 1
+
+    @property
+    def refsb_to_act(self):
+        """REFSB to ACT of another bank (tRREFD to the ACT's second cycle)."""
+        return max(1, self.rrefd - 1)
+
     def to_dict(self):
         return asdict(self)
 
 
+_TIMING_FIELDS = [f.name for f in dataclasses.fields(Timing) if f.name != "burst_cycles"]
+
+
+@dataclass(frozen=True)
+class TimingOverrides(Config):
+    """Timings (in cycles) that replace the preset's; ``None`` keeps the preset value. Every
+    field of :class:`Timing` except ``burst_cycles``: ``cl cwl rcd_rd rcd_wr rp ras rc wr rtp
+    ccd_s ccd_l wtr_s wtr_l rrd_s rrd_l faw rfc refi rfc_sb rrefd rtw``."""
+
+    KIND = "HBM timing"
+
+    cl: int | None = None
+    cwl: int | None = None
+    rcd_rd: int | None = None
+    rcd_wr: int | None = None
+    rp: int | None = None
+    ras: int | None = None
+    rc: int | None = None
+    wr: int | None = None
+    rtp: int | None = None
+    ccd_s: int | None = None
+    ccd_l: int | None = None
+    wtr_s: int | None = None
+    wtr_l: int | None = None
+    rrd_s: int | None = None
+    rrd_l: int | None = None
+    faw: int | None = None
+    rfc: int | None = None
+    refi: int | None = None
+    rfc_sb: int | None = None
+    rrefd: int | None = None
+    rtw: int | None = None
+
+    def validate(self):
+        for name in _TIMING_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                check_int(name, value, 0 if name == "rtw" else 1, 65535)
+
+    def apply(self, timing):
+        """``timing`` with the overridden fields replaced."""
+        return dataclasses.replace(timing, **{name: getattr(self, name) for name in
+                                              _TIMING_FIELDS if getattr(self, name) is not None})
+
+
 @dataclass(frozen=True)
 class HBMConfig(Config):
-    """Parameters of one HBM controller: AXI ports, pseudo-channels and their scheduling.
+    """Parameters of one HBM controller: AXI ports, channels and their scheduling.
 
     Parameters
     ----------
+    standard : str
+        ``"HBM2"``, ``"HBM2E"`` or ``"HBM3"``.
     speed : str
-        Timing preset, ``"1600"``, ``"2000"`` or ``"2400"`` (Mb/s per pin, HBM2).
+        Timing preset, the pin speed in Mb/s: HBM2 ``"1600"``, ``"2000"``, ``"2400"``; HBM2E
+        ``"3200"``, ``"3600"``; HBM3 ``"6400"``.
+    channel_mode : str
+        ``"pseudo"``: pseudo-channel mode, two pseudo-channels of 64 bits (HBM3: 32) per
+        channel share its command buses; ``"legacy"`` (HBM2 and HBM2E only): one controller per
+        128-bit channel, which owns its buses.
     pseudo_channels : int
-        Pseudo-channels served, 1..32, a power of two.
+        Controllers: pseudo-channels served (pseudo mode: 2, 4, ..., 32, two per channel) or
+        channels (legacy mode: 1, 2, 4, 8).
     bank_groups, banks_per_group : int
         1, 2 or 4 each (HBM2: 4 x 4).
     row_bits : int
         Row address bits, 4..17.
     col_bits : int
         Bits of the access index within a row, 1..7 (HBM2 1 KB page of 32 B accesses: 5).
-    data_width : int
-        Pseudo-channel data bits, 64 or 128; one access moves ``data_width * 4 / 8`` bytes, the
-        width of the AXI data bus.
     density_gb : int
         Die density, 2, 4 or 8 Gb: sets the all-bank refresh time tRFC (160/260/350 ns).
     queue_depth : int
@@ -120,8 +250,9 @@ class HBMConfig(Config):
         Write drain watermarks (writes in the queue): draining starts at ``write_high`` and
         stops at ``write_low`` when reads wait; 0 <= low < high <= write_buffer.
     page_policy : str
-        ``"open"`` (rows stay open until a conflict) or ``"closed"`` (a row is precharged as
-        soon as no queued request hits it).
+        ``"open"`` (rows stay open until a conflict) or ``"closed"`` (the last queued access to
+        a row carries auto-precharge, RDA / WRA, and a row no queued request hits is
+        precharged).
     scheduler : str
         ``"frfcfs"`` (row hits first, then oldest; starvation cap) or ``"fcfs"`` (oldest only).
     starvation_cap : int
@@ -146,21 +277,27 @@ class HBMConfig(Config):
         AXI address bits, at least the capacity's, up to 48; addresses past the capacity get
         DECERR.
     refresh : bool
-        All-bank refresh every tREFI. Off only for measurements (the device model then does
-        not check refresh).
+        Refresh on. Off only for measurements (the device model then does not check refresh).
+    per_bank_refresh : bool
+        Refresh one bank at a time (REFSB, each bank once per tREFI) instead of all banks at
+        once (REF).
     refresh_postpone : int
-        Refreshes owed before refresh is forced ahead of traffic, 1..8 (JEDEC allows 8).
+        Refreshes owed (REF, or REFSB with ``per_bank_refresh``) before refresh is forced
+        ahead of traffic, 1..8 (JEDEC allows 8 postponed).
+    timing_overrides : TimingOverrides
+        Timings that replace the preset's.
     """
 
     KIND = "HBM"
 
+    standard: str = "HBM2"
     speed: str = "2000"
+    channel_mode: str = "pseudo"
     pseudo_channels: int = 2
     bank_groups: int = 4
     banks_per_group: int = 4
     row_bits: int = 14
     col_bits: int = 5
-    data_width: int = 64
     density_gb: int = 4
     queue_depth: int = 16
     write_buffer: int = 8
@@ -178,16 +315,22 @@ class HBMConfig(Config):
     write_bursts: int = 4
     addr_width: int = 32
     refresh: bool = True
+    per_bank_refresh: bool = False
     refresh_postpone: int = 8
+    timing_overrides: TimingOverrides = TimingOverrides()
 
     def validate(self):
-        check_choice("speed", self.speed, tuple(PRESETS))
-        check_choice("pseudo_channels", self.pseudo_channels, tuple(2**i for i in range(6)))
+        check_choice("standard", self.standard, tuple(STANDARDS))
+        check_choice("speed", self.speed, STANDARDS[self.standard][0])
+        legacy_ok = STANDARDS[self.standard][2] is not None
+        check_choice("channel_mode", self.channel_mode,
+                     ("pseudo", "legacy") if legacy_ok else ("pseudo",))
+        check_choice("pseudo_channels", self.pseudo_channels,
+                     (1, 2, 4, 8) if self.legacy else (2, 4, 8, 16, 32))
         check_choice("bank_groups", self.bank_groups, (1, 2, 4))
         check_choice("banks_per_group", self.banks_per_group, (1, 2, 4))
         check_int("row_bits", self.row_bits, 4, 17)
         check_int("col_bits", self.col_bits, 1, 7)
-        check_choice("data_width", self.data_width, (64, 128))
         check_choice("density_gb", self.density_gb, tuple(RFC_NS))
         check_int("queue_depth", self.queue_depth, 2, 64)
         check_int("write_buffer", self.write_buffer, 1, self.queue_depth)
@@ -211,15 +354,53 @@ class HBMConfig(Config):
         check_int("write_bursts", self.write_bursts, 1, 16)
         check_int("addr_width", self.addr_width, self.capacity_bits, 48)
         check_bool("refresh", self.refresh)
+        check_bool("per_bank_refresh", self.per_bank_refresh)
         check_int("refresh_postpone", self.refresh_postpone, 1, 8)
+        self._validate_timing()
+
+    def _validate_timing(self):
+        """The combined timing must be one the controller can keep: a column command every
+        tCCD_S may not overlap the previous access's data."""
+        t = self.timing
+        path = "timing_overrides"
+        check(f"{path}.ccd_s", t.ccd_s >= t.burst_cycles,
+              f"at least the {t.burst_cycles} cycles an access holds the data bus", t.ccd_s)
+        check(f"{path}.ccd_l", t.ccd_l >= t.ccd_s, f"at least ccd_s ({t.ccd_s})", t.ccd_l)
+        check(f"{path}.rrd_l", t.rrd_l >= t.rrd_s, f"at least rrd_s ({t.rrd_s})", t.rrd_l)
+        check(f"{path}.cl", t.rd_to_wr >= 1, "such that RD to WR (CL + 2 + rtw - CWL) is at "
+              "least 1 cycle", t.cl)
+        if self.per_bank_refresh:
+            check(f"{path}.refi", t.refi >= 2 * self.banks,
+                  f"at least 2 x banks ({2 * self.banks}) with per_bank_refresh", t.refi)
 
     # Geometry ----------------------------------------------------------------------------
 
     @property
-    def access_bytes(self):
-        """Bytes moved by one column command, and the AXI data bus width in bytes."""
-        return self.data_width * BURST_LENGTH // 8
+    def legacy(self):
+        """Legacy mode: one controller per channel."""
+        return self.channel_mode == "legacy"
 
+    @property
+    def data_width(self):
+        """Data bits of one controller's data bus (a pseudo-channel, or a legacy channel)."""
+        _, pseudo, legacy = STANDARDS[self.standard]
+        return legacy if self.legacy else pseudo
+
+    @property
+    def channels(self):
+        """Channels: sets of controllers that share row and column command buses."""
+        return self.pseudo_channels if self.legacy else self.pseudo_channels // 2
+
+    @property
+    def pcs_per_channel(self):
+        return 1 if self.legacy else 2
+
+    @property
+    def access_bytes(self):
+        """Bytes moved by one column command, and the AXI data bus width in bytes: the data
+        bus width times the beats of two cycles (HBM2 BL4, HBM3 BL8 at four beats per cycle)."""
+        beats = 8 if self.standard == "HBM3" else 4
+        return self.data_width * beats // 8
     @property
     def offset_bits(self):
         return (self.access_bytes - 1).bit_length()
@@ -302,17 +483,28 @@ class HBMConfig(Config):
     # Timing -------------------------------------------------------------------------------
 
     @property
+    def tck_ns(self):
+        return PRESETS[self.standard, self.speed]["tck"]
+
+    @property
     def timing(self):
-        p = PRESETS[self.speed]
+        """The preset's timing at this density, with ``timing_overrides`` applied."""
+        p = PRESETS[self.standard, self.speed]
         tck = p["tck"]
-
-        def ns(t):
-            return max(1, math.ceil(t / tck - 1e-9))
-
         cycles = {k: v for k, v in p.items() if k != "tck"}
+        ns = {"rrd_s": _HBM2_NS["rrd_s"], "rrd_l": _HBM2_NS["rrd_l"], "faw": _HBM2_NS["faw"],
+              "rfc_sb": _HBM2_NS["rfc_sb"], "rrefd": _HBM2_NS["rrefd"]}
+        for name, value in ns.items():
+            cycles.setdefault(name, max(1, math.ceil(value / tck - 1e-9)))
         # Minimum times round up; tREFI is a maximum interval, so it rounds down.
-        return Timing(**cycles, rrd_s=ns(RRD_S_NS), rrd_l=ns(RRD_L_NS), faw=ns(FAW_NS),
-                      rfc=ns(RFC_NS[self.density_gb]), refi=math.floor(REFI_NS / tck + 1e-9))
+        cycles.setdefault("refi", math.floor(_HBM2_NS["refi"] / tck + 1e-9))
+        cycles["rfc"] = max(1, math.ceil(RFC_NS[self.density_gb] / tck - 1e-9))
+        return self.timing_overrides.apply(Timing(**cycles))
+
+    @property
+    def refi_sb(self):
+        """Cycles between per-bank refreshes: each bank once per tREFI."""
+        return self.timing.refi // self.banks
 
     # Identity -----------------------------------------------------------------------------
 
@@ -320,8 +512,8 @@ class HBMConfig(Config):
     def name(self):
         """Verilog module name of the controller top: readable fields and a hash of the rest."""
         digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode())
-        return (f"podium_hbm{self.speed}_pc{self.pseudo_channels}_p{self.ports}_"
-                f"{digest.hexdigest()[:8]}")
+        return (f"podium_{self.standard.lower()}_{self.speed}_pc{self.pseudo_channels}_"
+                f"p{self.ports}_{digest.hexdigest()[:8]}")
 
 
 # Sized for saturation (docs/hbm.md, "Sizing for throughput"): a reorder buffer deep enough

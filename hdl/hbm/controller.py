@@ -1,9 +1,9 @@
 """The HBM controller top: AXI4 ports, the crossbar that joins them to the pseudo-channels,
-and one controller per pseudo-channel.
+one controller per pseudo-channel, and per channel the arbiter of its shared command buses.
 
-    s0_axi ─► AxiPort ─┐                 ┌─► PseudoChannel 0 ─► pc0 (command/data interface)
-    s1_axi ─► AxiPort ─┼─► crossbar ─────┼─► PseudoChannel 1 ─► pc1
-       ...             └─◄ responses ◄───┘   ...
+    s0_axi ─► AxiPort ─┐              ┌─► PseudoChannel 0 ─┬─ CommandArbiter ─► ch0 (commands,
+    s1_axi ─► AxiPort ─┼─► crossbar ──┼─► PseudoChannel 1 ─┘                 two data buses)
+       ...             └─◄ responses ◄┘   ...
 
 Each port decodes the address of every beat (pseudo-channel, bank, row, column: the mapping
 interleaves pseudo-channels at access granularity by default) and hands it to the crossbar.
@@ -14,7 +14,8 @@ up reads, and ports that stream in lockstep over the same pseudo-channels do not
 back), and gives each pseudo-channel, round robin, the oldest request of one of those queues;
 responses go back through a round-robin choice per port. The port number rides in
 the top bits of the tag. The port and the pseudo-channel controller are emitted once each as
-Verilog modules and instantiated by name.
+Verilog modules and instantiated by name. Pseudo-channels ``2c`` and ``2c + 1`` form channel
+``c`` (legacy mode: controller ``c`` is channel ``c``).
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal
@@ -25,9 +26,10 @@ from ..lib.arbiter import RoundRobin
 from ..lib.hier import Submodule
 from ..lib.queue import Queue
 from ..top import Top
+from .arbiter import CommandArbiter
 from .axi_port import PORT_COUNTERS, AxiPort, axi_signature, local_tag_bits
 from .channel import CHANNEL_COUNTERS, LEAVE_LIMIT, PseudoChannel
-from .interface import DfiSignature, request_layout
+from .interface import ChannelSignature, request_layout
 
 __all__ = ["HBMController"]
 
@@ -35,7 +37,7 @@ VOQ_DEPTH = 2
 
 
 class HBMController(Top):
-    """AXI4 slave ports in, pseudo-channel command/data interfaces out.
+    """AXI4 slave ports in, channel command/data interfaces out.
 
     Parameters
     ----------
@@ -46,8 +48,9 @@ class HBMController(Top):
     s<p>_axi : In(AXI4Signature)
         AXI4 port ``p``, one per port; in the Verilog ``s<p>_axi__awid`` ... , which
         cocotbext-axi's ``AxiBus.from_prefix(dut, "s<p>_axi_")`` finds.
-    pc<i> : Out(DfiSignature)
-        Pseudo-channel ``i``'s command and data interface (``pc<i>__row_valid`` ...).
+    ch<c> : Out(ChannelSignature)
+        Channel ``c``'s command buses and data buses (``ch<c>__row_valid`` ...,
+        ``ch<c>__data<k>__wrdata`` for its pseudo-channel ``k``, global index ``2c + k``).
     pc<i>_<counter> : Out(32)
         That pseudo-channel's counters (see :class:`PseudoChannel`).
     s<p>_decerr, s<p>_slverr : Out(32)
@@ -62,8 +65,9 @@ class HBMController(Top):
         for p in range(cfg.ports):
             members[f"s{p}_axi"] = In(axi_signature(cfg))
             members.update({f"s{p}_{name}": Out(32) for name in PORT_COUNTERS})
+        for c in range(cfg.channels):
+            members[f"ch{c}"] = Out(ChannelSignature(cfg))
         for i in range(cfg.pseudo_channels):
-            members[f"pc{i}"] = Out(DfiSignature(cfg))
             members.update({f"pc{i}_{name}": Out(32) for name in CHANNEL_COUNTERS})
         members["idle"] = Out(1)
         self._port = Submodule(f"{cfg.name}_port", AxiPort(cfg))
@@ -73,6 +77,22 @@ class HBMController(Top):
     @property
     def submodules(self):
         return [self._port, self._channel]
+
+    def _channels(self, m, chans):
+        """Per channel: its pseudo-channels' offers to its command arbiter, the granted
+        commands and the data buses to the channel's ports."""
+        n = self._config.pcs_per_channel
+        for c in range(self._config.channels):
+            m.submodules[f"arbiter{c}"] = arb = CommandArbiter(self._config)
+            port = getattr(self, f"ch{c}")
+            for name in arb.bus.signature.members:
+                m.d.comb += getattr(port, name).eq(getattr(arb.bus, name))
+            for k in range(n):
+                chan = chans[c * n + k]
+                wiring.connect(m, chan.data, wiring.flipped(getattr(port, f"data{k}")))
+                m.d.comb += [arb.row[k].eq(chan.row), arb.col[k].eq(chan.col),
+                             chan.row_grant.eq(arb.row_grant[k]),
+                             chan.col_grant.eq(arb.col_grant[k])]
 
     @property
     def extras(self):
@@ -91,9 +111,9 @@ class HBMController(Top):
             for name in PORT_COUNTERS:
                 m.d.comb += getattr(self, f"s{p}_{name}").eq(getattr(port, name))
         for i, chan in enumerate(chans):
-            wiring.connect(m, chan.dfi, wiring.flipped(getattr(self, f"pc{i}")))
             for name in CHANNEL_COUNTERS:
                 m.d.comb += getattr(self, f"pc{i}_{name}").eq(getattr(chan, name))
+        self._channels(m, chans)
         m.d.comb += self.idle.eq(Cat(*[c.idle for c in chans]).all())
 
         # Requests: each port sorts its requests into one small queue per pseudo-channel

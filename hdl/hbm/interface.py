@@ -1,38 +1,47 @@
-"""The interfaces between the HBM controller's parts: the command codes and command/data
-interface a PHY implements, the request and response payloads that cross the crossbar, and the
-records the parts of one pseudo-channel controller pass each other (queue entries, issued
-commands, bank status).
+"""The interfaces between the HBM controller's parts: the command codes and the per-channel
+command/data interface a PHY implements, the request and response payloads that cross the
+crossbar, and the records the parts of one pseudo-channel controller pass each other (queue
+entries, commands, bank status).
 
-    AxiPort ─ request_layout ─► crossbar ─► PseudoChannel ─ DfiSignature ─► PHY / device
-            ◄─ rresp/bresp_layout ◄───────◄
+    AxiPort ─ request_layout ─► crossbar ─► PseudoChannel ─┬─ commands ─► CommandArbiter ─┐
+            ◄─ rresp/bresp_layout ◄───────◄ (two per channel) └─ DataSignature ───────────┴─►
+                                                                  ChannelSignature: PHY / device
 
-Inside a :class:`~hdl.hbm.channel.PseudoChannel` the scheduler drives a row command and a column
-command (``row_command_layout``, ``col_command_layout``) every cycle; the bank machines watch
-them and report the state of every bank and timing constraint (:class:`BankStatusSignature`).
+Inside a :class:`~hdl.hbm.channel.PseudoChannel` the scheduler offers a row command and a column
+command (``row_command_layout``, ``col_command_layout``) every cycle; the channel's arbiter
+grants each bus to one pseudo-channel; the bank machines watch the granted commands and report
+the state of every bank and timing constraint (:class:`BankStatusSignature`).
 """
 
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RowOp", "ColOp", "DfiSignature", "BankStatusSignature", "tag_bits",
+__all__ = ["RowOp", "ColOp", "ChannelSignature", "CommandBusSignature", "DataSignature",
+           "BankStatusSignature",
+           "tag_bits",
            "request_layout", "rresp_layout", "bresp_layout", "entry_layout", "wslot_bits",
-           "row_command_layout", "col_command_layout"]
+           "row_command_layout", "refresh_command_layout", "col_command_layout"]
 
 
-class RowOp(enum.Enum, shape=2):
-    """Row command bus codes."""
+class RowOp(enum.Enum, shape=3):
+    """Row command bus codes: ACT (two bus cycles), PRE (one bank), PREA (every bank of the
+    pseudo-channel), REF (all-bank refresh), REFSB (one bank's refresh)."""
 
     ACT = 0
     PRE = 1
     PREA = 2
     REF = 3
+    REFSB = 4
 
 
-class ColOp(enum.Enum, shape=1):
-    """Column command bus codes."""
+class ColOp(enum.Enum, shape=2):
+    """Column command bus codes: RD, WR, and with auto-precharge RDA, WRA (the bank precharges
+    itself after the access). Bit 0: write; bit 1: auto-precharge."""
 
     RD = 0
     WR = 1
+    RDA = 2
+    WRA = 3
 
 
 def tag_bits(cfg):
@@ -89,36 +98,33 @@ def entry_layout(cfg):
 
 
 def row_command_layout(cfg):
-    """A row command as issued (``valid`` low: none this cycle)."""
+    """A row command offered or issued (``valid`` low: none this cycle)."""
     return data.StructLayout({"valid": 1, "op": RowOp, "bank": cfg.bank_bits,
                               "row": cfg.row_bits})
 
 
+def refresh_command_layout(cfg):
+    """A refresh command the refresher wants (PREA, REF, PRE or REFSB; no row address)."""
+    return data.StructLayout({"valid": 1, "op": RowOp, "bank": cfg.bank_bits})
+
+
 def col_command_layout(cfg):
-    """A column command as issued (``valid`` low: none this cycle)."""
+    """A column command offered or issued (``valid`` low: none this cycle)."""
     return data.StructLayout({"valid": 1, "op": ColOp, "bank": cfg.bank_bits,
                               "col": cfg.col_bits})
 
 
-class DfiSignature(wiring.Signature):
-    """Command/data interface of one pseudo-channel, as the controller drives it.
+class DataSignature(wiring.Signature):
+    """The data bus of one pseudo-channel (or legacy channel), as the controller drives it.
 
-    Row bus: ``row_valid``, ``row_op`` (RowOp), ``row_bank``, ``row_addr``. Column bus:
-    ``col_valid``, ``col_op`` (ColOp), ``col_bank``, ``col_addr``. Write data: ``wrdata`` (two
-    DDR beats of codewords per cycle) with ``wrdata_valid``, CWL and CWL + 1 cycles after WR.
-    Read data: ``rddata`` with ``rddata_valid`` from the device, CL and CL + 1 cycles after RD.
+    ``wrdata`` (half an access's codewords per cycle) with ``wrdata_valid``, CWL and CWL + 1
+    cycles after WR; ``rddata`` with ``rddata_valid`` from the device, CL and CL + 1 cycles
+    after RD. Codeword layout: 64 data bits then 8 check bits; word ``k`` of an access is in
+    the cycle ``k // (words / 2)``.
     """
 
     def __init__(self, cfg):
         super().__init__({
-            "row_valid": Out(1),
-            "row_op": Out(RowOp),
-            "row_bank": Out(cfg.bank_bits),
-            "row_addr": Out(cfg.row_bits),
-            "col_valid": Out(1),
-            "col_op": Out(ColOp),
-            "col_bank": Out(cfg.bank_bits),
-            "col_addr": Out(cfg.col_bits),
             "wrdata": Out(cfg.beat_bits),
             "wrdata_valid": Out(1),
             "rddata": In(cfg.beat_bits),
@@ -126,15 +132,58 @@ class DfiSignature(wiring.Signature):
         })
 
 
+def _command_bus(cfg):
+    return {
+        "row_valid": Out(1),
+        "row_op": Out(RowOp),
+        "row_pc": Out(1),
+        "row_bank": Out(cfg.bank_bits),
+        "row_addr": Out(cfg.row_bits),
+        "col_valid": Out(1),
+        "col_op": Out(ColOp),
+        "col_pc": Out(1),
+        "col_bank": Out(cfg.bank_bits),
+        "col_addr": Out(cfg.col_bits),
+    }
+
+
+class CommandBusSignature(wiring.Signature):
+    """The row and column command buses of one channel, as the controller drives them.
+
+    Row command bus: ``row_valid``, ``row_op`` (RowOp), ``row_pc`` (the pseudo-channel it is
+    for), ``row_bank``, ``row_addr``; an ACT holds the bus for two cycles (``row_valid`` is low
+    in its second cycle). Column command bus: ``col_valid``, ``col_op`` (ColOp), ``col_pc``,
+    ``col_bank``, ``col_addr``. In legacy mode ``row_pc`` and ``col_pc`` are 0.
+    """
+
+    def __init__(self, cfg):
+        super().__init__(_command_bus(cfg))
+
+
+class ChannelSignature(wiring.Signature):
+    """Command/data interface of one channel, as the controller drives it: what a PHY
+    implements. The members of :class:`CommandBusSignature`, and ``data<k>``, the
+    :class:`DataSignature` of the channel's pseudo-channel ``k`` (only ``data0`` in legacy
+    mode).
+    """
+
+    def __init__(self, cfg):
+        super().__init__({**_command_bus(cfg),
+                          **{f"data{k}": Out(DataSignature(cfg))
+                             for k in range(cfg.pcs_per_channel)}})
+
+
 class BankStatusSignature(wiring.Signature):
-    """What the bank machines report to the scheduler each cycle, as the bank machines drive
-    it: the open row of every bank and whether each timing constraint is met now.
+    """What the bank machines report to the scheduler and the refresher each cycle, as the bank
+    machines drive it: the open row of every bank and whether each timing constraint is met
+    now.
 
     Per bank (one bit each, bank ``b`` at bit ``b``): ``open``, ``open_row`` (row per bank),
-    ``act_ok`` (tRP, tRC), ``rd_ok`` (tRCD_RD), ``wr_ok`` (tRCD_WR), ``pre_ok`` (tRAS, tRTP,
-    WR to PRE), ``pre_left`` (cycles until ``pre_ok``). Per bank group: ``rrd_l_ok``,
-    ``ccd_l_ok``, ``wtr_l_ok``. Per pseudo-channel: ``rrd_s_ok``, ``faw_ok``, ``ccd_s_ok``,
-    ``wtr_s_ok``, ``rtw_ok`` (read to write turnaround), ``rfc_ok``.
+    ``act_ok`` (tRP, tRC, auto-precharge, tRFCsb), ``rd_ok`` (tRCD_RD), ``wr_ok`` (tRCD_WR),
+    ``pre_ok`` (tRAS, tRTP, WR to PRE), ``pre_left`` (cycles until ``pre_ok``). Per bank
+    group: ``rrd_l_ok``, ``ccd_l_ok``, ``wtr_l_ok``, ``refsb_l_ok`` (ACT to REFSB). Per
+    pseudo-channel: ``rrd_s_ok`` (tRRD_S, REFSB to ACT), ``faw_ok``, ``ccd_s_ok``, ``wtr_s_ok``,
+    ``rtw_ok`` (read to write turnaround), ``rfc_ok``, ``refsb_ok`` (ACT to REFSB, tRREFD).
     """
 
     def __init__(self, cfg):
@@ -144,7 +193,7 @@ class BankStatusSignature(wiring.Signature):
             "open_row": Out(data.ArrayLayout(cfg.row_bits, B)),
             "act_ok": Out(B), "rd_ok": Out(B), "wr_ok": Out(B), "pre_ok": Out(B),
             "pre_left": Out(data.ArrayLayout(range(max(t.ras, t.rtp, t.wr_to_pre) + 1), B)),
-            "rrd_l_ok": Out(G), "ccd_l_ok": Out(G), "wtr_l_ok": Out(G),
+            "rrd_l_ok": Out(G), "ccd_l_ok": Out(G), "wtr_l_ok": Out(G), "refsb_l_ok": Out(G),
             "rrd_s_ok": Out(1), "faw_ok": Out(1), "ccd_s_ok": Out(1), "wtr_s_ok": Out(1),
-            "rtw_ok": Out(1), "rfc_ok": Out(1),
+            "rtw_ok": Out(1), "rfc_ok": Out(1), "refsb_ok": Out(1),
         })

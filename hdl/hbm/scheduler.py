@@ -1,26 +1,31 @@
-"""The scheduler of one HBM pseudo-channel: each cycle one column command and one row command,
-chosen among the requests of the command queue (``command_queue.py``), from the bank states and
-timing the bank machines (``bank.py``) report.
+"""The scheduler of one HBM pseudo-channel: each cycle one column command and one row command
+offered to the channel's command buses, chosen among the requests of the command queue
+(``command_queue.py``), from the bank states and timing the bank machines (``bank.py``) report.
 
     entries, valid, blocked ─┬─► ModeControl ── mode (reads / writes, and leaving) ─┐
     bank status ─────────────┤                                                      │
-                             ├─► ColumnChoice ◄─────────────────────────────────────┤─► RD / WR
-                             └─► RowChoice    ◄── refresh (PREA, REF) ◄─ Refresher ─┘─► ACT / PRE
+                             ├─► ColumnChoice ◄─────────────────────────────────────┤─► RD(A), WR(A)
+                             └─► RowChoice ◄── refresh commands ◄── Refresher ──────┘─► ACT, PRE
 
 Policy (docs/hbm.md, "Scheduler policy"):
   * Column command: the oldest request of the mode whose row is open and whose every timing
     constraint is met (FR-FCFS: a row hit goes ahead of older misses); starving ones first.
+    With the closed-page policy the last queued access to a row carries auto-precharge.
   * Read/write mode: batches of writes between the watermarks; the mode of the oldest starving
     request wins. A switch is made in two steps: first the row commands turn to the next mode
     while the old mode's requests whose rows are open still get their column commands (at most
     ``LEAVE_LIMIT`` cycles), then the column commands follow.
-  * Row command: ACT for the oldest request of the row commands' mode whose bank is closed;
-    PRE for the oldest whose bank is open on another row, unless a request of that mode (while
-    switching: of either) still hits the row; with the closed-page policy, PRE of any open row
-    no queued request hits. Refresh (PREA, REF) goes first.
+  * Row command: the refresher's command first; else ACT for the oldest request of the row
+    commands' mode whose bank is closed; PRE for the oldest whose bank is open on another row,
+    unless a request of that mode (while switching: of either) still hits the row; with the
+    closed-page policy, PRE of any open row no queued request hits.
   * Starvation cap: a request that has waited ``starvation_cap`` cycles goes first in both
     choices, and nobody else may use its bank until its row is open.
   * FCFS (for comparison): only the oldest request is considered, reads and writes alike.
+
+Commands are offers: the channel's arbiter grants each bus to one pseudo-channel per cycle, and
+only a granted command takes effect (the queue, the bank machines and the data paths watch the
+granted ones); an offer not granted is made afresh the next cycle.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -30,10 +35,10 @@ from amaranth.lib.wiring import In, Out
 from ..lib.bits import first_set
 from .interface import (
     BankStatusSignature,
-    ColOp,
     RowOp,
     col_command_layout,
     entry_layout,
+    refresh_command_layout,
     row_command_layout,
 )
 
@@ -110,38 +115,44 @@ class ColumnChoice(wiring.Component):
     leaves with an error response and no command.
 
     Combinational. A RD issues only when its data has room in the response path (``rd_room``),
-    a WR of a partial write only when its completion has room (``b_room``). While a refresh
-    waits for its PREA, a command goes only if it does not delay it: some open bank must still
-    wait at least as long for its PRE as the command would make its own bank wait.
+    a WR of a partial write only when its completion has room (``b_room``). While an all-bank
+    refresh waits for its PREA, a command goes only if it does not delay it: some open bank
+    must still wait at least as long for its PRE as the command would make its own bank wait.
+    With the closed-page policy, a command carries auto-precharge (RDA, WRA) when no other
+    queued request hits its row and its request leaves the queue with it (not a partial
+    write's merge read).
 
     Members
     -------
     entries, considered, hit, blocked, urgent, is_rd : In
         The queue's entries and per-slot views (see :class:`Scheduler`).
-    reserved : In(banks)
-        Banks a starving request waits to open its row in: only it may use them.
+    reserved, block, row_shared : In(banks)
+        Banks a starving request waits to open its row in (only it may use them); banks the
+        refresher holds; banks whose open row more than one queued request hits.
     status : In(BankStatusSignature)
     rd_room, b_room, refresh_active : In(1)
+    grant : In(1)
+        The offered command has the column bus this cycle.
     col : Out(col_command_layout)
-        The command (``valid`` low: none).
+        The command offered (``valid`` low: none).
     index : Out(range(queue_depth)), entry : Out(entry_layout)
-        The slot served and its entry (meaningful when ``served``).
-    served, cancel, remove, complete : Out(1)
-        A slot is served (a command, or a drop); it is a dropped write; it leaves the queue;
-        a completion goes out (a partial write's WR, or a drop).
+        The slot served and its entry.
+    cancel, remove, complete : Out(1)
+        The slot is a dropped write; it leaves the queue (a granted command, or a drop); a
+        completion goes out (a partial write's granted WR, or a drop).
     """
 
     def __init__(self, cfg):
         self._cfg = cfg
-        Q = cfg.queue_depth
+        Q, B = cfg.queue_depth, cfg.banks
         super().__init__({
             "entries": In(_entries(cfg)), "considered": In(Q), "hit": In(Q),
-            "blocked": In(Q), "urgent": In(Q), "is_rd": In(Q), "reserved": In(cfg.banks),
-            "status": In(BankStatusSignature(cfg)),
-            "rd_room": In(1), "b_room": In(1), "refresh_active": In(1),
+            "blocked": In(Q), "urgent": In(Q), "is_rd": In(Q), "reserved": In(B),
+            "block": In(B), "row_shared": In(B), "status": In(BankStatusSignature(cfg)),
+            "rd_room": In(1), "b_room": In(1), "refresh_active": In(1), "grant": In(1),
             "col": Out(col_command_layout(cfg)),
             "index": Out(range(max(2, Q))), "entry": Out(entry_layout(cfg)),
-            "served": Out(1), "cancel": Out(1), "remove": Out(1), "complete": Out(1),
+            "cancel": Out(1), "remove": Out(1), "complete": Out(1),
         })
 
     def elaborate(self, platform):
@@ -152,17 +163,19 @@ class ColumnChoice(wiring.Component):
         m.d.comb += pick.eq(Mux((ready & self.urgent).any(), ready & self.urgent, ready))
         index, served = first_set(m, pick, name="col")
         e = self.entry
-        m.d.comb += [self.index.eq(index), self.served.eq(served),
-                     e.eq(self.entries[index])]
-        issue = served & ~e.cancel
+        m.d.comb += [self.index.eq(index), e.eq(self.entries[index])]
         is_rd = Signal()
         m.d.comb += is_rd.eq(~e.write | e.rmw)
+        leaves = ~is_rd | ~e.write          # a read's RD or a write's WR: the request is done
+        granted = self.col.valid & self.grant
+        auto = (Const(cfg.page_policy == "closed") & leaves
+                & ~self.row_shared.bit_select(e.bank, 1))
         m.d.comb += [
             self.cancel.eq(served & e.cancel),
-            self.remove.eq(self.cancel | (issue & ~is_rd) | (issue & is_rd & ~e.write)),
-            self.complete.eq(self.cancel | (issue & ~is_rd & ~e.posted)),
-            self.col.valid.eq(issue),
-            self.col.op.eq(Mux(is_rd, ColOp.RD, ColOp.WR)),
+            self.remove.eq(self.cancel | (granted & leaves)),
+            self.complete.eq(self.cancel | (granted & ~is_rd & ~e.posted)),
+            self.col.valid.eq(served & ~e.cancel),
+            self.col.op.eq(Cat(~is_rd, auto)),
             self.col.bank.eq(e.bank),
             self.col.col.eq(e.col),
         ]
@@ -184,7 +197,8 @@ class ColumnChoice(wiring.Component):
             timing_ok = (st.ccd_s_ok & st.ccd_l_ok.bit_select(bg, 1)
                          & Mux(is_rd, rd_timing, wr_timing))
             ref_ok = ~self.refresh_active | Mux(is_rd, ref_rd_ok, ref_wr_ok)
-            mine = self.urgent[i] | ~self.reserved.bit_select(e.bank, 1)
+            mine = ((self.urgent[i] | ~self.reserved.bit_select(e.bank, 1))
+                    & ~self.block.bit_select(e.bank, 1))
             m.d.comb += ready[i].eq(
                 self.considered[i] & ((e.cancel & self.b_room)
                                       | (self.hit[i] & timing_ok & ~e.rmw_busy
@@ -193,53 +207,48 @@ class ColumnChoice(wiring.Component):
 
 
 class RowChoice(wiring.Component):
-    """Chooses the row command: refresh first (PREA, then REF), else an ACT or PRE for the
-    oldest considered request that needs one (starving ones first), else, with the closed-page
-    policy, a PRE of an open row no queued request hits.
+    """Chooses the row command: the refresher's first, else an ACT or PRE for the oldest
+    considered request that needs one (starving ones first), else, with the closed-page policy,
+    a PRE of an open row no queued request hits.
 
-    Combinational. An ACT needs tRP, tRC, tRRD_S/L, tFAW and tRFC met and no refresh under
-    way; a PRE needs tRAS, tRTP and WR to PRE met, no request of the mode (``protect``) still
-    hitting the row unless a starving request needs the bank (and no starving request hits
-    it), and no column command to the bank in the same cycle.
+    Combinational. An ACT needs tRP, tRC, tRRD_S/L, tFAW and tRFC met; a PRE needs tRAS, tRTP
+    and WR to PRE met, no request of the mode (``protect``) still hitting the row unless a
+    starving request needs the bank (and no starving request hits it), and no column command
+    offered to the bank in the same cycle. Banks the refresher holds (``block``) get neither.
 
     Members
     -------
-    entries, considered, hit, urgent, row_urgent, protect : In
+    entries, considered, hit, urgent, row_urgent : In
         The queue's entries and per-slot views (see :class:`Scheduler`).
-    reserved : In(banks)
-        Banks a starving request waits to open its row in: only it may use them.
+    reserved, block, hit_any, protected, urgent_hit : In(banks)
+        Banks a starving request waits to open its row in; banks the refresher holds; banks
+        whose open row a queued request hits, a request of the mode (``protect``) hits, a
+        starving request hits.
     status : In(BankStatusSignature)
     col : In(col_command_layout)
-        This cycle's column command.
-    refresh_active, refresh_prea, refresh_ref : In(1)
-        A refresh is under way (no ACT, no PRE of the queue's); the refresher asks for PREA /
-        REF now.
+        This cycle's column command offer.
+    refresh : In(refresh_command_layout)
+        The refresher's command.
     row : Out(row_command_layout)
+        The command offered.
     """
 
     def __init__(self, cfg):
         self._cfg = cfg
-        Q = cfg.queue_depth
+        Q, B = cfg.queue_depth, cfg.banks
         super().__init__({
             "entries": In(_entries(cfg)), "considered": In(Q), "hit": In(Q), "urgent": In(Q),
-            "row_urgent": In(Q), "protect": In(Q), "reserved": In(cfg.banks),
+            "row_urgent": In(Q), "reserved": In(B), "block": In(B), "hit_any": In(B),
+            "protected": In(B), "urgent_hit": In(B),
             "status": In(BankStatusSignature(cfg)), "col": In(col_command_layout(cfg)),
-            "refresh_active": In(1), "refresh_prea": In(1), "refresh_ref": In(1),
+            "refresh": In(refresh_command_layout(cfg)),
             "row": Out(row_command_layout(cfg)),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg, st, row = self._cfg, self.status, self.row
-        hit_any, protected, urgent_hit = (Signal(cfg.banks, name=n)
-                                          for n in ("hit_any", "protected", "urgent_hit"))
-        for b in range(cfg.banks):
-            in_b = Cat(*[self.hit[i] & (self.entries[i].bank == b)
-                         for i in range(cfg.queue_depth)])
-            m.d.comb += [hit_any[b].eq(in_b.any()),
-                         protected[b].eq((in_b & self.protect).any()),
-                         urgent_hit[b].eq((in_b & self.urgent).any())]
-        need = self._need(m, protected, urgent_hit)
+        need = self._need(m)
         pick = Signal(cfg.queue_depth)
         m.d.comb += pick.eq(Mux((need & self.row_urgent).any(), need & self.row_urgent, need))
         index, found = first_set(m, pick, name="row")
@@ -249,21 +258,14 @@ class RowChoice(wiring.Component):
         closed_page = cfg.page_policy == "closed"
         if closed_page:     # precharge rows nobody queued hits
             idle_pre = Signal(cfg.banks)
-            for b in range(cfg.banks):
-                m.d.comb += idle_pre[b].eq(st.open[b] & ~hit_any[b] & st.pre_ok[b]
-                                           & ~self.refresh_active
-                                           & ~(self.col.valid & (self.col.bank == b)))
+            m.d.comb += idle_pre.eq(st.open & ~self.hit_any & st.pre_ok & ~self.block
+                                    & ~Mux(self.col.valid, 1 << self.col.bank, 0))
             idle_index, idle_found = first_set(m, idle_pre, name="idle_pre")
 
-        choose = m.If
-        if cfg.refresh:
-            with m.If(self.refresh_active):
-                with m.If(self.refresh_prea):
-                    m.d.comb += [row.valid.eq(1), row.op.eq(RowOp.PREA)]
-                with m.Elif(self.refresh_ref):
-                    m.d.comb += [row.valid.eq(1), row.op.eq(RowOp.REF)]
-            choose = m.Elif
-        with choose(found):
+        with m.If(self.refresh.valid):
+            m.d.comb += [row.valid.eq(1), row.op.eq(self.refresh.op),
+                         row.bank.eq(self.refresh.bank)]
+        with m.Elif(found):
             m.d.comb += [row.valid.eq(1), row.bank.eq(e.bank), row.row.eq(e.row),
                          row.op.eq(Mux(st.open.bit_select(e.bank, 1), RowOp.PRE, RowOp.ACT))]
         if closed_page:
@@ -271,53 +273,58 @@ class RowChoice(wiring.Component):
                 m.d.comb += [row.valid.eq(1), row.op.eq(RowOp.PRE), row.bank.eq(idle_index)]
         return m
 
-    def _need(self, m, protected, urgent_hit):
+    def _need(self, m):
         """Per slot: the request needs an ACT (its bank closed) or a PRE (open on another
         row) and the command may go this cycle."""
         cfg, st = self._cfg, self.status
         frfcfs = cfg.scheduler == "frfcfs"
-        act_ready = st.rrd_s_ok & st.faw_ok & st.rfc_ok & ~self.refresh_active
+        act_ready = st.rrd_s_ok & st.faw_ok & st.rfc_ok
         need = Signal(cfg.queue_depth)
         for i in range(cfg.queue_depth):
             e = self.entries[i]
             bank_open = st.open.bit_select(e.bank, 1)
-            pre_allowed = (~protected.bit_select(e.bank, 1)
-                           | (self.row_urgent[i] & ~urgent_hit.bit_select(e.bank, 1))
+            pre_allowed = (~self.protected.bit_select(e.bank, 1)
+                           | (self.row_urgent[i] & ~self.urgent_hit.bit_select(e.bank, 1))
                            | (not frfcfs))
-            mine = self.row_urgent[i] | ~self.reserved.bit_select(e.bank, 1)
+            mine = ((self.row_urgent[i] | ~self.reserved.bit_select(e.bank, 1))
+                    & ~self.block.bit_select(e.bank, 1))
             act = (~bank_open & st.act_ok.bit_select(e.bank, 1) & act_ready
                    & st.rrd_l_ok.bit_select(_group(cfg, e.bank), 1))
             pre = (bank_open & ~self.hit[i] & st.pre_ok.bit_select(e.bank, 1) & pre_allowed
-                   & ~self.refresh_active & ~(self.col.valid & (self.col.bank == e.bank)))
+                   & ~(self.col.valid & (self.col.bank == e.bank)))
             m.d.comb += need[i].eq(self.considered[i] & ~e.cancel & mine & (act | pre))
         return need
 
 
 class Scheduler(wiring.Component):
-    """The pseudo-channel's scheduler: per-slot views of the queue, and the mode, column and
-    row choices built on them.
+    """The pseudo-channel's scheduler: per-slot and per-bank views of the queue, and the mode,
+    column and row choices built on them.
 
     Combinational from the queue, the bank status and the refresher, except for the mode
     (a register in :class:`ModeControl`): a command is chosen in the cycle its request is
-    seen and issues in that cycle, one row and one column command per cycle.
+    seen and offered in that cycle, one row and one column command per cycle.
 
     Per-slot views: ``hit`` (valid, bank open on the request's row), ``is_rd`` (needs a RD: a
     read, or a partial write before its merge), ``considered`` (column commands: the mode's
     requests, under FCFS only the oldest), ``row_considered`` (row commands: the row mode's
-    requests), ``urgent`` / ``row_urgent`` (starving among them; none under FCFS), ``protect``
-    (requests whose row hits keep their rows open: the row mode's, all while leaving a mode).
+    requests), ``urgent`` / ``row_urgent`` (starving among them; none under FCFS). Per bank:
+    ``hit_any`` (some request hits the open row), ``row_shared`` (more than one does),
+    ``protected`` (a request whose hit keeps the row open does: the row mode's, all while
+    leaving a mode), ``urgent_hit``, ``reserved`` (a starving request waits to open its row).
 
     Members
     -------
     entries, valid, blocked : In
         From the command queue.
     status : In(BankStatusSignature)
-    refresh_active, refresh_prea, refresh_ref : In(1)
+    refresh : In(refresh_command_layout), block : In(banks), refresh_active : In(1)
         From the refresher.
     rd_room, b_room : In(1)
         Room for a read's data, for a write completion.
+    col_grant : In(1)
+        The column command offer has the bus.
     row : Out(row_command_layout), col : Out(col_command_layout)
-        This cycle's commands.
+        This cycle's command offers.
     index, entry, cancel, remove, complete : Out
         The slot the column choice serves (see :class:`ColumnChoice`).
     """
@@ -328,8 +335,8 @@ class Scheduler(wiring.Component):
         super().__init__({
             "entries": In(_entries(cfg)), "valid": In(Q), "blocked": In(Q),
             "status": In(BankStatusSignature(cfg)),
-            "refresh_active": In(1), "refresh_prea": In(1), "refresh_ref": In(1),
-            "rd_room": In(1), "b_room": In(1),
+            "refresh": In(refresh_command_layout(cfg)), "block": In(cfg.banks),
+            "refresh_active": In(1), "rd_room": In(1), "b_room": In(1), "col_grant": In(1),
             "row": Out(row_command_layout(cfg)), "col": Out(col_command_layout(cfg)),
             "index": Out(range(max(2, Q))), "entry": Out(entry_layout(cfg)),
             "cancel": Out(1), "remove": Out(1), "complete": Out(1),
@@ -342,6 +349,7 @@ class Scheduler(wiring.Component):
         m.submodules.col = col = ColumnChoice(cfg)
         m.submodules.row = row = RowChoice(cfg)
         v = self._views(m, mode)
+        b = self._bank_views(m, v, mode)
         wiring.connect(m, wiring.flipped(self.status), col.status, row.status)
         m.d.comb += [
             mode.valid.eq(self.valid), mode.blocked.eq(self.blocked),
@@ -350,15 +358,16 @@ class Scheduler(wiring.Component):
                                                | v["cancels"])).any()),
             col.entries.eq(self.entries), col.considered.eq(v["considered"]),
             col.hit.eq(v["hit"]), col.blocked.eq(self.blocked), col.urgent.eq(v["urgent"]),
-            col.is_rd.eq(v["is_rd"]), col.reserved.eq(v["reserved"]),
-            col.rd_room.eq(self.rd_room), col.b_room.eq(self.b_room),
-            col.refresh_active.eq(self.refresh_active),
+            col.is_rd.eq(v["is_rd"]), col.reserved.eq(b["reserved"]), col.block.eq(self.block),
+            col.row_shared.eq(b["row_shared"]), col.rd_room.eq(self.rd_room),
+            col.b_room.eq(self.b_room), col.refresh_active.eq(self.refresh_active),
+            col.grant.eq(self.col_grant),
             row.entries.eq(self.entries), row.considered.eq(v["row_considered"]),
             row.hit.eq(v["hit"]), row.urgent.eq(v["urgent"]),
-            row.row_urgent.eq(v["row_urgent"]), row.reserved.eq(v["reserved"]),
-            row.protect.eq(Mux(mode.leaving, self.valid, v["of_row"])), row.col.eq(col.col),
-            row.refresh_active.eq(self.refresh_active), row.refresh_prea.eq(self.refresh_prea),
-            row.refresh_ref.eq(self.refresh_ref),
+            row.row_urgent.eq(v["row_urgent"]), row.reserved.eq(b["reserved"]),
+            row.block.eq(self.block), row.hit_any.eq(b["hit_any"]),
+            row.protected.eq(b["protected"]), row.urgent_hit.eq(b["urgent_hit"]),
+            row.col.eq(col.col), row.refresh.eq(self.refresh),
             self.row.eq(row.row), self.col.eq(col.col), self.index.eq(col.index),
             self.entry.eq(col.entry), self.cancel.eq(col.cancel), self.remove.eq(col.remove),
             self.complete.eq(col.complete),
@@ -366,7 +375,7 @@ class Scheduler(wiring.Component):
         return m
 
     def _views(self, m, mode):
-        """The per-slot views (``hit``, ``is_rd``, ...) as named signals, and ``reserved``."""
+        """The per-slot views (``hit``, ``is_rd``, ...) as named signals."""
         cfg, st = self._cfg, self.status
         Q, valid = cfg.queue_depth, self.valid
         frfcfs = cfg.scheduler == "frfcfs"
@@ -392,9 +401,24 @@ class Scheduler(wiring.Component):
         v["urgent"], v["row_urgent"] = Signal(Q, name="urgent"), Signal(Q, name="row_urgent")
         m.d.comb += [v["urgent"].eq(v["considered"] & v["starving"] if frfcfs else 0),
                      v["row_urgent"].eq(v["row_considered"] & v["starving"] if frfcfs else 0)]
-        v["reserved"] = Signal(cfg.banks, name="reserved")
-        for b in range(cfg.banks):
-            m.d.comb += v["reserved"][b].eq(Cat(*[v["row_urgent"][i] & ~v["hit"][i]
-                                                  & (self.entries[i].bank == b)
-                                                  for i in range(Q)]).any())
         return v
+
+    def _bank_views(self, m, v, mode):
+        """The per-bank views (``hit_any``, ``row_shared``, ...) as named signals."""
+        cfg = self._cfg
+        Q = cfg.queue_depth
+        protect = Mux(mode.leaving, self.valid, v["of_row"])
+        b = {n: Signal(cfg.banks, name=n) for n in ("hit_any", "row_shared", "protected",
+                                                    "urgent_hit", "reserved")}
+        for k in range(cfg.banks):
+            at = Cat(*[self.entries[i].bank == k for i in range(Q)])
+            hits = Signal(Q, name=f"hits_bank{k}")
+            m.d.comb += [
+                hits.eq(v["hit"] & at),
+                b["hit_any"][k].eq(hits.any()),
+                b["row_shared"][k].eq((hits & (hits - 1)) != 0),
+                b["protected"][k].eq((hits & protect).any()),
+                b["urgent_hit"][k].eq((hits & v["urgent"]).any()),
+                b["reserved"][k].eq((v["row_urgent"] & ~v["hit"] & at).any()),
+            ]
+        return b

@@ -29,7 +29,7 @@ class ChipBench:
         self.chip = ChipConfig.from_dict(sidecar["parameters"])
         self.cfg = self.chip.tensorcore
         self.rng = new_rng()
-        self.hbm = HBMBench(dut, flow, masters=False, config=self.chip.hbm, prefix="hbm_pc")
+        self.hbm = HBMBench(dut, flow, masters=False, config=self.chip.hbm, prefix="hbm_ch")
         self.host = TensorCoreHost(dut, "csr", self.cfg, sidecar["csr"], flow)
 
     async def start(self):

@@ -43,7 +43,7 @@ def test_chip_generates_lint_clean(tmp_path):
     name = ChipConfig().name
     sidecar = json.loads((tmp_path / f"{name}.json").read_text())
     ports = {p["name"] for p in sidecar["ports"]}
-    assert {"mem0__awid", "mem0__rdata", "hbm_pc0__row_op", "ici_link_out__0__flit",
+    assert {"mem0__awid", "mem0__rdata", "hbm_ch0__row_op", "ici_link_out__0__flit",
             "ici_inject__0__valid", "mxu_a__payload", "mxu_c__valid"} <= ports
     lint(tmp_path / f"{name}.v", name)
 
@@ -79,7 +79,7 @@ def test_unknown_block_refused():
 def test_sidecar_describes_enums():
     design = generate("hbm", HBMConfig())
     ports = {p["name"]: p for p in design.sidecar["ports"]}
-    assert ports["pc0__row_op"]["enum"] == {"ACT": 0, "PRE": 1, "PREA": 2, "REF": 3}
+    assert ports["ch0__row_op"]["enum"] == {"ACT": 0, "PRE": 1, "PREA": 2, "REF": 3, "REFSB": 4}
     assert ports["s0_axi__rresp"]["enum"]["DECERR"] == 3
     digest = hashlib.sha256(json.dumps(design.sidecar, sort_keys=True).encode()).hexdigest()
     again = generate("hbm", HBMConfig()).sidecar

@@ -1,6 +1,7 @@
 """The HBM controller's parts on their own, in Amaranth's Python simulator: bank machines (every
 timing constraint is not ready one cycle early and ready on time), command queue (age order,
-collapse, hazards, merge state), refresher, write buffer (ECC codewords CWL cycles after WR,
+collapse, hazards, merge state), refresher (all-bank and per bank), channel command arbiter
+(fair shares, two-cycle ACT), write buffer (ECC codewords CWL cycles after WR,
 merges, slots), read return (decoding, responses, merge data), front end (burst splitting,
 local errors), write tracker and reorder buffer (order per lane, any order across lanes).
 
@@ -14,6 +15,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
+from hdl.hbm.arbiter import CommandArbiter
 from hdl.hbm.bank import BankMachines
 from hdl.hbm.command_queue import CommandQueue
 from hdl.hbm.config import HBMConfig
@@ -68,8 +70,8 @@ def codewords(words):
 
 # Bank machines ---------------------------------------------------------------------------------
 
-ACT, PRE, REF = ("row", RowOp.ACT), ("row", RowOp.PRE), ("row", RowOp.REF)
-RD, WR = ("col", ColOp.RD), ("col", ColOp.WR)
+ACT, PRE, REF, REFSB = (("row", op) for op in (RowOp.ACT, RowOp.PRE, RowOp.REF, RowOp.REFSB))
+RD, WR, RDA, WRA = (("col", op) for op in (ColOp.RD, ColOp.WR, ColOp.RDA, ColOp.WRA))
 BANK = 1                # bank 1 of group 0; groups have 2 banks
 # name: (command to bank BANK, status member, index or None, delay, members it must not touch)
 CONSTRAINTS = {
@@ -88,6 +90,13 @@ CONSTRAINTS = {
     "WR to RD": (WR, "wtr_s_ok", None, T.wr_to_rd_s, [("rtw_ok", None)]),
     "RD to WR": (RD, "rtw_ok", None, T.rd_to_wr, [("wtr_s_ok", None)]),
     "tRFC": (REF, "rfc_ok", None, T.rfc, [("act_ok", BANK)]),
+    "RDA to ACT": (RDA, "act_ok", BANK, T.rtp + T.rp, [("act_ok", 0)]),
+    "WRA to ACT": (WRA, "act_ok", BANK, T.wr_to_pre + T.rp, [("act_ok", 3)]),
+    "tRFCsb": (REFSB, "act_ok", BANK, T.rfc_sb, [("act_ok", 0), ("rfc_ok", None)]),
+    "REFSB to ACT, other bank": (REFSB, "rrd_s_ok", None, T.rrefd - 1, []),
+    "tRREFD": (REFSB, "refsb_ok", None, T.rrefd, [("refsb_l_ok", 0)]),
+    "ACT to REFSB": (ACT, "refsb_ok", None, T.rrd_s + 1, []),
+    "ACT to REFSB, same group": (ACT, "refsb_l_ok", 0, T.rrd_l + 1, [("refsb_l_ok", 1)]),
 }
 
 
@@ -116,7 +125,8 @@ def test_bank_machines_timing(name):
 
 
 def test_bank_machines_rows():
-    """ACT opens its bank on its row from the next cycle; PRE closes one bank, PREA all."""
+    """ACT opens its bank on its row from the next cycle; PRE closes one bank, PREA all, an
+    auto-precharge its own."""
     dut = BankMachines(CFG)
 
     async def bench(ctx):
@@ -130,6 +140,13 @@ def test_bank_machines_rows():
         await ctx.tick()
         assert ctx.get(dut.status.open) == 0b0100
         set_fields(ctx, dut.row, valid=1, op=RowOp.PREA, bank=0)
+        await ctx.tick()
+        assert ctx.get(dut.status.open) == 0
+        set_fields(ctx, dut.row, valid=1, op=RowOp.ACT, bank=3, row=2)
+        await ctx.tick()
+        ctx.set(dut.row.valid, 0)
+        set_fields(ctx, dut.col, valid=1, op=ColOp.WRA, bank=3)
+        assert ctx.get(dut.status.open) == 0b1000
         await ctx.tick()
         assert ctx.get(dut.status.open) == 0
 
@@ -255,7 +272,16 @@ def test_mode_control():
 
 def _closed_banks(ctx, status):
     set_fields(ctx, status, open=0, act_ok=(1 << CFG.banks) - 1, pre_ok=(1 << CFG.banks) - 1,
-               rfc_ok=1)
+               rfc_ok=1, refsb_ok=1, refsb_l_ok=(1 << CFG.bank_groups) - 1)
+
+
+async def _issue(ctx, dut):
+    """One cycle in which the refresher's command, if any, is granted; returns it."""
+    cmd = ctx.get(dut.cmd)
+    set_fields(ctx, dut.row, valid=cmd.valid, op=cmd.op, bank=cmd.bank)
+    await ctx.tick()
+    ctx.set(dut.row.valid, 0)
+    return (cmd.op, cmd.bank) if cmd.valid else None
 
 
 def test_refresher_forced():
@@ -267,11 +293,10 @@ def test_refresher_forced():
     async def bench(ctx):
         _closed_banks(ctx, dut.status)
         for cycle in range(CFG.refresh_postpone * T.refi + 3):
-            forced = ctx.get(dut.forced)
-            assert forced == (cycle == CFG.refresh_postpone * T.refi), f"cycle {cycle}"
-            assert ctx.get(dut.active) == (cycle == CFG.refresh_postpone * T.refi + 1)
-            assert ctx.get(dut.ref) == ctx.get(dut.active)
-            await ctx.tick()
+            assert ctx.get(dut.forced) == (cycle == CFG.refresh_postpone * T.refi), cycle
+            active = cycle == CFG.refresh_postpone * T.refi + 1
+            assert ctx.get(dut.active) == active and ctx.get(dut.block) == (15 if active else 0)
+            assert await _issue(ctx, dut) == ((RowOp.REF, 0) if active else None)
 
     simulate(dut, bench)
 
@@ -288,17 +313,84 @@ def test_refresher_early_and_prea():
         for cycle in range(T.refi + 1):
             assert not ctx.get(dut.active), f"cycle {cycle}"
             await ctx.tick()
-        assert ctx.get(dut.active) and not ctx.get(dut.prea) and not ctx.get(dut.ref)
+        assert ctx.get(dut.active) and not ctx.get(dut.cmd.valid)
         ctx.set(dut.status.pre_ok, 0b11)
-        assert ctx.get(dut.prea) and not ctx.get(dut.ref)
-        await ctx.tick()
+        assert await _issue(ctx, dut) == (RowOp.PREA, 0)
         ctx.set(dut.status.open, 0)
-        assert ctx.get(dut.ref) and not ctx.get(dut.prea)
-        await ctx.tick()
+        assert await _issue(ctx, dut) == (RowOp.REF, 0)
         assert not ctx.get(dut.active)
 
     simulate(dut, bench)
     assert IDLE_REFRESH < T.refi
+
+
+def test_refresher_per_bank():
+    """Per bank: a REFSB falls due every tREFI / banks and goes at once to a closed bank of the
+    round that no queued request wants; every bank once per round; with every bank wanted the
+    refresh waits until ``refresh_postpone`` are owed, then forces the round's next bank: its
+    PRE first if it is open, and no queued request may use it meanwhile."""
+    cfg = CFG.replace(per_bank_refresh=True)
+    dut = Refresher(cfg)
+    interval = cfg.refi_sb
+
+    async def bench(ctx):
+        _closed_banks(ctx, dut.status)
+        ctx.set(dut.wanted, 0b0001)
+        done = []
+        for cycle in range(4 * interval + 2):
+            issued = await _issue(ctx, dut)
+            if issued:
+                assert cycle % interval == 0 and cycle > 0, f"REFSB in cycle {cycle}"
+                done.append(issued[1])
+        assert done == [1, 2, 3], done           # bank 0 is wanted; one per interval
+        ctx.set(dut.wanted, 0b1111)
+        set_fields(ctx, dut.status, open=0b0001, pre_ok=0)
+        for _ in range(cfg.refresh_postpone * interval):
+            assert await _issue(ctx, dut) is None
+        assert ctx.get(dut.block) == 0b0001 and not ctx.get(dut.cmd.valid)
+        ctx.set(dut.status.pre_ok, 0b0001)
+        assert await _issue(ctx, dut) == (RowOp.PRE, 0)
+        ctx.set(dut.status.open, 0)
+        assert ctx.get(dut.forced) == 0
+        assert ctx.get(dut.cmd.op) == RowOp.REFSB and ctx.get(dut.cmd.valid)
+        cmd = ctx.get(dut.cmd)
+        set_fields(ctx, dut.row, valid=1, op=cmd.op, bank=cmd.bank)
+        assert ctx.get(dut.forced) == 1
+        await ctx.tick()
+        ctx.set(dut.row.valid, 0)
+        # That completed the round; still 8 owed, so the new round's first bank is forced.
+        assert ctx.get(dut.block) == 0b0001 and ctx.get(dut.cmd.bank) == 0
+
+    simulate(dut, bench)
+
+
+# Channel command arbiter -----------------------------------------------------------------------
+
+def test_command_arbiter():
+    """Both pseudo-channels offering: the buses alternate between them; an ACT holds the row
+    bus for a second cycle; a lone offer is granted at once."""
+    dut = CommandArbiter(CFG)
+
+    async def bench(ctx):
+        for k in range(2):
+            set_fields(ctx, dut.col[k], valid=1, op=ColOp.RD, bank=k, col=k)
+            set_fields(ctx, dut.row[k], valid=1, op=RowOp.PRE, bank=k)
+        grants = []
+        for _ in range(4):
+            grants.append((ctx.get(dut.row_grant), ctx.get(dut.col_grant),
+                           ctx.get(dut.bus.col_pc), ctx.get(dut.bus.col_addr)))
+            await ctx.tick()
+        assert [g[:2] for g in grants] == [(0b01, 0b01), (0b10, 0b10)] * 2
+        assert [g[2:] for g in grants] == [(0, 0), (1, 1)] * 2
+        ctx.set(dut.row[0].op, RowOp.ACT)
+        ctx.set(dut.row[1].valid, 0)
+        assert ctx.get(dut.row_grant) == 0b01 and ctx.get(dut.bus.row_op) == RowOp.ACT
+        await ctx.tick()
+        assert ctx.get(dut.row_grant) == 0 and not ctx.get(dut.bus.row_valid)
+        await ctx.tick()
+        assert ctx.get(dut.row_grant) == 0b01
+
+    simulate(dut, bench)
 
 
 # Write buffer ----------------------------------------------------------------------------------
