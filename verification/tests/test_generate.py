@@ -43,8 +43,10 @@ def test_chip_generates_lint_clean(tmp_path):
     name = ChipConfig().name
     sidecar = json.loads((tmp_path / f"{name}.json").read_text())
     ports = {p["name"] for p in sidecar["ports"]}
-    assert {"mem0__awid", "mem0__rdata", "hbm_ch0__row_op", "ici_link_out__0__flit",
-            "ici_inject__0__valid", "mxu_a__payload", "mxu_c__valid"} <= ports
+    assert {"csr__awaddr", "csr__rdata", "done", "error", "hbm_ch0__row_op",
+            "hbm_ch0__data0__rddata", "ici_link_out__0__flit", "ici_inject__0__valid"} <= ports
+    assert not any(p.startswith(("mem0__", "mxu_")) for p in ports), \
+        "the TensorCore drives HBM port 0 and the MXU inside the chip"
     lint(tmp_path / f"{name}.v", name)
 
 
