@@ -26,13 +26,14 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.bits import one_hot_select
 from ..lib.counter import count_events
 from ..lib.queue import Queue
 from ..lib.tree import tree_sum
 from ..top import Top
 from .allocator import Allocator, transfer_layout
 from .input import InjectionPort, InputUnit
-from .link import REPLAY_TIMEOUT, LinkRx, LinkTx
+from .link import LinkRx, LinkTx
 from .packet import coord_layout, eject_layout, flit_layout, header_layout, link_signature
 
 __all__ = ["Router", "Switch", "OutputPort", "COUNTERS", "COUNTER_WIDTH", "EJECT_DEPTH"]
@@ -71,12 +72,12 @@ class Switch(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
+        inputs = [self.data[i] for i in range(cfg.ports)]
         for o, out in enumerate(self.o):
             t = self.transfer[o]
             m.d.comb += [out.valid.eq(t.sent), out.payload.head.eq(t.head),
                          out.payload.tail.eq(t.tail), out.payload.vc.eq(t.vc),
-                         out.payload.data.eq(self.data.as_value().word_select(
-                             t.src, cfg.flit_bits))]
+                         out.payload.data.eq(one_hot_select(t.grant, inputs))]
         return m
 
 
@@ -184,7 +185,10 @@ class Router(Top):
 
     @property
     def extras(self):
-        return {"constants": {"replay_timeout": REPLAY_TIMEOUT}}
+        cfg = self.config
+        return {"constants": {"replay_timeout": cfg.replay_timeout,
+                              "credit_round_trip": cfg.credit_round_trip},
+                "warnings": cfg.warnings}
 
     def elaborate(self, platform):
         m = Module()

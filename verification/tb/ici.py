@@ -1,13 +1,14 @@
 """cocotb testbench of the ICI network, through its test harness top (hdl/ici/harness.py).
 
-Mode 0 (:class:`NetworkBench`): Python drives every endpoint's injection stream and takes every
-ejection stream, with random idle and backpressure, and checks every packet against the golden
-model's delivery contract (verification/models/ici.py): exactly once, intact, at the right
-endpoint, in order per (source, destination, class), hop count minimal.
+Mode ``PORTS`` (:class:`NetworkBench`): Python drives every endpoint's injection stream and
+takes every ejection stream, with random idle and backpressure, and checks every packet
+against the golden model's delivery contract (verification/models/ici.py): exactly once,
+intact, at the right endpoint, in order per (source, destination, class), hop count minimal.
 
-Mode 1 (:class:`TrafficBench`): the harness's synthesizable generators and checkers run on
-their own (no Python per cycle); the bench sets the load, pattern and fault rate, waits, stops
-injection, waits for the network to drain within a bound, and reads the counters.
+Mode ``GENERATORS`` (:class:`TrafficBench`): the harness's synthesizable generators and
+checkers run on their own (no Python per cycle); the bench sets the load, pattern and fault
+rate, waits, stops injection, waits for the network to drain within a bound, and reads the
+counters.
 """
 
 import random
@@ -56,7 +57,7 @@ class _Harness:
         self.E = self.cfg.endpoints
         self.faults = hasattr(dut, "fault_rate")
 
-    async def start(self, mode, *, seed=None, fault_rate=0):
+    async def start(self, mode, *, seed=None, fault_rate=0, clock_impl=None):
         dut = self.dut
         dut.mode.value = mode
         for name in ("enable", "pattern", "rate", "length", "hotspot", "hotspot_port",
@@ -68,7 +69,7 @@ class _Harness:
         for e in range(self.E):
             getattr(dut, f"inject__{e}__valid").value = 0
             getattr(dut, f"eject__{e}__ready").value = 0
-        await start(dut)
+        await start(dut, clock_impl=clock_impl)
         await ClockCycles(dut.clk, 2)
 
     def counters(self):
@@ -216,8 +217,9 @@ async def test_bad_packets(dut, flow):
 
 @cocotb.test()
 async def test_zero_load_latency(dut):
-    """One packet at a time on an idle network: the tail leaves 2 + 2 * hops + length - 1
-    cycles after the head was taken (two cycles per hop)."""
+    """One packet at a time on an idle network: the tail leaves 2 + (1 + link_latency) * hops
+    + length - 1 cycles after the head was taken (two cycles per hop on one-cycle links), plus
+    the harness's port latency (its skid buffers, from the sidecar)."""
     tb = NetworkBench(dut, "none_none")
     await tb.start()
     cfg, rng = tb.cfg, tb.rng
@@ -236,10 +238,9 @@ async def test_zero_load_latency(dut):
         await tb.finish()
         head_cycle = taken[0]
         hops = min_hops(cfg, coords_of(cfg, e // cfg.local_ports), dst)
-        got = tb.snk[dst_ep].last_cycle - head_cycle
-        assert got == zero_load_latency(hops, length), (
-            f"{hops} hops, {length} flits: latency {got}, "
-            f"expected {zero_load_latency(hops, length)}")
+        got = tb.snk[dst_ep].last_cycle - head_cycle - tb.sidecar["constants"]["port_latency"]
+        want = zero_load_latency(hops, length, cfg.link_latency)
+        assert got == want, f"{hops} hops, {length} flits: latency {got}, expected {want}"
 
 
 @only_if(lambda p: p["faults"])
@@ -259,7 +260,8 @@ class TrafficBench(_Harness):
     """Mode 1: the harness's generators and checkers; Python only sets up and reads."""
 
     async def start(self, **kw):
-        await super().start(self.modes["GENERATORS"], **kw)
+        # The testbench only waits and reads counters: the clock needs no Python.
+        await super().start(self.modes["GENERATORS"], clock_impl="gpi", **kw)
 
     async def run(self, *, traffic="uniform", load=0.3, length=0, cycles=5000, stall=0.0,
                   fault_rate=0, hot_fraction=0.0, drain_bound=20000):

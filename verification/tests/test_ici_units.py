@@ -16,7 +16,7 @@ from hdl.ici.config import ICIConfig
 from hdl.ici.input import InjectionPort, InputUnit
 from hdl.ici.link import LinkRx, LinkTx
 from hdl.ici.packet import reverse_layout, wire_layout
-from verification.models.ici import Header, lane, out_vc_of
+from verification.models.ici import Header, injection_vc, out_vc_of
 
 CFG = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
 
@@ -193,7 +193,7 @@ def test_input_unit(seed, port):
 
 def test_injection_port(seed):
     """Good and bad packets with random idle and random full VCs: good packets leave stamped
-    (source, zero hops) in VC ``tclass * vcs + lane mod vcs``, never into a full VC; bad ones
+    (source, zero hops) in the model's injection VC, never into a full VC; bad ones
     (destination, port, class, length) are dropped whole (the head alone for a bad length) and
     counted."""
     cfg = CFG
@@ -223,7 +223,7 @@ def test_injection_port(seed):
             drops += 1
             continue
         out = Header(h.dst, h.dst_port, coord, lp, h.tclass, h.length, h.seq, 0)
-        vc = h.tclass * cfg.vcs + lane(cfg, coord, lp, h.dst, h.dst_port) % cfg.vcs
+        vc = injection_vc(cfg, coord, h.dst, h.dst_port, h.tclass)
         stamped = [out.pack(cfg) | (packet[0] >> hb << hb)] + packet[1:]
         want += [(f, int(i == 0), int(i == len(packet) - 1), vc)
                  for i, f in enumerate(stamped)]
@@ -301,26 +301,29 @@ def test_allocator(seed):
             sources = []
             for o in range(P):
                 t = ctx.get(dut.transfer[o])
+                assert t.sent == (t.grant != 0)
                 if not t.sent:
                     continue
-                sources.append(t.src)
-                assert t.src in pops, f"output {o}: transfer from input {t.src} without a pop"
-                v = pops[t.src]
-                head, tail, op, ovc, packet = queues[t.src][v][0]
+                assert t.grant & (t.grant - 1) == 0, f"output {o}: grant {t.grant:b} not one-hot"
+                src = t.grant.bit_length() - 1
+                sources.append(src)
+                assert src in pops, f"output {o}: transfer from input {src} without a pop"
+                v = pops[src]
+                head, tail, op, ovc, packet = queues[src][v][0]
                 assert (ready >> o) & 1 and (credit[o] >> t.vc) & 1, "not ready or no credit"
                 assert (t.head, t.tail) == (head, tail)
                 if head:
                     assert (op, ovc) == (o, t.vc), "head sent off its route"
                     assert (o, t.vc) not in owner, "output VC taken while held"
-                    owner[(o, t.vc)] = (t.src, v)
-                    route[(t.src, v)] = (o, t.vc)
+                    owner[(o, t.vc)] = (src, v)
+                    route[(src, v)] = (o, t.vc)
                 else:
-                    assert route.get((t.src, v)) == (o, t.vc), "body flit off its packet's VC"
-                    assert owner.get((o, t.vc)) == (t.src, v), "packets interleaved"
+                    assert route.get((src, v)) == (o, t.vc), "body flit off its packet's VC"
+                    assert owner.get((o, t.vc)) == (src, v), "packets interleaved"
                 if tail:
                     del owner[(o, t.vc)]
                     done += 1
-                queues[t.src][v].popleft()
+                queues[src][v].popleft()
             assert sorted(sources) == sorted(pops), "a pop without a transfer"
             assert len(set(sources)) == len(sources)
             await ctx.tick()
