@@ -51,6 +51,10 @@ class ICIConfig(Config):
         register wired straight into its neighbour; longer links (SerDes, cables) add delay
         stages in the network. Credits and acknowledgements then come back
         ``2 * link_latency + 2`` cycles after a flit is sent: see :attr:`credit_round_trip`.
+    switch_stage : bool
+        Register the allocator's decisions: the chosen flit is read from its buffer and crosses
+        the switch in the next cycle (a three-stage router instead of two: one more cycle per
+        hop), which cuts the router's longest combinational path about in half.
     """
 
     dims: tuple = (4, 4)
@@ -63,6 +67,7 @@ class ICIConfig(Config):
     local_ports: int = 1
     retry_depth: int = 8
     link_latency: int = 1
+    switch_stage: bool = False
 
     KIND = "ICI"
 
@@ -85,11 +90,12 @@ class ICIConfig(Config):
         check_int("max_packet", self.max_packet, 1, 64)
         check_int("local_ports", self.local_ports, 1, 4)
         check_int("link_latency", self.link_latency, 1, 64)
-        windows = [r for r in RETRY_DEPTHS if r >= self.credit_round_trip]
+        check_bool("switch_stage", self.switch_stage)
+        windows = [r for r in RETRY_DEPTHS if r >= self.ack_round_trip]
         if self.retry_depth not in windows:
             raise ConfigError("retry_depth", f"must be one of {', '.join(map(str, windows))} "
                               f"(a power of two at least the acknowledgement round trip "
-                              f"2 * link_latency + 2 = {self.credit_round_trip}), "
+                              f"2 * link_latency + 2 = {self.ack_round_trip}), "
                               f"got {self.retry_depth!r}")
         check_int("flit_bits", self.flit_bits, self.header_bits, 1024)
 
@@ -167,12 +173,17 @@ class ICIConfig(Config):
         return (2 * self.retry_depth - 1).bit_length()
 
     @property
-    def credit_round_trip(self):
-        """Cycles from a flit sent (taken by the link sender) to its credit usable again by
-        the sender, when the receiver forwards it at once; the same for its acknowledgement.
-        A VC streams at one flit per cycle only with ``buffer_depth`` at least this, a link
-        only with ``retry_depth`` at least this."""
+    def ack_round_trip(self):
+        """Cycles from a flit taken by the link sender to its acknowledgement back at the
+        sender: ``retry_depth`` must cover it for the link to stream."""
         return 2 * self.link_latency + 2
+
+    @property
+    def credit_round_trip(self):
+        """Cycles from a flit allocated to an output to its credit usable again there, when
+        the receiver forwards it at once (one cycle more with ``switch_stage``): a VC streams
+        at one flit per cycle only with ``buffer_depth`` at least this."""
+        return 2 * self.link_latency + 2 + self.switch_stage
 
     @property
     def replay_timeout(self):
@@ -186,7 +197,7 @@ class ICIConfig(Config):
         out = []
         if self.buffer_depth < self.credit_round_trip:
             out.append(f"buffer_depth {self.buffer_depth} is below the credit round trip "
-                       f"{self.credit_round_trip} (2 * link_latency + 2): one VC alone cannot "
+                       f"{self.credit_round_trip} cycles: one VC alone cannot "
                        f"stream at full link rate; the link can with "
                        f"{-(-self.credit_round_trip // self.buffer_depth)} VCs busy")
         return out
@@ -204,8 +215,9 @@ class ICIConfig(Config):
         topo = "x".join(f"{k}{'t' if w else 'm'}" for k, w in zip(self.dims, self.wrap,
                                                                    strict=True))
         link = f"_d{self.link_latency}" if self.link_latency > 1 else ""
+        stage = "_s" if self.switch_stage else ""
         return (f"{topo}_c{self.classes}v{self.vcs}b{self.buffer_depth}_w{self.flit_bits}"
-                f"_p{self.max_packet}_l{self.local_ports}_r{self.retry_depth}{link}")
+                f"_p{self.max_packet}_l{self.local_ports}_r{self.retry_depth}{link}{stage}")
 
     @property
     def router_name(self):
@@ -228,15 +240,21 @@ class ICIHarnessConfig(Config):
         The network. Its flits must hold the header and a 16-bit creation time.
     faults : bool
         A fault injector (random bit flips at a rate set by a port) on every link.
+    source_queue : int
+        Entries of each generator's source queue (packets created and not yet injected): a
+        power of two, 4..4096. Benchmarks make it deep enough never to refuse a packet at a
+        stable load, as BookSim's unbounded source queues.
     """
 
     KIND = "ICI harness"
 
     ici: ICIConfig = ICIConfig()
     faults: bool = False
+    source_queue: int = 16
 
     def validate(self):
         check_bool("faults", self.faults)
+        check_choice("source_queue", self.source_queue, [1 << n for n in range(2, 13)])
         low = self.ici.header_bits + TIMESTAMP_BITS
         if self.ici.flit_bits < low:
             raise ConfigError("ici.flit_bits", f"must be at least {low} in a harness (header "
@@ -244,7 +262,8 @@ class ICIHarnessConfig(Config):
 
     @property
     def name(self):
-        return f"podium_ici_harness_{self.ici.suffix}" + ("_fi" if self.faults else "")
+        queue = f"_q{self.source_queue}" if self.source_queue != 16 else ""
+        return f"podium_ici_harness_{self.ici.suffix}{queue}" + ("_fi" if self.faults else "")
 
 
 def node_coords(cfg, n):

@@ -13,13 +13,13 @@ depends combinationally on the top's ports, which Verilator would otherwise eval
 every time the testbench touches an input or the clock, twice a cycle.
 
 Generator (one per endpoint): a Bernoulli process creates a packet with probability
-``rate / 65536`` per cycle (creation time into a 16-entry source queue; a packet that finds the
-queue full is counted in ``throttled`` and not created). Packets leave the queue in order; each
-gets a destination by ``pattern`` (:class:`Pattern`, chosen by :class:`Destination`: uniform
-random, transpose, bit complement, hotspot, nearest neighbour, all-to-all), a random class, a
-length (``length``, or random in 1..max_packet when 0), the next sequence number of its
-(destination, class) and a payload derived from (source, class, sequence number, flit index).
-The head carries the creation time.
+``rate / 65536`` per cycle (creation time into a source queue of ``source_queue`` entries; a
+packet that finds the queue full is counted in ``throttled`` and not created). Packets leave
+the queue in order; each gets a destination by ``pattern`` (:class:`Pattern`, chosen by
+:class:`Destination`: uniform random, transpose, bit complement, hotspot, nearest neighbour,
+all-to-all), a random class, a length (``length``, or random in 1..max_packet when 0), the
+next sequence number of its (destination, class) and a payload derived from (source, class,
+sequence number, flit index). The head carries the creation time.
 
 Checker (one per endpoint): takes ejected flits with random backpressure (``stall_rate /
 65536`` of cycles not ready) and checks, per packet: destination is this endpoint, source,
@@ -57,7 +57,7 @@ from .network import Network, node_coords
 from .packet import coord_layout, eject_layout, header_layout
 
 __all__ = ["Harness", "Generator", "Destination", "Checker", "PortBuffer", "TrafficControl", "Mode",
-           "Pattern", "CheckError", "SOURCE_QUEUE", "PORT_LATENCY", "payload_word"]
+           "Pattern", "CheckError", "PORT_LATENCY", "payload_word"]
 
 
 class Mode(enum.Enum, shape=1):
@@ -91,7 +91,6 @@ class CheckError(enum.Enum, shape=3):
     TAIL_POSITION = 7
 
 
-SOURCE_QUEUE = 16
 IDX_BITS = 7
 PORT_LATENCY = 2
 """Cycles the harness's skid buffers add between its ``inject`` and ``eject`` ports."""
@@ -258,8 +257,9 @@ class Generator(wiring.Component):
         Packets are queued or being sent.
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, source_queue):
         self._cfg = cfg
+        self._source_queue = source_queue
         super().__init__({
             "node": In(coord_layout(cfg)), "port": In(cfg.port_bits), "seed": In(32),
             "now": In(TIMESTAMP_BITS), "control": In(TrafficControl(cfg)),
@@ -275,7 +275,7 @@ class Generator(wiring.Component):
         prep = Signal()     # the next packet leaves the queue and is prepared
         rng_a = xorshift(m, 32, self.seed, name="rng_a")
         rng_b = xorshift(m, 64, Cat(self.seed, ~self.seed), name="rng_b", step=prep)
-        m.submodules.queue = queue = Queue(TIMESTAMP_BITS, SOURCE_QUEUE)
+        m.submodules.queue = queue = Queue(TIMESTAMP_BITS, self._source_queue)
         create = ctl.enable & (rng_a[:16] < ctl.rate)
         m.d.comb += [queue.i.valid.eq(create), queue.i.payload.eq(self.now)]
 
@@ -515,7 +515,7 @@ class Harness(Top):
         cfg = config.ici
         net = Network(cfg, faults=config.faults)
         self._net = Submodule(net.name, net, children=net.submodules)
-        self._gen = Submodule(f"{config.name}_gen", Generator(cfg))
+        self._gen = Submodule(f"{config.name}_gen", Generator(cfg, config.source_queue))
         self._chk = Submodule(f"{config.name}_chk", Checker(cfg))
         E = cfg.endpoints
         control = {name: In(member.shape)

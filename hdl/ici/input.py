@@ -154,7 +154,9 @@ class InputUnit(wiring.Component):
     pop : In(1), pop_vc : In(range(total_vcs))
         Remove the front flit of ``pop_vc``.
     data : Out(flit_bits)
-        The front flit of ``pop_vc`` (combinational).
+        The front flit of ``pop_vc`` (combinational); with ``switch_stage``, the flit popped
+        in the last cycle (its slot is not written again before then: a credit or ``full``
+        must first show it free).
     """
 
     def __init__(self, cfg, port):
@@ -214,8 +216,13 @@ class InputUnit(wiring.Component):
             with m.If(self.pop & (self.pop_vc == v)):
                 m.d.sync += rptr[v].eq(rptr[v] + 1)
         rp = buf.read_port(domain="comb")
-        m.d.comb += [rp.addr.eq(Cat(Array(rptr)[self.pop_vc][:ab], self.pop_vc)),
-                     self.data.eq(rp.data)]
+        front = Cat(Array(rptr)[self.pop_vc][:ab], self.pop_vc)
+        if cfg.switch_stage:
+            popped = Signal.like(front)
+            with m.If(self.pop):
+                m.d.sync += popped.eq(front)
+            front = popped
+        m.d.comb += [rp.addr.eq(front), self.data.eq(rp.data)]
         return m
 
 

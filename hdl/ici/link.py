@@ -9,7 +9,8 @@ else is dropped, and the first drop raises ``nak`` until the expected flit arriv
 rewinds to the acknowledged number (go-back-N) once per ``nak`` episode, and also when nothing
 has been acknowledged for ``replay_timeout`` cycles (``ICIConfig.replay_timeout``, longer than
 the acknowledgement round trip) while flits are outstanding, which recovers from a lost
-retransmission or a lost ``nak``. While it replays it takes no new flit.
+retransmission or a lost ``nak``. While it replays it still takes new flits into the retry
+buffer (they go on the wire after the replayed ones).
 
 Both ends drive their wire from registers, CRC included: the sender computes a flit's CRC as
 it loads its output register and drives all zeros (CRC 0) while idle; the receiver computes
@@ -35,11 +36,11 @@ __all__ = ["LinkTx", "LinkRx"]
 class LinkTx(wiring.Component):
     """Sending half of a link.
 
-    A flit taken on ``i`` is on the wire (a register) in the next cycle, and again after every
-    rewind until the receiver acknowledges it. ``i.ready`` depends only on registers: it is low
-    while a replay is in progress or ``retry_depth`` flits are unacknowledged, so at one flit
-    per cycle the link streams as long as acknowledgements return within ``retry_depth``
-    cycles.
+    A flit taken on ``i`` is on the wire (a register) in the next cycle, or after the flits of
+    a replay in progress, and again after every rewind until the receiver acknowledges it.
+    ``i.ready`` depends only on registers: it is low while ``retry_depth`` flits are
+    unacknowledged, so at one flit per cycle the link streams as long as acknowledgements
+    return within ``retry_depth`` cycles.
 
     Parameters
     ----------
@@ -54,6 +55,8 @@ class LinkTx(wiring.Component):
     credits : Out(ArrayLayout(credit_bits, total_vcs))
         Per VC, the buffer slots the receiver freed that this cycle's reverse message reports
         (zero when the message is corrupted).
+    room : Out(range(retry_depth + 1))
+        Flits the retry buffer can still take.
     retry, rev_error : Out(1)
         Events: a rewind starts; the reverse message has a bad CRC.
     """
@@ -64,6 +67,7 @@ class LinkTx(wiring.Component):
             "i": In(stream.Signature(flit_layout(cfg))),
             "link": Out(link_signature(cfg)),
             "credits": Out(data.ArrayLayout(cfg.credit_bits, cfg.total_vcs)),
+            "room": Out(range(cfg.retry_depth + 1)),
             "retry": Out(1),
             "rev_error": Out(1),
         })
@@ -84,20 +88,22 @@ class LinkTx(wiring.Component):
         take = self.i.valid & self.i.ready
         m.d.comb += [
             outstanding.eq(wr - ack),
-            self.i.ready.eq((send == wr) & (outstanding < R)),
+            self.room.eq(R - outstanding),
+            self.i.ready.eq(outstanding < R),
             wp.addr.eq(wr[: (R - 1).bit_length()]),
             wp.data.eq(self.i.payload),
             wp.en.eq(take),
             rp.addr.eq(send[: (R - 1).bit_length()]),
         ]
+        # Straight onto the wire when nothing waits before it, else from the retry buffer.
+        replaying = send != wr
         flit = Signal(flit_layout(cfg))
         frame = Signal(wire_layout(cfg))
-        m.d.comb += [flit.eq(Mux(take, self.i.payload, rp.data)),
+        m.d.comb += [flit.eq(Mux(replaying, rp.data, self.i.payload)),
                      frame.valid.eq(1), frame.data.eq(flit.data), frame.head.eq(flit.head),
-                     frame.tail.eq(flit.tail), frame.vc.eq(flit.vc),
-                     frame.seq.eq(Mux(take, wr, send))]
+                     frame.tail.eq(flit.tail), frame.vc.eq(flit.vc), frame.seq.eq(send)]
         crc = wire_crc(m, frame, name="crc")
-        with m.If(take | (send != wr)):
+        with m.If(take | replaying):
             m.d.sync += [out.eq(frame), out.crc.eq(crc), send.eq(send + 1)]
         with m.Else():
             m.d.sync += out.eq(0)

@@ -12,7 +12,7 @@ Composition (each a component of its own)::
     inject[l]  -> InjectionPort -> InputUnit[NP+l] +-> Switch ------+-> ejection Queue -> eject[l]
                                                    Allocator
 
-Pipeline, two cycles per hop at zero load:
+Pipeline, two cycles per hop at zero load (plus ``link_latency - 1`` on a longer link):
 
 1. a flit arrives on a link (CRC and sequence checked by :class:`~.link.LinkRx`), or on an
    injection port, has its route computed if it is a head (:mod:`.input`), and is written into
@@ -20,6 +20,10 @@ Pipeline, two cycles per hop at zero load:
 2. from the front of that buffer it is allocated (VC and switch in one cycle,
    :class:`~.allocator.Allocator`), crosses the switch and is registered on the output link
    (:class:`OutputPort`, :class:`~.link.LinkTx`) or written into the ejection queue.
+
+With ``switch_stage`` the allocation is registered and the flit is read and crosses the switch
+in a third cycle, which cuts the longest combinational path (allocation, buffer read, switch,
+CRC) about in half.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -85,9 +89,10 @@ class OutputPort(wiring.Component):
     """A network output: the credit count of every VC downstream, the hop count of every head
     incremented, and the link sender.
 
-    A credit is spent as a flit is taken and returned when the receiver's reverse message
-    reports the slot freed; with the link's register and the reverse channel a credit is usable
-    again 4 cycles after the flit that spent it left the downstream buffer.
+    A credit is spent as the allocator sends a flit to this output and returned when the
+    receiver's reverse message reports the slot freed. With one-cycle links a credit is usable
+    again 4 cycles after the flit that spent it left the downstream buffer
+    (``credit_round_trip``).
 
     Parameters
     ----------
@@ -96,7 +101,15 @@ class OutputPort(wiring.Component):
     Members
     -------
     i : In(stream of flit_layout)
-        From the switch; take a flit only for a VC with ``credit``.
+        From the switch; only flits the allocator sent here (``ready`` was high), so ``i``
+        always finds room.
+    spend : In(1), spend_vc : In(range(total_vcs))
+        The allocator sends a flit of ``spend_vc`` here this cycle (it reaches ``i`` in the same
+        cycle, or in the next with ``switch_stage``).
+    pending : In(1)
+        With ``switch_stage``: a flit sent here in the last cycle reaches ``i`` now.
+    ready : Out(1)
+        The link sender has room for a flit sent here now.
     link : Out(link_signature)
     credit : Out(total_vcs)
         Per VC: at least one buffer slot is free downstream.
@@ -108,6 +121,10 @@ class OutputPort(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "i": In(stream.Signature(flit_layout(cfg))),
+            "spend": In(1),
+            "spend_vc": In(range(cfg.total_vcs)),
+            "pending": In(1),
+            "ready": Out(1),
             "link": Out(link_signature(cfg)),
             "credit": Out(cfg.total_vcs),
             "retry": Out(1),
@@ -130,12 +147,12 @@ class OutputPort(wiring.Component):
             tx.i.payload.eq(self.i.payload),
             tx.i.payload.data.eq(Mux(self.i.payload.head,
                                      Cat(bumped, raw[cfg.header_bits:]), raw)),
+            self.ready.eq(tx.room > self.pending),
             self.retry.eq(tx.retry), self.rev_error.eq(tx.rev_error),
         ]
-        take = self.i.valid & self.i.ready
         for v in range(cfg.total_vcs):
             credits = Signal(range(B + 1), init=B, name=f"credits{v}")
-            spend = take & (self.i.payload.vc == v)
+            spend = self.spend & (self.spend_vc == v)
             m.d.sync += credits.eq(credits + tx.credits[v] - spend)
             m.d.comb += self.credit[v].eq(credits != 0)
         return m
@@ -196,6 +213,12 @@ class Router(Top):
         P, NP, V = cfg.ports, cfg.net_ports, cfg.total_vcs
         m.submodules.alloc = alloc = Allocator(cfg)
         m.submodules.switch = switch = Switch(cfg)
+        # With switch_stage the allocator's decisions are registered: the flits are read and
+        # cross the switch in the next cycle.
+        transfer = Signal.like(alloc.transfer) if cfg.switch_stage else alloc.transfer
+        if cfg.switch_stage:
+            m.d.sync += transfer.eq(alloc.transfer)
+        m.d.comb += switch.transfer.eq(transfer)
         inputs = []
         for i in range(P):
             m.submodules[f"in{i}"] = unit = InputUnit(cfg, i)
@@ -203,7 +226,7 @@ class Router(Top):
                          alloc.front[i].eq(unit.front), unit.pop.eq(alloc.pop[i]),
                          unit.pop_vc.eq(alloc.pop_vc[i]), switch.data[i].eq(unit.data)]
             inputs.append(unit)
-        m.d.comb += switch.transfer.eq(alloc.transfer)
+        pending = [transfer[o].sent if cfg.switch_stage else 0 for o in range(P)]
 
         events = {"crc_errors": [], "retries": [], "dropped": []}
         for p in range(NP):
@@ -214,7 +237,9 @@ class Router(Top):
             wiring.connect(m, out.link, wiring.flipped(self.link_out[p]))
             wiring.connect(m, switch.o[p], out.i)
             m.d.comb += [rx.freed.eq(Mux(alloc.pop[p], 1 << alloc.pop_vc[p], 0)),
-                         alloc.out_ready[p].eq(out.i.ready), alloc.credit[p].eq(out.credit)]
+                         out.spend.eq(alloc.transfer[p].sent),
+                         out.spend_vc.eq(alloc.transfer[p].vc), out.pending.eq(pending[p]),
+                         alloc.out_ready[p].eq(out.ready), alloc.credit[p].eq(out.credit)]
             events["crc_errors"] += [rx.crc_error, out.rev_error]
             events["retries"].append(out.retry)
         for lp in range(cfg.local_ports):
@@ -226,11 +251,12 @@ class Router(Top):
             # The local port is one VC: a packet holds it until its tail is written.
             m.submodules[f"eject{lp}"] = queue = Queue(eject_layout(cfg), EJECT_DEPTH)
             sw = switch.o[NP + lp]
+            room = queue.level + pending[NP + lp] < EJECT_DEPTH
             m.d.comb += [queue.i.valid.eq(sw.valid), sw.ready.eq(queue.i.ready),
                          queue.i.payload.data.eq(sw.payload.data),
                          queue.i.payload.last.eq(sw.payload.tail),
-                         alloc.out_ready[NP + lp].eq(queue.i.ready),
-                         alloc.credit[NP + lp].eq(queue.i.ready.replicate(V))]
+                         alloc.out_ready[NP + lp].eq(room),
+                         alloc.credit[NP + lp].eq(room.replicate(V))]
             wiring.connect(m, queue.o, wiring.flipped(self.eject[lp]))
         count_events(m, self, {name: tree_sum(bits) for name, bits in events.items()})
         return m

@@ -22,8 +22,9 @@
   dimension-order distance. A head with a destination outside the pod, a class >= classes or a
   length outside 1..max_packet is dropped at injection with ``length`` flits (one flit when
   the length itself is bad).
-* Timing at zero load: a packet's tail leaves ``2 + (1 + link_latency) * hops + (length - 1)``
-  cycles after its head was taken on the injection port.
+* Timing at zero load: a packet's tail leaves ``1 + (1 + s) * (hops + 1) + link_latency * hops
+  + (length - 1)`` cycles after its head was taken on the injection port, ``s`` 1 with the
+  registered allocation (``switch_stage``), else 0: two cycles per hop on one-cycle links.
 """
 
 from collections import defaultdict, deque
@@ -194,12 +195,12 @@ def find_cycle(edges):
     return None
 
 
-def zero_load_latency(hops, length, link_latency=1):
+def zero_load_latency(hops, length, link_latency=1, switch_stage=False):
     """Cycles from the head taken at injection to the tail taken at ejection, at zero load:
-    one cycle into the injection buffer, per hop one through the allocator and switch and
-    ``link_latency`` on the link, one out of the ejection queue, and the body behind the
-    head."""
-    return 2 + (1 + link_latency) * hops + (length - 1)
+    one cycle into the injection buffer, at every router on the way (``hops + 1`` of them) one
+    through the allocator and switch (two with ``switch_stage``), ``link_latency`` on every
+    link, and the body behind the head."""
+    return 1 + (1 + switch_stage) * (hops + 1) + link_latency * hops + (length - 1)
 
 
 def average_hops(cfg):

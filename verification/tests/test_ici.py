@@ -117,7 +117,12 @@ def test_bounds():
     ({"dims": [4, 4], "wrap": [True]}, "wrap must have one entry per dimension (2), got 1"),
     ({"vcs": 1}, "vcs must be one of 2, 4, 8, got 1"),
     ({"vcs": 3, "wrap": [False, False]}, "vcs must be one of 1, 2, 4, 8, got 3"),
-    ({"buffer_depth": 3}, "buffer_depth must be one of 1, 2, 4, 8, 16, 32, got 3"),
+    ({"buffer_depth": 3}, "buffer_depth must be one of 1, 2, 4, 8, 16, 32, 64, 128, got 3"),
+    ({"link_latency": 0}, "link_latency must be an integer in 1..64, got 0"),
+    ({"link_latency": 65}, "link_latency must be an integer in 1..64, got 65"),
+    ({"link_latency": 8}, "retry_depth must be one of 32, 64, 128, 256 (a power of two at least "
+                          "the acknowledgement round trip 2 * link_latency + 2 = 18), got 8"),
+    ({"retry_depth": 12}, "retry_depth must be one of 4, 8, 16, 32, 64, 128, 256"),
     ({"classes": 5}, "classes must be an integer in 1..4, got 5"),
     ({"flit_bits": 16}, "flit_bits must be an integer in 30..1024, got 16"),
     ({"radix": 3}, "unknown ICI parameter(s): radix"),
