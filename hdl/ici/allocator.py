@@ -14,7 +14,7 @@ interleave on a VC, and may be taken by the next packet at once.
 from functools import reduce
 from operator import or_
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -74,11 +74,10 @@ class Allocator(wiring.Component):
         m = Module()
         cfg = self._cfg
         P, V = cfg.ports, cfg.total_vcs
-        # Per output VC, packed: a packet holds it. Packed vectors indexed with bit_select
-        # are one shift each in the Verilog.
-        held = Signal(P * V)
+        # Per output VC: a packet holds it (packed, read with bit_select: one shift each).
+        held = [Signal(V, name=f"held{o}") for o in range(P)]
         credit = self.credit.as_value()
-        picks = [self._input_stage(m, i, credit, held) for i in range(P)]
+        picks = [self._input_stage(m, i, credit, Cat(*held)) for i in range(P)]
         grants = [round_robin(m, Cat(*[valid & (front.op == o) for front, valid, _ in picks]),
                               1, name=f"oa{o}")
                   for o in range(P)]
@@ -90,12 +89,12 @@ class Allocator(wiring.Component):
             front = data.View(meta_layout(cfg), one_hot_select(grant, fronts))
             m.d.comb += [t.sent.eq(grant.any()), t.grant.eq(grant), t.head.eq(front.head),
                          t.tail.eq(front.tail), t.vc.eq(front.ovc)]
-            slot = Signal(range(P * V), name=f"held_slot{o}")
-            m.d.comb += slot.eq(o * V + front.ovc)
-            with m.If(t.sent & front.tail):
-                m.d.sync += held.bit_select(slot, 1).eq(0)
-            with m.Elif(t.sent & front.head):
-                m.d.sync += held.bit_select(slot, 1).eq(1)
+            # The VC is taken by a head and given back by a tail (a one-flit packet: neither).
+            vc = Signal(V, name=f"held_vc{o}")
+            m.d.comb += vc.eq(Const(1, V) << front.ovc)
+            take = Mux(t.sent & front.head & ~front.tail, vc, 0)
+            give = Mux(t.sent & front.tail, vc, 0)
+            m.d.sync += held[o].eq((held[o] & ~give) | take)
         return m
 
     def _input_stage(self, m, i, credit, held):

@@ -51,8 +51,9 @@ def skew(m, lanes, *, enable, name, reverse=False):
 
 class DelayLine(wiring.Component):
     """``o`` is ``i`` as it was ``cycles`` cycles ago (zero for the first ``cycles`` cycles
-    after reset): a pipeline of registers, built as a ring buffer in a memory (one write and
-    one read a cycle whatever the length, which is what long lines want in simulation).
+    after reset): a pipeline of registers; from ``SHIFT_LIMIT`` cycles on, built as a ring
+    buffer in a memory (one write and one read a cycle whatever the length, which is what long
+    lines want in simulation).
 
     Parameters
     ----------
@@ -71,11 +72,15 @@ class DelayLine(wiring.Component):
         self._cycles = check_int("cycles", cycles, 1)
         super().__init__({"i": In(width), "o": Out(width)})
 
+    SHIFT_LIMIT = 4
+
     def elaborate(self, platform):
         m = Module()
         n = self._cycles
-        if n == 1:
-            m.d.sync += self.o.eq(self.i)
+        if n < self.SHIFT_LIMIT:
+            stages = [self.i] + [Signal(self._width, name=f"stage{k}") for k in range(n - 1)]
+            stages.append(self.o)
+            m.d.sync += [b.eq(a) for a, b in zip(stages, stages[1:], strict=False)]
             return m
         m.submodules.line = line = memory.Memory(shape=self._width, depth=n - 1, init=[])
         wp, rp = line.write_port(), line.read_port(domain="comb")

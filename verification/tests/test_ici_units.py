@@ -1,6 +1,6 @@
 """Unit tests of the ICI router's parts, each alone in Amaranth's Python simulator: the link
-layer (LinkTx and LinkRx over a corrupting wire), an input unit, an injection port and the
-allocator. The router and the network are verified as a whole by the cocotb suites in
+layer (LinkTx and LinkRx over a corrupting wire), an input unit, an injection port, the
+allocator, and the delay line of long links. The router and the network are verified as a whole by the cocotb suites in
 Verilator (test_ici.py); these tests pin each part to its own contract, so a fault is found
 where it is."""
 
@@ -16,6 +16,7 @@ from hdl.ici.config import ICIConfig
 from hdl.ici.input import InjectionPort, InputUnit
 from hdl.ici.link import LinkRx, LinkTx
 from hdl.ici.packet import reverse_layout, wire_layout
+from hdl.lib.delay import DelayLine
 from verification.models.ici import Header, injection_vc, out_vc_of
 
 CFG = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
@@ -135,12 +136,14 @@ def test_link(seed, error_rate):
         assert counts["retries"] == counts["rx_crc"] == counts["tx_rev"] == 0, counts
 
 
-@pytest.mark.parametrize("port", [0, 3, CFG.net_ports + 1])
-def test_input_unit(seed, port):
+@pytest.mark.parametrize("port, stage", [(0, False), (3, False), (CFG.net_ports + 1, False),
+                                         (2, True)])
+def test_input_unit(seed, port, stage):
     """Random flits into random VCs (never a full one) and random pops: per VC the flits
-    leave in order and intact; full, nonempty and the front's marks follow the contents; a
-    head's route is the golden model's output port and VC for this input and VC."""
-    cfg = CFG
+    leave in order and intact (on ``data`` at the pop, or in the next cycle with
+    ``switch_stage``); full, nonempty and the front's marks follow the contents; a head's route
+    is the golden model's output port and VC for this input and VC."""
+    cfg = CFG.replace(switch_stage=stage)
     rng = random.Random(seed)
     coord = tuple(rng.randrange(k) for k in cfg.dims)
     dut = InputUnit(cfg, port)
@@ -156,7 +159,10 @@ def test_input_unit(seed, port):
             ctx.set(dut.coord[f"c{d}"], c)
         fifo = [deque() for _ in range(V)]
         popped = 0
+        last = None             # with switch_stage: the flit popped in the last cycle
         for _ in range(2000):
+            if last is not None:
+                assert ctx.get(dut.data) == last
             for v in range(V):
                 assert ctx.get(dut.full[v]) == (len(fifo[v]) == B)
                 assert ctx.get(dut.nonempty[v]) == bool(fifo[v])
@@ -177,10 +183,14 @@ def test_input_unit(seed, port):
             ready = [v for v in range(V) if fifo[v]]
             pop = bool(ready) and rng.random() < 0.5
             ctx.set(dut.pop, pop)
+            last = None
             if pop:
                 v = rng.choice(ready)
                 ctx.set(dut.pop_vc, v)
-                assert ctx.get(dut.data) == fifo[v][0][0]
+                if stage:
+                    last = fifo[v][0][0]
+                else:
+                    assert ctx.get(dut.data) == fifo[v][0][0]
                 fifo[v].popleft()
                 popped += 1
             if write:
@@ -330,3 +340,22 @@ def test_allocator(seed):
         assert done == total, f"{done} of {total} packets through"
 
     _simulate(dut, bench)
+
+
+@pytest.mark.parametrize("cycles", [1, 2, 3, DelayLine.SHIFT_LIMIT, 9, 64])
+def test_delay_line(seed, cycles):
+    """A link's delay line gives every input value back exactly ``cycles`` cycles later (zero
+    before), as registers (short lines) or as a ring buffer in a memory (long ones)."""
+    rng = random.Random(seed)
+    dut = DelayLine(89, cycles)
+    values = [rng.getrandbits(89) for _ in range(3 * cycles + 20)]
+    got = []
+
+    async def bench(ctx):
+        for v in values:
+            ctx.set(dut.i, v)
+            got.append(ctx.get(dut.o))
+            await ctx.tick()
+
+    _simulate(dut, bench)
+    assert got == [0] * cycles + values[: len(values) - cycles]
