@@ -1,8 +1,8 @@
 """Unit tests of the ICI router's parts, each alone in Amaranth's Python simulator: the link
 layer (LinkTx and LinkRx over a corrupting wire), an input unit, an injection port, the
-allocator, and the delay line of long links. The router and the network are verified as a whole by the cocotb suites in
-Verilator (test_ici.py); these tests pin each part to its own contract, so a fault is found
-where it is."""
+allocator, and the delay line of long links. The router and the network are verified as a
+whole by the cocotb suites in Verilator (test_ici.py); these tests pin each part to its own
+contract, so a fault is found where it is."""
 
 import random
 from collections import deque
