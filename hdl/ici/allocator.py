@@ -6,15 +6,19 @@ may go: a head whose output VC is free, or a body flit (whose packet holds its o
 with a credit for that VC and the output ready. A round-robin arbiter per input port picks one
 of its requesting VCs, then a round-robin arbiter per output port picks one of the inputs
 whose pick targets it; each arbiter's priority moves past a grant only when the grant was
-used. The winning head takes its output VC in the same cycle (the route fixes which VC, so VC
-allocation needs no separate stage); the VC is held until its tail passes, so packets never
-interleave on a VC, and may be taken by the next packet at once.
+used. The winning head takes its output VC in the same cycle; the VC is held until its tail
+passes, so packets never interleave on a VC, and may be taken by the next packet at once.
+
+On a network output the route fixes the VC (so VC allocation needs no separate stage). An
+ejection port has ``total_vcs`` VCs of its own (reassembly queues, :class:`~.router.Ejection`):
+a head takes the first that is free and has room, and the packet's body follows it there, so
+packets whose flits arrive interleaved eject side by side instead of one after the other.
 """
 
 from functools import reduce
 from operator import or_
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -73,11 +77,13 @@ class Allocator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        P, V = cfg.ports, cfg.total_vcs
+        P, NP, V = cfg.ports, cfg.net_ports, cfg.total_vcs
         # Per output VC: a packet holds it (packed, read with bit_select: one shift each).
         held = [Signal(V, name=f"held{o}") for o in range(P)]
-        credit = self.credit.as_value()
-        picks = [self._input_stage(m, i, credit, Cat(*held)) for i in range(P)]
+        # Per ejection port, the VC a head would take now: the first free one with room.
+        free = [first_set(m, ~held[o] & self.credit[o], name=f"eject_vc{o}")
+                for o in range(NP, P)]
+        picks = [self._input_stage(m, i, Cat(*held), free) for i in range(P)]
         grants = [round_robin(m, Cat(*[valid & (front.op == o) for front, valid, _ in picks]),
                               1, name=f"oa{o}")
                   for o in range(P)]
@@ -97,26 +103,38 @@ class Allocator(wiring.Component):
             m.d.sync += held[o].eq((held[o] & ~give) | take)
         return m
 
-    def _input_stage(self, m, i, credit, held):
+    def _input_stage(self, m, i, held, free):
         """Input ``i``'s arbiter over its VCs; returns the picked VC's ``(front, valid,
-        won)``, ``won`` (its output granted it) to be driven."""
+        won)``, its front with the output VC it goes to, ``won`` (its output granted it) to be
+        driven."""
         cfg = self._cfg
-        V = cfg.total_vcs
-        reqs = []
+        NP, V = cfg.net_ports, cfg.total_vcs
+        credit = self.credit.as_value()
+        # Per VC: the ejection VC its packet holds (set as its head wins).
+        ejecting = [Signal(range(V), name=f"evc{i}_{v}") for v in range(V)]
+        reqs, fronts = [], []
         for v in range(V):
             f = self.front[i][v]
+            front = Signal(meta_layout(cfg), name=f"front{i}_{v}")
+            m.d.comb += front.eq(f)
+            if cfg.local_ports:
+                local = Array(vc for vc, _ in free)[f.op - NP]
+                with m.If(f.op >= NP):
+                    m.d.comb += front.ovc.eq(Mux(f.head, local, ejecting[v]))
             slot = Signal(range(cfg.ports * V), name=f"slot{i}_{v}")
-            m.d.comb += slot.eq(f.op * V + f.ovc)
+            m.d.comb += slot.eq(f.op * V + front.ovc)
             req = Signal(name=f"req{i}_{v}")
             m.d.comb += req.eq(self.nonempty[i][v] & self.out_ready.bit_select(f.op, 1)
                                & credit.bit_select(slot, 1)
                                & ~(f.head & held.bit_select(slot, 1)))
             reqs.append(req)
+            fronts.append(front.as_value())
         won = Signal(name=f"won{i}")
         grant = round_robin(m, Cat(*reqs), won, name=f"ia{i}")
         vc, valid = first_set(m, grant, name=f"pick{i}")
         front = Signal(meta_layout(cfg), name=f"pfront{i}")
-        m.d.comb += [front.eq(one_hot_select(grant, [self.front[i][v].as_value()
-                                                      for v in range(V)])),
+        m.d.comb += [front.eq(one_hot_select(grant, fronts)),
                      self.pop[i].eq(won), self.pop_vc[i].eq(vc)]
+        with m.If(won & front.head & (front.op >= NP)):
+            m.d.sync += Array(ejecting)[vc].eq(front.ovc)
         return front, valid, won

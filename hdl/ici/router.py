@@ -9,7 +9,7 @@ straight on leaves through the output port of the same number.
 Composition (each a component of its own)::
 
     link_in[p] -> LinkRx --------> InputUnit[p] --+                +-> OutputPort[p] -> link_out[p]
-    inject[l]  -> InjectionPort -> InputUnit[NP+l] +-> Switch ------+-> ejection Queue -> eject[l]
+    inject[l]  -> InjectionPort -> InputUnit[NP+l] +-> Switch ------+-> Ejection[l] -> eject[l]
                                                    Allocator
 
 Pipeline, two cycles per hop at zero load (plus ``link_latency - 1`` on a longer link):
@@ -19,14 +19,15 @@ Pipeline, two cycles per hop at zero load (plus ``link_latency - 1`` on a longer
    the buffer of its virtual channel;
 2. from the front of that buffer it is allocated (VC and switch in one cycle,
    :class:`~.allocator.Allocator`), crosses the switch and is registered on the output link
-   (:class:`OutputPort`, :class:`~.link.LinkTx`) or written into the ejection queue.
+   (:class:`OutputPort`, :class:`~.link.LinkTx`) or written into an ejection queue
+   (:class:`Ejection`).
 
 With ``switch_stage`` the allocation is registered and the flit is read and crosses the switch
 in a third cycle, which cuts the longest combinational path (allocation, buffer read, switch,
 CRC) about in half.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,7 +41,8 @@ from .input import InjectionPort, InputUnit
 from .link import LinkRx, LinkTx
 from .packet import coord_layout, eject_layout, flit_layout, header_layout, link_signature
 
-__all__ = ["Router", "Switch", "OutputPort", "COUNTERS", "COUNTER_WIDTH", "EJECT_DEPTH"]
+__all__ = ["Router", "Switch", "OutputPort", "Ejection", "COUNTERS", "COUNTER_WIDTH",
+           "EJECT_DEPTH"]
 
 COUNTERS = ("crc_errors", "retries", "dropped")
 COUNTER_WIDTH = 32
@@ -158,6 +160,69 @@ class OutputPort(wiring.Component):
         return m
 
 
+class Ejection(wiring.Component):
+    """A local port's ejection side: ``total_vcs`` reassembly queues of ``EJECT_DEPTH`` flits,
+    one per ejection VC, and the stream to the endpoint, which delivers whole packets in the
+    order their heads arrived.
+
+    The allocator gives each packet a free ejection VC, so flits of packets that arrive
+    interleaved (on different links, or on different VCs of one) are taken side by side; only
+    the stream serializes them. A packet is delivered as soon as its head is the oldest waiting
+    (cut-through: its body follows as it arrives), so zero-load latency is unchanged; packets
+    of one flow arrive in order and so leave in order.
+
+    Parameters
+    ----------
+    cfg : ICIConfig
+
+    Members
+    -------
+    i : In(stream of flit_layout)
+        From the switch, into the queue of VC ``vc``; only flits the allocator sent here (the
+        queue had room).
+    pending : In(total_vcs)
+        With ``switch_stage``: a flit sent here in the last cycle reaches ``i`` now, for VC v.
+    room : Out(total_vcs)
+        Per VC: the queue has room for a flit sent now.
+    o : Out(stream of {data, last})
+        To the endpoint.
+    """
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        V = cfg.total_vcs
+        super().__init__({
+            "i": In(stream.Signature(flit_layout(cfg))),
+            "pending": In(V),
+            "room": Out(V),
+            "o": Out(stream.Signature(eject_layout(cfg))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        V = cfg.total_vcs
+        # Packets waiting: each but the one being delivered has its head in a queue.
+        m.submodules.order = order = Queue(range(max(2, V)), V * EJECT_DEPTH + 2)
+        m.d.comb += [order.i.valid.eq(self.i.valid & self.i.payload.head),
+                     order.i.payload.eq(self.i.payload.vc), self.i.ready.eq(1)]
+        queues = []
+        for v in range(V):
+            m.submodules[f"vc{v}"] = q = Queue(eject_layout(cfg), EJECT_DEPTH)
+            m.d.comb += [q.i.valid.eq(self.i.valid & (self.i.payload.vc == v)),
+                         q.i.payload.data.eq(self.i.payload.data),
+                         q.i.payload.last.eq(self.i.payload.tail),
+                         self.room[v].eq(q.level + self.pending[v] < EJECT_DEPTH)]
+            queues.append(q)
+        current = order.o.payload
+        m.d.comb += [self.o.valid.eq(order.o.valid & Array(q.o.valid for q in queues)[current]),
+                     self.o.payload.eq(Array(q.o.payload for q in queues)[current])]
+        for v, q in enumerate(queues):
+            m.d.comb += q.o.ready.eq(self.o.ready & order.o.valid & (current == v))
+        m.d.comb += order.o.ready.eq(self.o.valid & self.o.ready & self.o.payload.last)
+        return m
+
+
 class Router(Top):
     """One ICI router (see the module docstring for its parts and timing).
 
@@ -210,7 +275,7 @@ class Router(Top):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        P, NP, V = cfg.ports, cfg.net_ports, cfg.total_vcs
+        P, NP = cfg.ports, cfg.net_ports
         m.submodules.alloc = alloc = Allocator(cfg)
         m.submodules.switch = switch = Switch(cfg)
         # With switch_stage the allocator's decisions are registered: the flits are read and
@@ -248,15 +313,11 @@ class Router(Top):
             wiring.connect(m, wiring.flipped(self.inject[lp]), inj.i)
             wiring.connect(m, inj.o, inputs[NP + lp].w)
             events["dropped"].append(inj.drop)
-            # The local port is one VC: a packet holds it until its tail is written.
-            m.submodules[f"eject{lp}"] = queue = Queue(eject_layout(cfg), EJECT_DEPTH)
-            sw = switch.o[NP + lp]
-            room = queue.level + pending[NP + lp] < EJECT_DEPTH
-            m.d.comb += [queue.i.valid.eq(sw.valid), sw.ready.eq(queue.i.ready),
-                         queue.i.payload.data.eq(sw.payload.data),
-                         queue.i.payload.last.eq(sw.payload.tail),
-                         alloc.out_ready[NP + lp].eq(room),
-                         alloc.credit[NP + lp].eq(room.replicate(V))]
-            wiring.connect(m, queue.o, wiring.flipped(self.eject[lp]))
+            m.submodules[f"eject{lp}"] = ejection = Ejection(cfg)
+            o = NP + lp
+            wiring.connect(m, switch.o[o], ejection.i)
+            m.d.comb += [alloc.out_ready[o].eq(1), alloc.credit[o].eq(ejection.room),
+                         ejection.pending.eq(Mux(pending[o], 1 << transfer[o].vc, 0))]
+            wiring.connect(m, ejection.o, wiring.flipped(self.eject[lp]))
         count_events(m, self, {name: tree_sum(bits) for name, bits in events.items()})
         return m
