@@ -316,8 +316,9 @@ class Router(Top):
             m.submodules[f"eject{lp}"] = ejection = Ejection(cfg)
             o = NP + lp
             wiring.connect(m, switch.o[o], ejection.i)
-            m.d.comb += [alloc.out_ready[o].eq(1), alloc.credit[o].eq(ejection.room),
-                         ejection.pending.eq(Mux(pending[o], 1 << transfer[o].vc, 0))]
+            m.d.comb += [alloc.out_ready[o].eq(1), alloc.credit[o].eq(ejection.room)]
+            if cfg.switch_stage:
+                m.d.comb += ejection.pending.eq(Mux(pending[o], 1 << transfer[o].vc, 0))
             wiring.connect(m, ejection.o, wiring.flipped(self.eject[lp]))
         count_events(m, self, {name: tree_sum(bits) for name, bits in events.items()})
         return m
