@@ -15,11 +15,13 @@ load. The peak accepted rate (the highest accepted throughput at any offered loa
 included) is reported beside it and labelled as such.
 """
 
+import json
 import statistics
 
 from hdl.ici.config import ICIConfig, ICIHarnessConfig
 from sim.measure import environment, environment_line, measure, results_directory, table
 from sim.measure import write_results as _write_results
+from sim.runner import BUILD
 from verification.models.ici import average_hops, ideal_throughput, zero_load_latency
 
 __all__ = ["bench", "saturation", "bench_config", "run_loads", "stable", "NETWORKS",
@@ -70,13 +72,16 @@ def zero_load_model(cfg, length):
 
 
 def run_loads(cfg, length, loads, *, seed=1):
-    """Measured points (dicts) at ``loads``, each on a fresh network, and the build's
-    seconds. Points measured before on the same build with the same spec are read back (the
-    simulation is deterministic)."""
+    """Measured points (dicts) at ``loads``, each on a fresh network, and the build's wall
+    seconds and CPU seconds (Verilator, C++ compiler; None when not recorded). Points measured
+    before on the same build with the same spec are read back (the simulation is
+    deterministic)."""
     spec = {"length": length, "loads": loads, "warmup": WARMUP, "window": WINDOW}
     done = measure("ici_harness", cfg, "verification.tb.ici", "measure_load", spec, seed=seed,
                    reuse=True)
-    return done["report"], done["build_seconds"]
+    cpu = BUILD / "sim" / "verilator" / done["build"] / "build_cpu.json"
+    return (done["report"], done["build_seconds"],
+            json.loads(cpu.read_text()) if cpu.exists() else None)
 
 
 def stable(point, bound):
@@ -92,7 +97,7 @@ def saturation(cfg, length, *, coarse=COARSE):
     lower one stable too) with the accepted rate there, the peak accepted rate, zero-load
     latency (measured at offered 0.02, and the model), and tool figures."""
     bound = LATENCY_BOUND * zero_load_model(cfg, length)
-    points, build_s = run_loads(cfg, length, [ZERO_LOAD, *coarse])
+    points, build_s, build_cpu = run_loads(cfg, length, [ZERO_LOAD, *coarse])
     first_bad = next((p["load"] for p in points[1:] if not stable(p, bound)), None)
     if first_bad is not None:
         last_good = max([ZERO_LOAD] + [p["load"] for p in points[1:]
@@ -115,7 +120,7 @@ def saturation(cfg, length, *, coarse=COARSE):
         "zero_load_latency": points[0]["latency"],
         "zero_load_model": zero_load_model(cfg, length),
         "ideal": ideal_throughput(cfg.ici),
-        "build_seconds": build_s,
+        "build_seconds": build_s, "build_cpu": build_cpu,
         "cycles_per_second": statistics.median(p["cycles"] / p["seconds"] for p in points),
     }
 
@@ -197,10 +202,52 @@ def _link_latency(quick):
     return rows, data
 
 
+def _stage_rows(quick):
+    """The router with and without switch_stage: zero-load latency and saturation."""
+    dims = (4, 4) if quick else (8, 8)
+    rows, data = [], []
+    for stage in (False, True):
+        cfg = bench_config(dims, 4, switch_stage=stage)
+        for length in ([1] if quick else [1, 4]):
+            c = saturation(cfg, length)
+            rows.append([_net(dims), "yes" if stage else "no", length,
+                         f"{c['zero_load_latency']:.1f}", f"{c['zero_load_model']:.1f}",
+                         f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
+                         f"{c['peak']:.3f}"])
+            data.append({"dims": list(dims), "vcs": 4, "packet_flits": length,
+                         "switch_stage": stage, "saturation": c["saturation"],
+                         "peak": c["peak"], "zero_load_latency": c["zero_load_latency"]})
+            print(rows[-1], flush=True)
+    return rows, data
+
+
+def _tool_rows(cost):
+    rows, data = [], []
+    for name, (build_s, speed, cpu) in sorted(cost.items(), key=lambda kv: len(kv[0])):
+        verilate, compile_ = cpu if cpu else (None, None)
+        rows.append([name, f"{speed:,.0f}", f"{build_s:.0f}",
+                     f"{verilate:.0f} + {compile_:.0f}" if cpu else "-",
+                     f"{verilate + compile_ / 2:.0f}" if cpu else "-"])
+        data.append({"top": name, "cycles_per_second": speed, "build_seconds": build_s,
+                     "build_cpu_verilator": verilate, "build_cpu_compiler": compile_})
+    return rows, data
+
+
+def _speed_16x16(quick):
+    """Simulated cycles/s of the 16x16 torus (Trillium's pod) harness: two loads."""
+    if quick:
+        return {}
+    cfg = bench_config((16, 16), 4)
+    points, build_s, build_cpu = run_loads(cfg, 1, [0.1, 0.4])
+    speed = statistics.median(p["cycles"] / p["seconds"] for p in points)
+    return {cfg.name: (build_s, speed, build_cpu)}
+
+
 def bench(quick=False, networks=None):
     """Saturation (BookSim's definition) and peak, zero-load latency, saturation against link
-    latency, the registered-allocation option, simulation speed and build time, logic depth;
+    latency, the registered allocation, simulation speed and build time, logic depth;
     docs/results/ici.md, ici.json and ici_latency.png."""
+    from sim.ici_synth import logic_depth
 
     env = environment()
     networks = networks or ([((4, 4), 4)] if quick else NETWORKS)
@@ -212,11 +259,20 @@ def bench(quick=False, networks=None):
         for length in lengths:
             c = saturation(cfg, length, coarse=coarse)
             curves.append({"net": _net(dims), "dims": dims, "vcs": vcs, "length": length, **c})
-            cost[cfg.name] = (c["build_seconds"], c["cycles_per_second"])
+            cost[cfg.name] = (c["build_seconds"], c["cycles_per_second"], c["build_cpu"])
             print(_net(dims), vcs, length, c["saturation"], c["peak"], flush=True)
     curves.sort(key=lambda c: (c["dims"], c["vcs"], c["length"]))
     sat_rows, sat_data = _saturation_rows(curves)
     link_rows, link_data = _link_latency(quick)
+    stage_rows, stage_data = _stage_rows(quick)
+    cost.update(_speed_16x16(quick))
+    tool_rows, tool_data = _tool_rows(cost)
+    depth = {stage: logic_depth(ICIConfig(dims=(8, 8), vcs=4, max_packet=4,
+                                          switch_stage=stage))
+             for stage in (False, True)}
+    depth_rows = [["yes" if stage else "no", d["depth"], f"{d['cells']:,}",
+                   f"{d['flip_flops']:,}", " -> ".join(d["path"][:1] + d["path"][-1:])]
+                  for stage, d in depth.items()]
     out_dir = results_directory(quick)
     _plot(curves, out_dir / "ici_latency.png")
     points = [[f"{c['net']}", c["vcs"], c["length"], f"{p['load']:.2f}", f"{p['offered']:.3f}",
@@ -246,13 +302,40 @@ cycle, computed from the routes (8/k for a k x k torus, capped at 1).
 
 ## Saturation against link latency
 
+4 VCs, 1-flit packets; buffers of 8 flits per VC, and buffers sized to the credit round trip
+(`2 x link_latency + 2`, rounded up to a power of two); retry buffers sized likewise.
+
 {table(["network", "link latency", "credit round trip", "buffer depth",
-        "zero-load latency", "saturation", "peak accepted"], link_rows)}
+        "zero-load latency", "saturation (accepted)", "peak accepted"], link_rows)}
+
+## Registered allocation (`switch_stage`)
+
+{table(["network", "switch_stage", "packet flits", "zero-load latency", "zero-load model",
+        "saturation (accepted)", "peak accepted"], stage_rows)}
+
+Logic depth of the 8x8 torus router (4 VCs) from Yosys (`sim/ici_synth.py`: flattened, memories
+as flip-flops, generic gates after ABC, `ltp -noff`; event counters left out):
+
+{table(["switch_stage", "longest path, gates", "cells", "flip-flops", "path (from -> to)"],
+       depth_rows)}
+
+## Simulation speed and build cost
+
+Simulated cycles per second: the median over the measured loads of the harness (uniform
+traffic, generators and checkers running, no Python per cycle), wall time inside the
+simulation. Build: wall seconds of the Verilator build as it ran, and its CPU seconds
+(Verilator's conversion, single-threaded, + the C++ compiler over all jobs), whose sum with the
+compiler's share halved estimates the wall time on 2 otherwise idle cores.
+
+{table(["harness top", "simulated cycles/s", "build wall, s", "build CPU, s (Verilator + C++)",
+        "build estimate on 2 idle cores, s"], tool_rows)}
 
 ## Every point
 
 {table(["network", "VCs", "flits", "load set", "offered", "accepted", "latency",
         "refused", "stable"], points)}
 """
-    tables = {"saturation": sat_data, "link_latency": link_data}
+    tables = {"saturation": sat_data, "link_latency": link_data, "switch_stage": stage_data,
+              "tool_cost": tool_data,
+              "logic_depth": [{"switch_stage": k, **v} for k, v in depth.items()]}
     _write_results("ici", text, tables, env, quick)

@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import time
@@ -110,6 +111,11 @@ def _tree_rss(root):
     return total
 
 
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run_sampling_memory(cmd, log, env, period=0.25):
     """Run ``cmd``; return its exit code and the peak memory of its process tree."""
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -197,14 +203,20 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
             env = dict(os.environ)
         start = time.perf_counter()
         peak = 0
+        cpu = []
         with open(directory / "build.log", "w") as log:
             for cmd in commands:
+                before = _children_cpu()
                 returncode, rss = _run_sampling_memory(cmd, log, env)
+                cpu.append(round(_children_cpu() - before, 3))
                 peak = max(peak, rss)
                 if returncode:
                     raise RuntimeError(f"{sim} build of {design.name} failed "
                                        f"(exit {returncode}); see {directory / 'build.log'}")
         seconds = time.perf_counter() - start
+        # CPU seconds of each build step (Verilator, then the C++ compiler): unlike wall time
+        # they do not depend on what else the machine runs.
+        (directory / "build_cpu.json").write_text(json.dumps(cpu) + "\n")
         stamp.write_text(f"{seconds:.3f}\n")
         return Build(design, sim, directory, seconds, False, waves, peak)
 
