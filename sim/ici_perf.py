@@ -1,54 +1,128 @@
-"""ICI measurements for ``make bench ici``: latency against offered load and saturation
-throughput of uniform random traffic on 4x4 and 8x8 tori with 2 and 4 VCs, 1- and 4-flit
-packets, beside the ideal bound and BookSim's figures (../shared/reference/ici.md); a PNG plot
-of latency against load; generation and build cost."""
+"""ICI measurements for ``make bench ici``: saturation of uniform random traffic as BookSim
+defines it, beside the peak accepted rate, on 4x4 and 8x8 tori with 2 and 4 VCs and 1- and
+4-flit packets; saturation against link latency; the router with its allocation registered;
+simulation speed and build time of the 4x4, 8x8 and 16x16 harnesses; the router's logic depth
+(sim/ici_synth.py). Writes docs/results/ici.md, ici.json and the latency-vs-load plot.
 
-from hdl.generate import generate
+Saturation (BookSim's definition): the highest offered load at which the network is stable.
+Every load runs on a freshly reset network with source queues deep enough never to refuse a
+packet at a stable load (``SOURCE_QUEUE`` entries; a refusal in the window counts as unstable);
+after ``WARMUP`` cycles a window of ``WINDOW`` cycles is measured. Stable: accepted throughput
+within 2% of offered, mean latency (creation to tail ejection, source queueing included) at
+most ``LATENCY_BOUND`` times the zero-load latency of the model, and no refusal. Loads: a
+coarse grid of 0.1, then a grid of 0.02 between the last stable and the first unstable coarse
+load. The peak accepted rate (the highest accepted throughput at any offered load, offered 1.0
+included) is reported beside it and labelled as such.
+"""
+
+import json
+import statistics
+
 from hdl.ici.config import ICIConfig, ICIHarnessConfig
-from sim.measure import (
-    environment,
-    environment_line,
-    measure,
-    median_seconds,
-    results_directory,
-    table,
-    write_results,
-)
+from sim.measure import environment, environment_line, measure, results_directory, table
+from sim.measure import write_results as _write_results
+from sim.runner import BUILD
 from verification.models.ici import average_hops, ideal_throughput, zero_load_latency
 
-__all__ = ["sweep", "bench", "BOOKSIM_8X8_TORUS", "NETWORKS"]
+__all__ = ["bench", "saturation", "bench_config", "run_loads", "stable", "NETWORKS",
+           "BOOKSIM_8X8_TORUS", "LATENCY_BOUND", "SOURCE_QUEUE"]
 
 BOOKSIM_8X8_TORUS = {2: "~0.26", 4: "0.50-0.55", 8: "~0.68"}
 """BookSim 2 saturation, 8x8 torus, DOR + dateline, uniform, 1-flit packets, 8-flit VC
-buffers (flits/node/cycle), from ../shared/reference/ici.md."""
+buffers (flits/node/cycle), from ../shared/reference/ici.md; its fastest pipeline with
+1-cycle links measured 0.64 with 4 VCs (issue 16)."""
 
-# Source-queue entry and preparation in the harness's generator: a packet created in cycle t
-# is offered on the injection port at t + 2 at zero load.
+TARGETS = {((8, 8), 4, 1): 0.64, ((8, 8), 4, 4): 0.58, ((8, 8), 2, 4): 0.40}
+"""Issue 16's targets for stable saturation, 8x8 torus, 8-flit VC buffers."""
+
 GENERATOR_CYCLES = 2
+"""Source-queue entry and preparation in the harness's generator: a packet created in cycle t
+is offered on the injection port at t + 2 at zero load."""
+
+SOURCE_QUEUE = 1024
+WARMUP = 2000
+WINDOW = 8000
+LATENCY_BOUND = 3
+TOLERANCE = 0.02
+COARSE = [round(0.1 * i, 2) for i in range(1, 11)]
+ZERO_LOAD = 0.02
+
+NETWORKS = [((8, 8), 4), ((8, 8), 2), ((4, 4), 4), ((4, 4), 2)]
+"""(dims, VCs) of the saturation table; the BookSim comparison (8x8, 4 VCs) first."""
+
+LINK_LATENCIES = [1, 8, 32]
 
 
-def bench_config(dims, vcs):
-    return ICIHarnessConfig(ici=ICIConfig(dims=dims, vcs=vcs, buffer_depth=8, max_packet=4))
+def bench_config(dims, vcs, *, link_latency=1, buffer_depth=8, retry_depth=None, **params):
+    """The harness of a benchmark network: 8-flit VC buffers unless told, packets up to 4
+    flits, deep source queues, no fault injectors."""
+    rtt = 2 * link_latency + 2
+    retry = retry_depth or max(8, 1 << (rtt - 1).bit_length())
+    return ICIHarnessConfig(ici=ICIConfig(dims=dims, vcs=vcs, buffer_depth=buffer_depth,
+                                          max_packet=4, link_latency=link_latency,
+                                          retry_depth=retry, **params),
+                            source_queue=SOURCE_QUEUE)
 
 
-WARMUP = 1000
+def zero_load_model(cfg, length):
+    """Zero-load latency from creation: generator cycles, the network's zero-load latency at
+    the average hop count of uniform traffic, and the serialization of the body."""
+    return GENERATOR_CYCLES + zero_load_latency(average_hops(cfg.ici), length,
+                                                cfg.ici.link_latency, cfg.ici.switch_stage)
 
 
-def sweep(cfg, length, loads, *, warmup=WARMUP, window=5000, seed=1):
-    """Measured points (dicts) of one latency-vs-load curve, the build's seconds and the
-    simulated cycles per second. A curve already measured on the same build (same Verilog
-    hash) with the same loads, windows and seed is read back (the simulation is
-    deterministic, and an 8x8 sweep costs many minutes)."""
-    spec = {"length": length, "loads": loads, "warmup": warmup, "window": window}
+def run_loads(cfg, length, loads, *, seed=1):
+    """Measured points (dicts) at ``loads``, each on a fresh network, and the build's wall
+    seconds and CPU seconds (Verilator, C++ compiler; None when not recorded). Points measured
+    before on the same build with the same spec are read back (the simulation is
+    deterministic)."""
+    spec = {"length": length, "loads": loads, "warmup": WARMUP, "window": WINDOW}
     done = measure("ici_harness", cfg, "verification.tb.ici", "measure_load", spec, seed=seed,
                    reuse=True)
-    cycles = len(loads) * (warmup + window)
-    return done["report"], done["build_seconds"], cycles / done["run_seconds"]
+    cpu = BUILD / "sim" / "verilator" / done["build"] / "build_cpu.json"
+    return (done["report"], done["build_seconds"],
+            json.loads(cpu.read_text()) if cpu.exists() else None)
 
 
-def _saturation(points):
-    """Highest accepted throughput of the sweep (accepted load stops following offered)."""
-    return max(p["accepted"] for p in points)
+def stable(point, bound):
+    """BookSim's stability: accepted within 2% of offered, latency under the bound, no packet
+    refused by a full source queue."""
+    return (point["accepted"] >= (1 - TOLERANCE) * point["offered"]
+            and point["latency"] <= bound and point["refused"] == 0)
+
+
+def saturation(cfg, length, *, coarse=COARSE):
+    """Saturation search on ``cfg`` with ``length``-flit packets: every point, the stable
+    saturation (the highest offered load of the grid at which the network is stable, every
+    lower one stable too) with the accepted rate there, the peak accepted rate, zero-load
+    latency (measured at offered 0.02, and the model), and tool figures."""
+    bound = LATENCY_BOUND * zero_load_model(cfg, length)
+    points, build_s, build_cpu = run_loads(cfg, length, [ZERO_LOAD, *coarse])
+    first_bad = next((p["load"] for p in points[1:] if not stable(p, bound)), None)
+    if first_bad is not None:
+        last_good = max([ZERO_LOAD] + [p["load"] for p in points[1:]
+                                       if p["load"] < first_bad])
+        fine = [round(last_good + 0.02 * i, 2) for i in range(1, 50)
+                if last_good + 0.02 * i < first_bad - 1e-9]
+        if fine:
+            points += run_loads(cfg, length, fine)[0]
+    points.sort(key=lambda p: p["load"])
+    sat = None
+    for p in points:
+        if not stable(p, bound):
+            break
+        sat = p
+    return {
+        "points": points, "bound": bound,
+        "saturation": sat["load"] if sat else 0.0,
+        "saturation_accepted": sat["accepted"] if sat else 0.0,
+        "peak": max(p["accepted"] for p in points),
+        "zero_load_latency": points[0]["latency"],
+        "zero_load_model": zero_load_model(cfg, length),
+        "ideal": ideal_throughput(cfg.ici),
+        "build_seconds": build_s, "build_cpu": build_cpu,
+        "cycles_per_second": statistics.median(p["cycles"] / p["seconds"] for p in points),
+    }
 
 
 def _plot(curves, path):
@@ -56,22 +130,21 @@ def _plot(curves, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    nets = sorted({c["net"] for c in curves}, key=lambda n: len(n))
+    nets = sorted({c["net"] for c in curves}, key=len)
     fig, axes = plt.subplots(1, len(nets), figsize=(6 * len(nets), 4.5), squeeze=False)
     for ax, net in zip(axes[0], nets, strict=True):
         for c in (c for c in curves if c["net"] == net):
             pts = c["points"]
-            ax.plot([p["accepted"] for p in pts], [p["latency"] for p in pts], marker="o",
-                    ms=3, label=f"{c['vcs']} VCs, {c['length']}-flit packets")
+            line, = ax.plot([p["offered"] for p in pts], [p["latency"] for p in pts],
+                            marker="o", ms=3,
+                            label=f"{c['vcs']} VCs, {c['length']}-flit: saturation "
+                                  f"{c['saturation']:.2f}")
+            ax.axvline(c["saturation"], color=line.get_color(), ls=":", lw=1)
             bound = c["ideal"]
         ax.axvline(bound, color="grey", ls="--", lw=1, label=f"ideal bound {bound:.2f}")
         ax.set_ylim(0, 150)
-        if net == "8x8":
-            for vcs, x in ((2, 0.26), (4, 0.525)):
-                ax.axvline(x, color="red", ls=":", lw=1)
-                ax.text(x, 135, f" BookSim {vcs} VCs", color="red",
-                        fontsize=8)
-        ax.set_xlabel("accepted throughput (flits/node/cycle)")
+        ax.set_xlim(0, 1.02)
+        ax.set_xlabel("offered load (flits/node/cycle)")
         ax.set_ylabel("mean packet latency (cycles)")
         ax.set_title(f"{net} torus, uniform random, 8-flit VC buffers")
         ax.grid(alpha=0.3)
@@ -81,104 +154,188 @@ def _plot(curves, path):
     plt.close(fig)
 
 
-NETWORKS = [((8, 8), 4), ((4, 4), 2), ((4, 4), 4), ((8, 8), 2)]
-"""(dims, VCs) of the full sweep; the BookSim comparison (8x8, 4 VCs) first, so a sweep cut
-short still has its key point."""
+def _net(dims):
+    return "x".join(map(str, dims))
+
+
+def _saturation_rows(curves):
+    rows, data = [], []
+    for c in curves:
+        booksim = BOOKSIM_8X8_TORUS[c["vcs"]] if c["dims"] == (8, 8) and c["length"] == 1 \
+            else "-"
+        target = TARGETS.get((c["dims"], c["vcs"], c["length"]))
+        rows.append([f"{_net(c['dims'])} torus", c["vcs"], c["length"],
+                     f"{c['zero_load_latency']:.1f}", f"{c['zero_load_model']:.1f}",
+                     f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
+                     f"{c['peak']:.3f}", f"{c['ideal']:.2f}",
+                     f">= {target}" if target else "-", booksim])
+        data.append({"dims": list(c["dims"]), "vcs": c["vcs"], "packet_flits": c["length"],
+                     "saturation": c["saturation"],
+                     "saturation_accepted": c["saturation_accepted"], "peak": c["peak"],
+                     "ideal": c["ideal"],
+                     "zero_load_latency": c["zero_load_latency"],
+                     "zero_load_model": c["zero_load_model"], "latency_bound": c["bound"],
+                     "link_latency": 1, "target": target, "points": c["points"]})
+    return rows, data
+
+
+def _link_latency(quick):
+    """Saturation of the 8x8 torus (4 VCs, 1-flit packets) against link latency, with 8-flit
+    VC buffers and with buffers sized to the credit round trip."""
+    rows, data = [], []
+    latencies = [1, 4] if quick else LINK_LATENCIES
+    dims = (4, 4) if quick else (8, 8)
+    for latency in latencies:
+        rtt = 2 * latency + 2
+        for depth in sorted({8, max(8, 1 << (rtt - 1).bit_length())}):
+            cfg = bench_config(dims, 4, link_latency=latency, buffer_depth=depth)
+            c = saturation(cfg, 1)
+            rows.append([_net(dims), latency, rtt, depth, f"{c['zero_load_latency']:.1f}",
+                         f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
+                         f"{c['peak']:.3f}"])
+            data.append({"dims": list(dims), "vcs": 4, "packet_flits": 1,
+                         "link_latency": latency, "credit_round_trip": rtt,
+                         "buffer_depth": depth, "saturation": c["saturation"],
+                         "peak": c["peak"], "zero_load_latency": c["zero_load_latency"],
+                         "points": c["points"]})
+            print(rows[-1], flush=True)
+    return rows, data
+
+
+def _stage_rows(quick):
+    """The router with and without switch_stage: zero-load latency and saturation."""
+    dims = (4, 4) if quick else (8, 8)
+    rows, data = [], []
+    for stage in (False, True):
+        cfg = bench_config(dims, 4, switch_stage=stage)
+        for length in ([1] if quick else [1, 4]):
+            c = saturation(cfg, length)
+            rows.append([_net(dims), "yes" if stage else "no", length,
+                         f"{c['zero_load_latency']:.1f}", f"{c['zero_load_model']:.1f}",
+                         f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
+                         f"{c['peak']:.3f}"])
+            data.append({"dims": list(dims), "vcs": 4, "packet_flits": length,
+                         "switch_stage": stage, "saturation": c["saturation"],
+                         "peak": c["peak"], "zero_load_latency": c["zero_load_latency"]})
+            print(rows[-1], flush=True)
+    return rows, data
+
+
+def _tool_rows(cost):
+    rows, data = [], []
+    for name, (build_s, speed, cpu) in sorted(cost.items(), key=lambda kv: len(kv[0])):
+        verilate, compile_ = cpu if cpu else (None, None)
+        rows.append([name, f"{speed:,.0f}", f"{build_s:.0f}",
+                     f"{verilate:.0f} + {compile_:.0f}" if cpu else "-",
+                     f"{verilate + compile_ / 2:.0f}" if cpu else "-"])
+        data.append({"top": name, "cycles_per_second": speed, "build_seconds": build_s,
+                     "build_cpu_verilator": verilate, "build_cpu_compiler": compile_})
+    return rows, data
+
+
+def _speed_16x16(quick):
+    """Simulated cycles/s of the 16x16 torus (Trillium's pod) harness: two loads."""
+    if quick:
+        return {}
+    cfg = bench_config((16, 16), 4)
+    points, build_s, build_cpu = run_loads(cfg, 1, [0.1, 0.4])
+    speed = statistics.median(p["cycles"] / p["seconds"] for p in points)
+    return {cfg.name: (build_s, speed, build_cpu)}
 
 
 def bench(quick=False, networks=None):
-    """Latency vs load, saturation, zero-load latency and tool cost; docs/results/ici.md and
-    ici.json. ``networks``: a subset of NETWORKS to measure (default: all of them)."""
-    env = environment()
-    networks = networks or ([((4, 4), 2)] if quick else NETWORKS)
-    lengths = [1] if quick else [1, 4]
-    loads = [0.05, 0.3, 0.6, 1.0] if quick else [0.02, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0]
-    window = 2000 if quick else 4000
-    curves, sat_rows, sat_data, cost_rows = [], [], [], []
-    skipped = [f"{'x'.join(map(str, d))} torus with {v} VCs" for d, v in NETWORKS
-               if (d, v) not in networks and not quick]
-    for dims, vcs in networks:
-        net = "x".join(map(str, dims))
-        cfg = bench_config(dims, vcs)
-        speed = None
-        for length in lengths:
-            points, build_s, speed = sweep(cfg, length, loads, window=window)
-            ideal = ideal_throughput(cfg.ici)
-            hops = average_hops(cfg.ici)
-            zl_model = GENERATOR_CYCLES + zero_load_latency(hops, length)
-            curves.append({"net": net, "vcs": vcs, "length": length, "points": points,
-                           "ideal": ideal})
-            sat = _saturation(points)
-            booksim = BOOKSIM_8X8_TORUS[vcs] if dims == (8, 8) and length == 1 else "-"
-            sat_rows.append([f"{net} torus", vcs, length, f"{points[0]['latency']:.1f}",
-                             f"{zl_model:.1f}", f"{sat:.3f}",
-                             f"{points[-1]['accepted']:.3f}", f"{ideal:.2f}", booksim])
-            sat_data.append({"dims": list(dims), "vcs": vcs, "packet_flits": length,
-                             "saturation": sat, "ideal": ideal,
-                             "zero_load_latency": points[0]["latency"],
-                             "zero_load_model": zl_model, "points": points})
-            print(sat_rows[-1], flush=True)
-        if speed is not None:
-            cost_rows.append([cfg.name, f"{build_s:.0f}", f"{speed:,.0f}"])
-    curves.sort(key=lambda c: (len(c["net"]), c["net"], c["vcs"], c["length"]))
-    sat_rows.sort(key=lambda r: (r[0], r[1], r[2]))
-    cost_rows.sort()
-    gen_rows = []
-    for dims in ([(4, 4)] if quick else [(4, 4), (8, 8), (16, 16)]):
-        cfg = ICIConfig(dims=dims, vcs=4)
-        designs = []
-        seconds = median_seconds(
-            lambda cfg=cfg, designs=designs: designs.append(generate("ici", cfg)))
-        size = len(designs[-1].verilog)
-        gen_rows.append([cfg.name, f"{seconds:.1f}", f"{size / 1e6:.1f}"])
-        print(gen_rows[-1], flush=True)
+    """Saturation (BookSim's definition) and peak, zero-load latency, saturation against link
+    latency, the registered allocation, simulation speed and build time, logic depth;
+    docs/results/ici.md, ici.json and ici_latency.png."""
+    from sim.ici_synth import logic_depth
 
+    env = environment()
+    networks = networks or ([((4, 4), 4)] if quick else NETWORKS)
+    lengths = [1] if quick else [1, 4]
+    coarse = [0.2, 0.5, 0.8, 1.0] if quick else COARSE
+    curves, cost = [], {}
+    for dims, vcs in networks:
+        cfg = bench_config(dims, vcs)
+        for length in lengths:
+            c = saturation(cfg, length, coarse=coarse)
+            curves.append({"net": _net(dims), "dims": dims, "vcs": vcs, "length": length, **c})
+            cost[cfg.name] = (c["build_seconds"], c["cycles_per_second"], c["build_cpu"])
+            print(_net(dims), vcs, length, c["saturation"], c["peak"], flush=True)
+    curves.sort(key=lambda c: (c["dims"], c["vcs"], c["length"]))
+    sat_rows, sat_data = _saturation_rows(curves)
+    link_rows, link_data = _link_latency(quick)
+    stage_rows, stage_data = _stage_rows(quick)
+    cost.update(_speed_16x16(quick))
+    tool_rows, tool_data = _tool_rows(cost)
+    depth = {stage: logic_depth(ICIConfig(dims=(8, 8), vcs=4, max_packet=4,
+                                          switch_stage=stage))
+             for stage in (False, True)}
+    depth_rows = [["yes" if stage else "no", d["depth"], f"{d['cells']:,}",
+                   f"{d['flip_flops']:,}", " -> ".join(d["path"][:1] + d["path"][-1:])]
+                  for stage, d in depth.items()]
     out_dir = results_directory(quick)
     _plot(curves, out_dir / "ici_latency.png")
-    curve_rows = []
-    for c in curves:
-        for p in c["points"]:
-            curve_rows.append([f"{c['net']}", c["vcs"], c["length"], f"{p['load']:.2f}",
-                               f"{p['offered']:.3f}", f"{p['accepted']:.3f}",
-                               f"{p['latency']:.1f}"])
-    sat = table(["network", "VCs", "packet flits", "zero-load latency (lowest load)",
-                 "zero-load model", "saturation throughput", "accepted at offered 1.0",
-                 "ideal bound", "BookSim 2 (8x8, 1 flit)"], sat_rows)
-    points = table(["network", "VCs", "flits", "load set", "offered", "accepted",
-                    "latency"], curve_rows)
-    cost = table(["harness top", "Verilator build, s (one build)", "simulated cycles/s"],
-                 cost_rows)
-    gens = table(["network top", "generate, s (median of 3)", "Verilog, MB"], gen_rows)
-    missing = f"\nNot measured in this run: {'; '.join(skipped)}.\n" if skipped else ""
+    points = [[f"{c['net']}", c["vcs"], c["length"], f"{p['load']:.2f}", f"{p['offered']:.3f}",
+               f"{p['accepted']:.3f}", f"{p['latency']:.1f}", p["refused"],
+               "yes" if stable(p, c["bound"]) else "no"]
+              for c in curves for p in c["points"]]
     text = f"""# ICI benchmark results
 
 Measured by `sim/ici_perf.py` (`make bench`) on {environment_line(env)}.
 
-Uniform random traffic (every destination equally likely, the source included), from the
-test harness's synthesizable generators (Bernoulli packet creation, 16-entry source queue) and
-checkers (every packet checked); 8-flit buffers per VC, 64-bit flits, one local port per node.
-Each load: {WARMUP} cycles of warm-up, then a {window}-cycle window. Offered and accepted
-throughput in flits/node/cycle; latency = tail ejection - packet creation in cycles (source
-queueing included, as BookSim counts it). Saturation throughput = the highest accepted
-throughput of the sweep. The zero-load model is {GENERATOR_CYCLES} generator cycles +
-2 + 2 x (average hops) + (flits - 1). Ideal bound: the busiest channel of uniform traffic (or
-the injection port) at one flit per cycle, computed from the routes (8/k for a k x k torus,
-capped at 1).
-{missing}
-![latency vs load](ici_latency.png)
+{__doc__.split(chr(10) + chr(10), 1)[1].strip()}
+
+Uniform random traffic (every destination equally likely, the source included) from the test
+harness's synthesizable generators and checkers (every packet checked), 64-bit flits, one local
+port per node, packets of 1 or 4 flits. Offered and accepted throughput in flits/node/cycle.
+Ideal bound: the busiest channel of uniform traffic (or the injection port) at one flit per
+cycle, computed from the routes (8/k for a k x k torus, capped at 1).
+
+![latency vs offered load](ici_latency.png)
 
 ## Saturation and zero-load latency
 
-{sat}
+{table(["network", "VCs", "packet flits", "zero-load latency (offered 0.02)",
+        "zero-load model", "saturation: highest stable offered load (accepted there)",
+        "peak accepted rate", "ideal bound", "target (issue 16)",
+        "BookSim 2 (8x8, 1 flit)"], sat_rows)}
+
+## Saturation against link latency
+
+4 VCs, 1-flit packets; buffers of 8 flits per VC, and buffers sized to the credit round trip
+(`2 x link_latency + 2`, rounded up to a power of two); retry buffers sized likewise.
+
+{table(["network", "link latency", "credit round trip", "buffer depth",
+        "zero-load latency", "saturation (accepted)", "peak accepted"], link_rows)}
+
+## Registered allocation (`switch_stage`)
+
+{table(["network", "switch_stage", "packet flits", "zero-load latency", "zero-load model",
+        "saturation (accepted)", "peak accepted"], stage_rows)}
+
+Logic depth of the 8x8 torus router (4 VCs) from Yosys (`sim/ici_synth.py`: flattened, memories
+as flip-flops, generic gates after ABC, `ltp -noff`; event counters left out):
+
+{table(["switch_stage", "longest path, gates", "cells", "flip-flops", "path (from -> to)"],
+       depth_rows)}
+
+## Simulation speed and build cost
+
+Simulated cycles per second: the median over the measured loads of the harness (uniform
+traffic, generators and checkers running, no Python per cycle), wall time inside the
+simulation. Build: wall seconds of the Verilator build as it ran, and its CPU seconds
+(Verilator's conversion, single-threaded, + the C++ compiler over all jobs), whose sum with the
+compiler's share halved estimates the wall time on 2 otherwise idle cores.
+
+{table(["harness top", "simulated cycles/s", "build wall, s", "build CPU, s (Verilator + C++)",
+        "build estimate on 2 idle cores, s"], tool_rows)}
 
 ## Every point
 
-{points}
-
-## Tool cost
-
-{cost}
-
-{gens}
+{table(["network", "VCs", "flits", "load set", "offered", "accepted", "latency",
+        "refused", "stable"], points)}
 """
-    write_results("ici", text, {"saturation": sat_data}, env, quick)
+    tables = {"saturation": sat_data, "link_latency": link_data, "switch_stage": stage_data,
+              "tool_cost": tool_data,
+              "logic_depth": [{"switch_stage": k, **v} for k, v in depth.items()]}
+    _write_results("ici", text, tables, env, quick)

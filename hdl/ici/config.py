@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from ..config import Config, ConfigError, check_bool, check_choice, check_int
 
 __all__ = ["ICIConfig", "ICIHarnessConfig", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS",
-           "node_coords", "node_index"]
+           "RETRY_DEPTHS", "node_coords", "node_index"]
 
 SEQ_BITS = 8
 """Width of the header's sequence number (per source, destination and class, modulo 256)."""
 MAX_RADIX = 64
+RETRY_DEPTHS = (4, 8, 16, 32, 64, 128, 256)
 TIMESTAMP_BITS = 16
 """Creation time the harness's generators put in the head flit's payload, for latency."""
 
@@ -42,7 +43,18 @@ class ICIConfig(Config):
     local_ports : int
         Injection/ejection port pairs per router, 1..4.
     retry_depth : int
-        Flits kept per link for go-back-N retransmission: 4, 8, 16 or 32.
+        Flits kept per link for go-back-N retransmission: a power of two, 4..256, and at least
+        the acknowledgement round trip ``2 * link_latency + 2`` (a smaller window could never
+        let the link stream).
+    link_latency : int
+        Cycles a flit, and a reverse message, takes on a link: 1..64. 1 is a router's output
+        register wired straight into its neighbour; longer links (SerDes, cables) add delay
+        stages in the network. Credits and acknowledgements then come back
+        ``2 * link_latency + 2`` cycles after a flit is sent: see :attr:`credit_round_trip`.
+    switch_stage : bool
+        Register the allocator's decisions: the chosen flit is read from its buffer and crosses
+        the switch in the next cycle (a three-stage router instead of two: one more cycle per
+        hop), which cuts the router's longest combinational path about in half.
     """
 
     dims: tuple = (4, 4)
@@ -54,6 +66,8 @@ class ICIConfig(Config):
     max_packet: int = 8
     local_ports: int = 1
     retry_depth: int = 8
+    link_latency: int = 1
+    switch_stage: bool = False
 
     KIND = "ICI"
 
@@ -72,10 +86,17 @@ class ICIConfig(Config):
             check_bool(f"wrap[{d}]", w)
         check_int("classes", self.classes, 1, 4)
         check_choice("vcs", self.vcs, (2, 4, 8) if any(wrap) else (1, 2, 4, 8))
-        check_choice("buffer_depth", self.buffer_depth, (1, 2, 4, 8, 16, 32))
+        check_choice("buffer_depth", self.buffer_depth, (1, 2, 4, 8, 16, 32, 64, 128))
         check_int("max_packet", self.max_packet, 1, 64)
         check_int("local_ports", self.local_ports, 1, 4)
-        check_choice("retry_depth", self.retry_depth, (4, 8, 16, 32))
+        check_int("link_latency", self.link_latency, 1, 64)
+        check_bool("switch_stage", self.switch_stage)
+        windows = [r for r in RETRY_DEPTHS if r >= self.ack_round_trip]
+        if self.retry_depth not in windows:
+            raise ConfigError("retry_depth", f"must be one of {', '.join(map(str, windows))} "
+                              f"(a power of two at least the acknowledgement round trip "
+                              f"2 * link_latency + 2 = {self.ack_round_trip}), "
+                              f"got {self.retry_depth!r}")
         check_int("flit_bits", self.flit_bits, self.header_bits, 1024)
 
     # Derived sizes -----------------------------------------------------------------------
@@ -152,6 +173,36 @@ class ICIConfig(Config):
         return (2 * self.retry_depth - 1).bit_length()
 
     @property
+    def ack_round_trip(self):
+        """Cycles from a flit taken by the link sender to its acknowledgement back at the
+        sender: ``retry_depth`` must cover it for the link to stream."""
+        return 2 * self.link_latency + 2
+
+    @property
+    def credit_round_trip(self):
+        """Cycles from a flit allocated to an output to its credit usable again there, when
+        the receiver forwards it at once (one cycle more with ``switch_stage``): a VC streams
+        at one flit per cycle only with ``buffer_depth`` at least this."""
+        return 2 * self.link_latency + 2 + self.switch_stage
+
+    @property
+    def replay_timeout(self):
+        """Cycles without acknowledgement progress, with flits outstanding, before the link
+        sender replays: longer than the acknowledgement round trip."""
+        return 30 + 2 * self.link_latency
+
+    @property
+    def warnings(self):
+        """Legal but slow choices, for the sidecar."""
+        out = []
+        if self.buffer_depth < self.credit_round_trip:
+            out.append(f"buffer_depth {self.buffer_depth} is below the credit round trip "
+                       f"{self.credit_round_trip} cycles: one VC alone cannot "
+                       f"stream at full link rate; the link can with "
+                       f"{-(-self.credit_round_trip // self.buffer_depth)} VCs busy")
+        return out
+
+    @property
     def credit_bits(self):
         """Width of the cumulative credit counts on the reverse channel (modulo > depth)."""
         return self.buffer_depth.bit_length()
@@ -163,8 +214,10 @@ class ICIConfig(Config):
         """The parameters in a short form, for module names."""
         topo = "x".join(f"{k}{'t' if w else 'm'}" for k, w in zip(self.dims, self.wrap,
                                                                    strict=True))
+        link = f"_d{self.link_latency}" if self.link_latency > 1 else ""
+        stage = "_s" if self.switch_stage else ""
         return (f"{topo}_c{self.classes}v{self.vcs}b{self.buffer_depth}_w{self.flit_bits}"
-                f"_p{self.max_packet}_l{self.local_ports}_r{self.retry_depth}")
+                f"_p{self.max_packet}_l{self.local_ports}_r{self.retry_depth}{link}{stage}")
 
     @property
     def router_name(self):
@@ -187,15 +240,21 @@ class ICIHarnessConfig(Config):
         The network. Its flits must hold the header and a 16-bit creation time.
     faults : bool
         A fault injector (random bit flips at a rate set by a port) on every link.
+    source_queue : int
+        Entries of each generator's source queue (packets created and not yet injected): a
+        power of two, 4..4096. Benchmarks make it deep enough never to refuse a packet at a
+        stable load, as BookSim's unbounded source queues.
     """
 
     KIND = "ICI harness"
 
     ici: ICIConfig = ICIConfig()
     faults: bool = False
+    source_queue: int = 16
 
     def validate(self):
         check_bool("faults", self.faults)
+        check_choice("source_queue", self.source_queue, [1 << n for n in range(2, 13)])
         low = self.ici.header_bits + TIMESTAMP_BITS
         if self.ici.flit_bits < low:
             raise ConfigError("ici.flit_bits", f"must be at least {low} in a harness (header "
@@ -203,7 +262,8 @@ class ICIHarnessConfig(Config):
 
     @property
     def name(self):
-        return f"podium_ici_harness_{self.ici.suffix}" + ("_fi" if self.faults else "")
+        queue = f"_q{self.source_queue}" if self.source_queue != 16 else ""
+        return f"podium_ici_harness_{self.ici.suffix}{queue}" + ("_fi" if self.faults else "")
 
 
 def node_coords(cfg, n):

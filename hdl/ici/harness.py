@@ -5,14 +5,21 @@ checker on every endpoint, so long runs (saturation sweeps, soaks) need no Pytho
 ports (cocotb drives them, packet by packet) or to the generators and checkers. Both modes
 build from one Verilog file, so one build per configuration serves every test.
 
+Every input of the top is registered before it reaches anything else: the reset (everything
+inside runs in a domain ``core`` reset by a register that follows ``rst``), the controls, and
+the streams through a skid buffer each way (``PORT_LATENCY`` cycles in all from an ``inject``
+port to an ``eject`` port on top of the network's latency). So no logic of the network
+depends combinationally on the top's ports, which Verilator would otherwise evaluate again
+every time the testbench touches an input or the clock, twice a cycle.
+
 Generator (one per endpoint): a Bernoulli process creates a packet with probability
-``rate / 65536`` per cycle (creation time into a 16-entry source queue; a packet that finds the
-queue full is counted in ``throttled`` and not created). Packets leave the queue in order; each
-gets a destination by ``pattern`` (:class:`Pattern`, chosen by :class:`Destination`: uniform
-random, transpose, bit complement, hotspot, nearest neighbour, all-to-all), a random class, a
-length (``length``, or random in 1..max_packet when 0), the next sequence number of its
-(destination, class) and a payload derived from (source, class, sequence number, flit index).
-The head carries the creation time.
+``rate / 65536`` per cycle (creation time into a source queue of ``source_queue`` entries; a
+packet that finds the queue full is counted in ``throttled`` and not created). Packets leave
+the queue in order; each gets a destination by ``pattern`` (:class:`Pattern`, chosen by
+:class:`Destination`: uniform random, transpose, bit complement, hotspot, nearest neighbour,
+all-to-all), a random class, a length (``length``, or random in 1..max_packet when 0), the
+next sequence number of its (destination, class) and a payload derived from (source, class,
+sequence number, flit index). The head carries the creation time.
 
 Checker (one per endpoint): takes ejected flits with random backpressure (``stall_rate /
 65536`` of cycles not ready) and checks, per packet: destination is this endpoint, source,
@@ -24,13 +31,24 @@ latency (tail ejection minus creation, in cycles) is summed over packets and its
 
 from functools import reduce
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import (
+    Array,
+    Cat,
+    ClockDomain,
+    ClockSignal,
+    Const,
+    DomainRenamer,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+)
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.counter import count_events
 from ..lib.hier import Submodule
-from ..lib.queue import Queue
+from ..lib.queue import Queue, SkidBuffer
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from ..top import Top
@@ -38,8 +56,8 @@ from .config import SEQ_BITS, TIMESTAMP_BITS
 from .network import Network, node_coords
 from .packet import coord_layout, eject_layout, header_layout
 
-__all__ = ["Harness", "Generator", "Destination", "Checker", "TrafficControl", "Mode",
-           "Pattern", "CheckError", "SOURCE_QUEUE", "payload_word"]
+__all__ = ["Harness", "Generator", "Destination", "Checker", "PortBuffer", "TrafficControl", "Mode",
+           "Pattern", "CheckError", "PORT_LATENCY", "payload_word"]
 
 
 class Mode(enum.Enum, shape=1):
@@ -73,8 +91,9 @@ class CheckError(enum.Enum, shape=3):
     TAIL_POSITION = 7
 
 
-SOURCE_QUEUE = 16
 IDX_BITS = 7
+PORT_LATENCY = 2
+"""Cycles the harness's skid buffers add between its ``inject`` and ``eject`` ports."""
 
 
 def _ep_bits(cfg):
@@ -238,8 +257,9 @@ class Generator(wiring.Component):
         Packets are queued or being sent.
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, source_queue):
         self._cfg = cfg
+        self._source_queue = source_queue
         super().__init__({
             "node": In(coord_layout(cfg)), "port": In(cfg.port_bits), "seed": In(32),
             "now": In(TIMESTAMP_BITS), "control": In(TrafficControl(cfg)),
@@ -255,7 +275,7 @@ class Generator(wiring.Component):
         prep = Signal()     # the next packet leaves the queue and is prepared
         rng_a = xorshift(m, 32, self.seed, name="rng_a")
         rng_b = xorshift(m, 64, Cat(self.seed, ~self.seed), name="rng_b", step=prep)
-        m.submodules.queue = queue = Queue(TIMESTAMP_BITS, SOURCE_QUEUE)
+        m.submodules.queue = queue = Queue(TIMESTAMP_BITS, self._source_queue)
         create = ctl.enable & (rng_a[:16] < ctl.rate)
         m.d.comb += [queue.i.valid.eq(create), queue.i.payload.eq(self.now)]
 
@@ -430,6 +450,37 @@ class Checker(wiring.Component):
         return code
 
 
+class PortBuffer(wiring.Component):
+    """A two-beat stream buffer whose write side depends only on ``i`` and its own registers
+    and whose read side only on ``o.ready`` and its own registers (separate write and read
+    pointers, no shared level): no expression mixes the two, so when ``i`` comes from a
+    top-level port, the logic behind ``o.ready`` stays out of what the simulator evaluates on
+    every input change. A beat taken on ``i`` is offered on ``o`` in the next cycle; both
+    sides run at one beat per cycle.
+
+    Members
+    -------
+    i : In(stream of shape)
+    o : Out(stream of shape)
+    """
+
+    def __init__(self, shape):
+        self._shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        slots = [Signal(self._shape, name=f"slot{k}", reset_less=True) for k in range(2)]
+        wptr, rptr = Signal(2), Signal(2)
+        m.d.comb += [self.i.ready.eq((wptr - rptr)[:2] != 2), self.o.valid.eq(wptr != rptr),
+                     self.o.payload.eq(Mux(rptr[0], slots[1], slots[0]))]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [Array(slots)[wptr[0]].eq(self.i.payload), wptr.eq(wptr + 1)]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += rptr.eq(rptr + 1)
+        return m
+
+
 class Harness(Top):
     """Test-only top: the network, a generator and a checker per endpoint, and ``mode``.
 
@@ -464,7 +515,7 @@ class Harness(Top):
         cfg = config.ici
         net = Network(cfg, faults=config.faults)
         self._net = Submodule(net.name, net, children=net.submodules)
-        self._gen = Submodule(f"{config.name}_gen", Generator(cfg))
+        self._gen = Submodule(f"{config.name}_gen", Generator(cfg, config.source_queue))
         self._chk = Submodule(f"{config.name}_chk", Checker(cfg))
         E = cfg.endpoints
         control = {name: In(member.shape)
@@ -488,20 +539,41 @@ class Harness(Top):
     def submodules(self):
         return [self._net, self._gen, self._chk]
 
+    @property
+    def extras(self):
+        return {"constants": {"port_latency": PORT_LATENCY}}
+
+    def _registered(self, m):
+        """The domain ``core`` (reset by a register following ``rst``), and the top's control
+        inputs, each through a register (named ``<input>_r``)."""
+        m.domains.core = core = ClockDomain("core", local=True)
+        rst = Signal(reset_less=True, name="core_rst")
+        m.d.sync += rst.eq(ResetSignal())
+        m.d.comb += [core.clk.eq(ClockSignal()), core.rst.eq(rst)]
+        names = [*TrafficControl(self.config.ici).members, "mode", "seed", "stall_rate"]
+        names += ["fault_rate"] if self.config.faults else []
+        regs = {}
+        for name in names:
+            port = getattr(self, name)
+            regs[name] = reg = Signal.like(port, name=f"{name}_r", reset_less=True)
+            m.d.sync += reg.eq(port)
+        return regs
+
     def elaborate(self, platform):
         m = Module()
         cfg = self.config.ici
-        net = self._net.instance(m, "net")
+        inputs = self._registered(m)
+        net = self._net.instance(m, "net", domain="core")
         now = Signal(TIMESTAMP_BITS)
-        m.d.sync += now.eq(now + 1)
+        m.d.core += now.eq(now + 1)
         for name in ("crc_errors", "retries", "dropped"):
             m.d.comb += getattr(self, name).eq(getattr(net, name))
         if self.config.faults:
-            m.d.comb += [net.fault_rate.eq(self.fault_rate), net.fault_seed.eq(self.seed),
-                         self.faults.eq(net.faults)]
+            m.d.comb += [net.fault_rate.eq(inputs["fault_rate"]),
+                         net.fault_seed.eq(inputs["seed"]), self.faults.eq(net.faults)]
         units = {"gen": [], "chk": []}
         for e in range(cfg.endpoints):
-            g, c = self._endpoint(m, e, net, now)
+            g, c = self._endpoint(m, e, net, now, inputs)
             units["gen"].append(g)
             units["chk"].append(c)
         for out, (kind, name) in self.SUMS.items():
@@ -519,29 +591,35 @@ class Harness(Top):
                              self.error_endpoint.eq(e)]
         return m
 
-    def _endpoint(self, m, e, net, now):
-        """Generator and checker of endpoint ``e``, and its streams' switch by ``mode``."""
+    def _endpoint(self, m, e, net, now, inputs):
+        """Generator and checker of endpoint ``e``, the skid buffers of its ports, and the
+        switch of its streams by ``mode``."""
         cfg = self.config.ici
         n, lp = divmod(e, cfg.local_ports)
-        g = self._gen.instance(m, f"gen{e}")
-        c = self._chk.instance(m, f"chk{e}")
+        g = self._gen.instance(m, f"gen{e}", domain="core")
+        c = self._chk.instance(m, f"chk{e}", domain="core")
         for x in (g, c):
             for d, v in enumerate(node_coords(cfg, n)):
                 m.d.comb += x.node[f"c{d}"].eq(v)
             m.d.comb += [x.port.eq(lp), x.now.eq(now)]
-        m.d.comb += [g.seed.eq(self.seed ^ ((2 * e + 1) * 0x9E3779B1 % 2**32)),
-                     c.seed.eq(self.seed ^ ((2 * e + 2) * 0x85EBCA6B % 2**32)),
-                     c.stall_rate.eq(self.stall_rate)]
+        seed = inputs["seed"]
+        m.d.comb += [g.seed.eq(seed ^ ((2 * e + 1) * 0x9E3779B1 % 2**32)),
+                     c.seed.eq(seed ^ ((2 * e + 2) * 0x85EBCA6B % 2**32)),
+                     c.stall_rate.eq(inputs["stall_rate"])]
         for name in TrafficControl(cfg).members:
-            m.d.comb += getattr(g.control, name).eq(getattr(self, name))
+            m.d.comb += getattr(g.control, name).eq(inputs[name])
+        ti, te = PortBuffer(cfg.flit_bits), SkidBuffer(eject_layout(cfg))
+        m.submodules[f"inject_skid{e}"] = DomainRenamer("core")(ti)
+        m.submodules[f"eject_skid{e}"] = DomainRenamer("core")(te)
+        wiring.connect(m, wiring.flipped(self.inject[e]), ti.i)
+        wiring.connect(m, te.o, wiring.flipped(self.eject[e]))
         ni, ne = net.inject[e], net.eject[e]
-        ti, te = self.inject[e], self.eject[e]
-        with m.If(self.mode == Mode.GENERATORS):
+        with m.If(inputs["mode"] == Mode.GENERATORS):
             m.d.comb += [ni.valid.eq(g.o.valid), ni.payload.eq(g.o.payload),
                          g.o.ready.eq(ni.ready), c.i.valid.eq(ne.valid),
                          c.i.payload.eq(ne.payload), ne.ready.eq(c.i.ready)]
         with m.Else():
-            m.d.comb += [ni.valid.eq(ti.valid), ni.payload.eq(ti.payload),
-                         ti.ready.eq(ni.ready), te.valid.eq(ne.valid),
-                         te.payload.eq(ne.payload), ne.ready.eq(te.ready)]
+            m.d.comb += [ni.valid.eq(ti.o.valid), ni.payload.eq(ti.o.payload),
+                         ti.o.ready.eq(ni.ready), te.i.valid.eq(ne.valid),
+                         te.i.payload.eq(ne.payload), ne.ready.eq(te.i.ready)]
         return g, c

@@ -1,19 +1,29 @@
-"""The input side of an ICI router: routing of head flits, the per-port VC buffers
-(:class:`InputUnit`) and the injection port that checks and stamps packets from the local
-endpoint (:class:`InjectionPort`).
+"""The input side of an ICI router: routing of head flits (:func:`route`), the per-port VC
+buffers (:class:`InputUnit`) and the injection port that checks and stamps packets from the
+local endpoint (:class:`InjectionPort`).
 
-Routing (a function of the head only, so every packet of a flow takes the same path):
-dimension order, and in a wrapped dimension the shorter direction, a tie (distance k/2) going +
-from even and - from odd coordinates. Output VC = ``tclass * vcs + lane`` in a mesh dimension
-and ``tclass * vcs + dateline_class * vcs/2 + lane`` in a wrapped one, where the dateline class
-is 1 from the wraparound hop of the dimension on (the hop k-1 -> 0 going +, 0 -> k-1 going -)
-and 0 before it and in every new dimension, and ``lane`` is a hash of source and destination.
-Because the output VC is a function of the packet, packets of one (source, destination, class)
-always queue in the same buffers and are delivered in order.
+Routing (a function of the head and of where it is, so every packet of a flow takes the same
+path in the same VCs, and a flow's packets stay in order): dimension order, and in a wrapped
+dimension the shorter direction, a tie (distance k/2) going + from even and - from odd
+coordinates; in a mesh dimension straight towards the destination; after the last dimension,
+the destination's local port.
+
+Output VC ``tclass * vcs + class * vcs/2 + lane`` in a wrapped dimension, ``tclass * vcs +
+lane`` in a mesh dimension:
+
+* dateline ``class``: 1 on the wraparound hop of the dimension (k-1 -> 0 going +, 0 -> k-1
+  going -) and on every hop after it in that dimension (the packet continues on the port it
+  arrived on, in a class-1 VC). A packet entering the dimension (from injection or a turn)
+  whose route there does not wrap at all takes the class of the flow's hash bit and keeps it
+  through the dimension; one whose route wraps takes class 0 until the wraparound. Class-0
+  channels never include a wraparound link and no route goes from class 1 back to class 0
+  within a dimension, so neither class closes a cycle around a ring, and traffic that never
+  wraps (most of it) spreads over both classes.
+* ``lane`` (one of ``vcs/2``, or ``vcs`` in a mesh): by lookahead, what the packet does at
+  the next router: 0 if it goes on straight there, else a lane chosen by the port it turns
+  to or ejects at. A VC so holds packets that leave the next router the same way, and a
+  packet blocked there blocks only packets bound the same way.
 """
-
-from functools import reduce
-from operator import xor
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
@@ -21,59 +31,105 @@ from amaranth.lib.wiring import In, Out
 
 from .packet import coord_layout, flit_layout, header_layout
 
-__all__ = ["InputUnit", "InjectionPort", "meta_layout", "route", "lane"]
+__all__ = ["InputUnit", "InjectionPort", "meta_layout", "route", "output_port", "flow_bit",
+           "turn_lanes"]
 
 
 def meta_layout(cfg):
-    """What the allocator sees of a buffered flit: its marks and, for a head, its route."""
+    """What the allocator sees of a buffered flit: its marks and its packet's route (output
+    port here and VC at the next router)."""
     return data.StructLayout({"head": 1, "tail": 1, "op": range(cfg.ports),
                               "ovc": range(cfg.total_vcs)})
 
 
-def lane(cfg, hdr):
-    """Lane of a flow within its VC group: an XOR fold of source and destination."""
-    bits = Cat(*[hdr[f"dst{d}"] for d in range(cfg.ndims)], hdr.dst_port,
-               *[hdr[f"src{d}"] for d in range(cfg.ndims)], hdr.src_port)
-    return reduce(xor, [bits[i:i + 3] for i in range(0, len(bits), 3)])
+def flow_bit(cfg, hdr):
+    """The flow's hash bit: parity of its source and destination (coordinates and ports)."""
+    return Cat(*[hdr[f"dst{d}"] for d in range(cfg.ndims)], hdr.dst_port,
+               *[hdr[f"src{d}"] for d in range(cfg.ndims)], hdr.src_port).xor()
 
 
-def route(m, cfg, coord, hdr, in_port, in_vc):
-    """Output port and output VC (signals) of the head ``hdr`` arriving on input ``in_port``
-    (a constant) in VC ``in_vc``, at the router of coordinates ``coord``."""
-    op = Signal(range(cfg.ports), name="route_op")
-    ovc = Signal(range(cfg.total_vcs), name="route_ovc")
-    lane_ = Signal(3, name="route_lane")
-    m.d.comb += lane_.eq(lane(cfg, hdr))
-    base = hdr.tclass * cfg.vcs
-    half = cfg.vcs // 2
-    in_class = Signal(name="route_in_class")
-    if half:
-        m.d.comb += in_class.eq((in_vc % cfg.vcs) >= half)
+def turn_lanes(cfg, count):
+    """Lane of a packet that turns to (or ejects at) port ``q`` at the next router, for every
+    ``q``, when ``count`` lanes are available: lane 0 is for packets going straight on."""
+    if count == 1:
+        return [0] * cfg.ports
+    return [1 + q % (count - 1) for q in range(cfg.ports)]
+
+
+def _steps(m, cfg, coord, hdr, name):
+    """Per dimension: (the destination differs here, direction +, this hop ends the
+    dimension, route in the dimension never wraps, this hop is the wraparound)."""
+    steps = []
     for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
         cur, dst = coord[f"c{d}"], hdr[f"dst{d}"]
+        plus = Signal(name=f"{name}_plus{d}")
+        last = Signal(name=f"{name}_last{d}")
+        if wrap:
+            delta = Signal(range(k), name=f"{name}_delta{d}")
+            m.d.comb += [delta.eq(Mux(dst >= cur, dst - cur, dst + k - cur)),
+                         plus.eq((2 * delta < k) | ((2 * delta == k) & ~cur[0]))]
+            nxt = Mux(plus, Mux(cur == k - 1, 0, cur + 1), Mux(cur == 0, k - 1, cur - 1))
+            free = Mux(plus, dst > cur, dst < cur)
+            wrap_hop = Mux(plus, cur == k - 1, cur == 0)
+        else:
+            m.d.comb += plus.eq(dst > cur)
+            nxt = Mux(plus, cur + 1, cur - 1)
+            free = wrap_hop = Const(0)
+        m.d.comb += last.eq(dst == nxt)
+        steps.append((dst != cur, plus, last, free, wrap_hop))
+    return steps
+
+
+def _after(cfg, hdr, steps):
+    """Per dimension d: the output port at the next router when dimension d is done there
+    (the next dimension to correct, or the destination's local port)."""
+    after = [None] * cfg.ndims
+    nxt = cfg.net_ports + hdr.dst_port
+    for d in reversed(range(cfg.ndims)):
+        after[d] = nxt
+        differs, plus = steps[d][:2]
+        nxt = Mux(differs, 2 * d + ~plus, nxt)
+    return after, nxt
+
+
+def output_port(m, cfg, coord, hdr, *, name="route"):
+    """The output port (a signal) of the head ``hdr`` at the router at ``coord``."""
+    steps = _steps(m, cfg, coord, hdr, name)
+    op = Signal(range(cfg.ports), name=f"{name}_op")
+    m.d.comb += op.eq(_after(cfg, hdr, steps)[1])
+    return op, steps
+
+
+def route(m, cfg, coord, hdr, in_port, in_class, *, name="route"):
+    """Output port and output VC (signals) of the head ``hdr`` that arrived on input port
+    ``in_port`` (a constant) in a VC of dateline class ``in_class``, at the router at
+    ``coord`` (see the module docstring)."""
+    op, steps = output_port(m, cfg, coord, hdr, name=name)
+    after, _ = _after(cfg, hdr, steps)
+    ovc = Signal(range(cfg.total_vcs), name=f"{name}_ovc")
+    hash_bit = flow_bit(cfg, hdr)
+    base = hdr.tclass * cfg.vcs
+    half = cfg.vcs // 2
+    for d, (differs, plus, last, free, wrap_hop) in enumerate(steps):
+        wrap = cfg.wrap[d]
+        count = half if wrap else cfg.vcs
+        table = Array(Const(x, range(max(2, count))) for x in turn_lanes(cfg, count))
+        lane = Mux(last, table[after[d]], 0)
+        if wrap:
+            cls = Mux(in_port == 2 * d + ~plus, in_class | wrap_hop, wrap_hop | (free & hash_bit))
+            value = base + cls * half + lane
+        else:
+            value = base + lane
         cond = m.If if d == 0 else m.Elif
-        with cond(dst != cur):
-            plus = Signal(name=f"route_plus{d}")
-            if wrap:
-                delta = Signal(range(k), name=f"route_delta{d}")
-                m.d.comb += delta.eq((dst + k - cur) % k)
-                m.d.comb += plus.eq((2 * delta < k) | ((2 * delta == k) & ~cur[0]))
-                wrap_hop = Signal(name=f"route_wraphop{d}")
-                m.d.comb += wrap_hop.eq(plus & (cur == k - 1) | ~plus & (cur == 0))
-                dateline = (wrap_hop | ((in_port == 2 * d + ~plus) & in_class))
-                m.d.comb += ovc.eq(base + dateline * half + lane_ % half)
-            else:
-                m.d.comb += [plus.eq(dst > cur), ovc.eq(base + lane_ % cfg.vcs)]
-            m.d.comb += op.eq(2 * d + ~plus)
-    with m.Else():
-        m.d.comb += [op.eq(cfg.net_ports + hdr.dst_port), ovc.eq(0)]
+        with cond(differs):
+            m.d.comb += ovc.eq(value)
     return op, ovc
 
 
 class InputUnit(wiring.Component):
-    """The buffers of one input port: ``total_vcs`` FIFOs of ``buffer_depth`` flits in one
-    memory, with the head/tail marks and the route of every flit (computed as a head is
-    written) kept in registers, so that every VC's front is visible to the allocator.
+    """The buffers of one input port: ``total_vcs`` FIFOs of ``buffer_depth`` flits, and with
+    every flit its marks and its packet's route (computed as the head is written, kept for the
+    body), all in memories, so that every VC's front is visible to the allocator.
 
     A flit written in one cycle is at the front of its VC (if the VC was empty) in the next;
     a pop frees its slot in the next cycle. The writer must not write a full VC: a link's
@@ -98,7 +154,9 @@ class InputUnit(wiring.Component):
     pop : In(1), pop_vc : In(range(total_vcs))
         Remove the front flit of ``pop_vc``.
     data : Out(flit_bits)
-        The front flit of ``pop_vc`` (combinational).
+        The front flit of ``pop_vc`` (combinational); with ``switch_stage``, the flit popped
+        in the last cycle (its slot is not written again before then: a credit or ``full``
+        must first show it free).
     """
 
     def __init__(self, cfg, port):
@@ -123,35 +181,48 @@ class InputUnit(wiring.Component):
         ab = (B - 1).bit_length()
         w = self.w.payload
         hdr = data.View(header_layout(cfg), w.data[: cfg.header_bits])
-        op, ovc = route(m, cfg, self.coord, hdr, self._port, w.vc)
-
-        m.submodules.buf = buf = memory.Memory(shape=cfg.flit_bits, depth=max(2, V * B),
-                                               init=[])
-        wp = buf.write_port()
-        rp = buf.read_port(domain="comb")
+        in_class = (w.vc % cfg.vcs) >= cfg.vcs // 2 if cfg.vcs >= 2 else Const(0)
+        op, ovc = route(m, cfg, self.coord, hdr, self._port, in_class)
         meta_l = meta_layout(cfg)
+
+        # The route of the packet being written into each VC, for its body flits.
+        m.submodules.routes = routes = memory.Memory(shape=meta_l, depth=max(2, V), init=[])
+        route_wr, route_rd = routes.write_port(), routes.read_port(domain="comb")
+        meta_in = Signal(meta_l)
+        m.d.comb += [route_rd.addr.eq(w.vc), route_wr.addr.eq(w.vc), route_wr.data.eq(meta_in),
+                     route_wr.en.eq(self.w.valid & w.head),
+                     meta_in.eq(Mux(w.head, Cat(w.head, w.tail, op, ovc),
+                                    Cat(w.head, w.tail, route_rd.data.op, route_rd.data.ovc)))]
+
         wptr = [Signal(ab + 1, name=f"wptr{v}") for v in range(V)]
         rptr = [Signal(ab + 1, name=f"rptr{v}") for v in range(V)]
-        meta = [Array(Signal(meta_l, name=f"meta{v}_{i}") for i in range(B)) for v in range(V)]
+        m.submodules.buf = buf = memory.Memory(shape=cfg.flit_bits, depth=max(2, V * B),
+                                               init=[])
+        m.submodules.meta = meta = memory.Memory(shape=meta_l, depth=max(2, V * B), init=[])
+        waddr = Cat(Array(wptr)[w.vc][:ab], w.vc)
+        for mem, value in ((buf, w.data), (meta, meta_in)):
+            port = mem.write_port()
+            m.d.comb += [port.en.eq(self.w.valid), port.addr.eq(waddr), port.data.eq(value)]
         for v in range(V):
+            front = meta.read_port(domain="comb")
             m.d.comb += [
-                self.front[v].eq(meta[v][rptr[v][:ab]]),
+                front.addr.eq(Cat(rptr[v][:ab], Const(v, range(max(2, V))))),
+                self.front[v].eq(front.data),
                 self.nonempty[v].eq(wptr[v] != rptr[v]),
                 self.full[v].eq((wptr[v] - rptr[v])[: ab + 1] == B),
             ]
-        m.d.comb += [wp.en.eq(self.w.valid), wp.data.eq(w.data),
-                     wp.addr.eq(Cat(Array(wptr)[w.vc][:ab], w.vc))]
-        meta_in = Signal(meta_l)
-        m.d.comb += [meta_in.head.eq(w.head), meta_in.tail.eq(w.tail),
-                     meta_in.op.eq(op), meta_in.ovc.eq(ovc)]
-        for v in range(V):
             with m.If(self.w.valid & (w.vc == v)):
-                m.d.sync += [meta[v][wptr[v][:ab]].eq(meta_in), wptr[v].eq(wptr[v] + 1)]
-        m.d.comb += [rp.addr.eq(Cat(Array(rptr)[self.pop_vc][:ab], self.pop_vc)),
-                     self.data.eq(rp.data)]
-        for v in range(V):
+                m.d.sync += wptr[v].eq(wptr[v] + 1)
             with m.If(self.pop & (self.pop_vc == v)):
                 m.d.sync += rptr[v].eq(rptr[v] + 1)
+        rp = buf.read_port(domain="comb")
+        front = Cat(Array(rptr)[self.pop_vc][:ab], self.pop_vc)
+        if cfg.switch_stage:
+            popped = Signal.like(front)
+            with m.If(self.pop):
+                m.d.sync += popped.eq(front)
+            front = popped
+        m.d.comb += [rp.addr.eq(front), self.data.eq(rp.data)]
         return m
 
 
@@ -162,8 +233,9 @@ class InjectionPort(wiring.Component):
     destination port, class, length 1..max_packet); a bad one is dropped with its packet (only
     the head when the length is bad) and ``drop`` pulses. A good head has its source stamped
     (this router's coordinates and ``port``) and its hop count zeroed, and goes with its body
-    into the VC ``tclass * vcs + lane mod vcs``. A flit waits (``i.ready`` low) while its VC is
-    full; it is written in the cycle it is taken.
+    into the VC ``tclass * vcs + (output port mod vcs)``, so packets leaving by different ports
+    wait in different VCs. A flit waits (``i.ready`` low) while its VC is full; it is written
+    in the cycle it is taken.
 
     Parameters
     ----------
@@ -195,7 +267,7 @@ class InjectionPort(wiring.Component):
             "drop": Out(1),
         })
 
-    def _check(self, m, hdr):
+    def _check(self, hdr):
         """``(ok, length_ok)`` of the head ``hdr``."""
         cfg = self._cfg
         in_pod = Const(1)
@@ -214,15 +286,16 @@ class InjectionPort(wiring.Component):
         remaining = Signal(cfg.length_bits)
         dropping = Signal()
         cur_vc = Signal(range(cfg.total_vcs))
-        ok, length_ok = self._check(m, hdr)
+        ok, length_ok = self._check(hdr)
 
         stamped = Signal(hl)
         m.d.comb += stamped.eq(hdr)
         for d in range(cfg.ndims):
             m.d.comb += stamped[f"src{d}"].eq(self.coord[f"c{d}"])
         m.d.comb += [stamped.src_port.eq(self._port), stamped.hops.eq(0)]
+        op, _ = output_port(m, cfg, self.coord, hdr)
         head_vc = Signal(range(cfg.total_vcs))
-        m.d.comb += head_vc.eq(stamped.tclass * cfg.vcs + lane(cfg, stamped) % cfg.vcs)
+        m.d.comb += head_vc.eq(stamped.tclass * cfg.vcs + op % cfg.vcs)
 
         with m.If(remaining == 0):
             full = self.full.bit_select(head_vc, 1)

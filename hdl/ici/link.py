@@ -7,8 +7,15 @@ there until the receiver acknowledges it. The receiver (:class:`LinkRx`, one per
 accepts a flit only if its CRC is good and its sequence number is the one expected; anything
 else is dropped, and the first drop raises ``nak`` until the expected flit arrives. The sender
 rewinds to the acknowledged number (go-back-N) once per ``nak`` episode, and also when nothing
-has been acknowledged for ``REPLAY_TIMEOUT`` cycles while flits are outstanding, which recovers
-from a lost retransmission or a lost ``nak``. While it replays it takes no new flit.
+has been acknowledged for ``replay_timeout`` cycles (``ICIConfig.replay_timeout``, longer than
+the acknowledgement round trip) while flits are outstanding, which recovers from a lost
+retransmission or a lost ``nak``. While it replays it still takes new flits into the retry
+buffer (they go on the wire after the replayed ones).
+
+Both ends drive their wire from registers, CRC included: the sender computes a flit's CRC as
+it loads its output register and drives all zeros (CRC 0) while idle; the receiver computes
+its reverse message's CRC as the message changes. Between the two ends the network may put a
+delay line (``link_latency``).
 
 The reverse channel carries, every cycle, the receiver's expected sequence number (a
 cumulative acknowledgement), ``nak`` and, per virtual channel, the cumulative count of buffer
@@ -21,22 +28,19 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .packet import flit_layout, link_signature, reverse_crc, wire_crc, wire_layout
+from .packet import flit_layout, link_signature, reverse_crc, reverse_layout, wire_crc, wire_layout
 
-__all__ = ["LinkTx", "LinkRx", "REPLAY_TIMEOUT"]
-
-REPLAY_TIMEOUT = 32
-"""Cycles without acknowledgement progress, with flits outstanding, before a replay."""
+__all__ = ["LinkTx", "LinkRx"]
 
 
 class LinkTx(wiring.Component):
     """Sending half of a link.
 
-    A flit taken on ``i`` is on the wire (a register) in the next cycle, and again after every
-    rewind until the receiver acknowledges it. ``i.ready`` depends only on registers: it is low
-    while a replay is in progress or ``retry_depth`` flits are unacknowledged, so at one flit
-    per cycle the link streams as long as acknowledgements return within ``retry_depth``
-    cycles.
+    A flit taken on ``i`` is on the wire (a register) in the next cycle, or after the flits of
+    a replay in progress, and again after every rewind until the receiver acknowledges it.
+    ``i.ready`` depends only on registers: it is low while ``retry_depth`` flits are
+    unacknowledged, so at one flit per cycle the link streams as long as acknowledgements
+    return within ``retry_depth`` cycles.
 
     Parameters
     ----------
@@ -51,6 +55,8 @@ class LinkTx(wiring.Component):
     credits : Out(ArrayLayout(credit_bits, total_vcs))
         Per VC, the buffer slots the receiver freed that this cycle's reverse message reports
         (zero when the message is corrupted).
+    room : Out(range(retry_depth + 1))
+        Flits the retry buffer can still take.
     retry, rev_error : Out(1)
         Events: a rewind starts; the reverse message has a bad CRC.
     """
@@ -61,6 +67,7 @@ class LinkTx(wiring.Component):
             "i": In(stream.Signature(flit_layout(cfg))),
             "link": Out(link_signature(cfg)),
             "credits": Out(data.ArrayLayout(cfg.credit_bits, cfg.total_vcs)),
+            "room": Out(range(cfg.retry_depth + 1)),
             "retry": Out(1),
             "rev_error": Out(1),
         })
@@ -81,27 +88,28 @@ class LinkTx(wiring.Component):
         take = self.i.valid & self.i.ready
         m.d.comb += [
             outstanding.eq(wr - ack),
-            self.i.ready.eq((send == wr) & (outstanding < R)),
+            self.room.eq(R - outstanding),
+            self.i.ready.eq(outstanding < R),
             wp.addr.eq(wr[: (R - 1).bit_length()]),
             wp.data.eq(self.i.payload),
             wp.en.eq(take),
             rp.addr.eq(send[: (R - 1).bit_length()]),
         ]
-        with m.If(take):
-            m.d.sync += [
-                out.valid.eq(1), out.data.eq(self.i.payload.data),
-                out.head.eq(self.i.payload.head), out.tail.eq(self.i.payload.tail),
-                out.vc.eq(self.i.payload.vc), out.seq.eq(wr), wr.eq(wr + 1), send.eq(send + 1),
-            ]
-        with m.Elif(send != wr):
-            m.d.sync += [
-                out.valid.eq(1), out.data.eq(rp.data.data), out.head.eq(rp.data.head),
-                out.tail.eq(rp.data.tail), out.vc.eq(rp.data.vc), out.seq.eq(send),
-                send.eq(send + 1),
-            ]
+        # Straight onto the wire when nothing waits before it, else from the retry buffer.
+        replaying = send != wr
+        flit = Signal(flit_layout(cfg))
+        frame = Signal(wire_layout(cfg))
+        m.d.comb += [flit.eq(Mux(replaying, rp.data, self.i.payload)),
+                     frame.valid.eq(1), frame.data.eq(flit.data), frame.head.eq(flit.head),
+                     frame.tail.eq(flit.tail), frame.vc.eq(flit.vc), frame.seq.eq(send)]
+        crc = wire_crc(m, frame, name="crc")
+        with m.If(take | replaying):
+            m.d.sync += [out.eq(frame), out.crc.eq(crc), send.eq(send + 1)]
         with m.Else():
-            m.d.sync += out.valid.eq(0)
-        m.d.comb += [self.link.flit.eq(out), self.link.flit.crc.eq(wire_crc(out))]
+            m.d.sync += out.eq(0)
+        with m.If(take):
+            m.d.sync += wr.eq(wr + 1)
+        m.d.comb += self.link.flit.eq(out)
         self._reverse(m, ack, send, wr, outstanding)
         return m
 
@@ -111,7 +119,8 @@ class LinkTx(wiring.Component):
         cfg = self._cfg
         rev = self.link.rev
         rev_ok = Signal()
-        m.d.comb += [rev_ok.eq(reverse_crc(rev) == rev.crc), self.rev_error.eq(~rev_ok)]
+        m.d.comb += [rev_ok.eq(reverse_crc(m, rev, name="rev_crc") == rev.crc),
+                     self.rev_error.eq(~rev_ok)]
         ack_valid = Signal()
         m.d.comb += ack_valid.eq(rev_ok & ((rev.ack - ack)[: cfg.seq_bits] <= outstanding))
         progress = ack_valid & (rev.ack != ack)
@@ -126,15 +135,16 @@ class LinkTx(wiring.Component):
             with m.If(rev_ok):
                 m.d.sync += seen.eq(rev.credits[v])
 
-        timer = Signal(range(REPLAY_TIMEOUT + 1))
+        timeout = cfg.replay_timeout
+        timer = Signal(range(timeout + 1))
         rewind_nak = ack_valid & rev.nak & ~nak_seen
         with m.If(progress | (ack == wr)):
             m.d.sync += timer.eq(0)
-        with m.Elif(timer == REPLAY_TIMEOUT):
+        with m.Elif(timer == timeout):
             m.d.sync += timer.eq(0)
         with m.Else():
             m.d.sync += timer.eq(timer + 1)
-        rewind_timeout = ~progress & (ack != wr) & (timer == REPLAY_TIMEOUT)
+        rewind_timeout = ~progress & (ack != wr) & (timer == timeout)
         with m.If(rewind_nak):
             m.d.sync += send.eq(rev.ack)
         with m.Elif(rewind_timeout):
@@ -183,8 +193,10 @@ class LinkRx(wiring.Component):
         nak = Signal()
         crc_ok = Signal()
         accept = Signal()
+        crc = wire_crc(m, wire, name="crc")
+        with m.If(wire.valid):      # an idle wire needs no check (nor its simulation)
+            m.d.comb += crc_ok.eq(crc == wire.crc)
         m.d.comb += [
-            crc_ok.eq(wire_crc(wire) == wire.crc),
             self.crc_error.eq(wire.valid & ~crc_ok),
             accept.eq(wire.valid & crc_ok & (wire.seq == expected)),
             self.o.valid.eq(accept),
@@ -195,11 +207,16 @@ class LinkRx(wiring.Component):
             m.d.sync += [expected.eq(expected + 1), nak.eq(0)]
         with m.Elif(wire.valid):
             m.d.sync += nak.eq(1)
-        m.d.comb += [rev.ack.eq(expected), rev.nak.eq(nak)]
+        # The reverse message, a register: the next values of expected, nak and the freed
+        # counts, and their CRC, loaded in cycles where one of them changes.
+        message = Signal(reverse_layout(cfg))
+        m.d.comb += [message.ack.eq(Mux(accept, expected + 1, expected)),
+                     message.nak.eq(Mux(accept, 0, Mux(wire.valid, 1, nak)))]
         for v in range(cfg.total_vcs):
             freed = Signal(cfg.credit_bits, name=f"freed{v}")
-            with m.If(self.freed[v]):
-                m.d.sync += freed.eq(freed + 1)
-            m.d.comb += rev.credits[v].eq(freed)
-        m.d.comb += rev.crc.eq(reverse_crc(rev))
+            m.d.comb += message.credits[v].eq(freed + self.freed[v])
+            m.d.sync += freed.eq(message.credits[v])
+        crc = reverse_crc(m, message, name="rev_crc")
+        with m.If(wire.valid | self.freed.any()):
+            m.d.sync += [rev.eq(message), rev.crc.eq(crc)]
         return m

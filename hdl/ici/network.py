@@ -6,6 +6,9 @@ input port (d, +) of its + neighbour and takes that port's reverse channel back;
 (d, -). Ports that face the edge of a mesh are tied off (an input sees no flit, an output an
 all-zero reverse message, whose CRC is valid); dimension-order routing never uses them.
 
+A link of ``link_latency`` cycles is the sender's output register followed by a delay line
+of ``link_latency - 1`` cycles each way (:class:`~hdl.lib.delay.DelayLine`).
+
 With ``faults`` (test only), every link passes through a fault injector, a module that flips
 one random bit of the flit wire and, independently, of the reverse message, each with
 probability ``fault_rate / 65536`` per cycle.
@@ -15,6 +18,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.delay import DelayLine
 from ..lib.hier import Submodule
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
@@ -71,7 +75,7 @@ class Network(Top):
     def __init__(self, config, *, faults=False):
         cfg = config
         self._faults = faults
-        self._router = Submodule(cfg.router_name, Router(cfg), hier_block=True)
+        self._router = Submodule(cfg.router_name, Router(cfg))
         self._subs = [self._router]
         if faults:
             self._injector = Submodule(f"{cfg.router_name}_faults", FaultInjector(cfg))
@@ -89,6 +93,18 @@ class Network(Top):
     @property
     def name(self):
         return self.config.name + ("_fi" if self._faults else "")
+
+    def _delay(self, m, name, flit, rev):
+        """The flit wire and the reverse message after the link's extra latency."""
+        extra = self._config.link_latency - 1
+        if not extra:
+            return flit, rev
+        out = []
+        for suffix, value in (("flit", flit), ("rev", rev)):
+            m.submodules[f"{name}_{suffix}"] = line = DelayLine(len(value.as_value()), extra)
+            m.d.comb += line.i.eq(value)
+            out.append(line.o)
+        return out
 
     @property
     def submodules(self):
@@ -125,18 +141,19 @@ class Network(Top):
                     fed.add((node_index(cfg, to), p))
                     peer = routers[node_index(cfg, to)]
                     src, dst = r.link_out[p], peer.link_in[p]
+                    flit, rev = self._delay(m, f"d{n}_{p}", src.flit, dst.rev)
                     if self._faults:
                         fi = self._injector.instance(m, f"f{n}_{p}")
                         m.d.comb += [
-                            fi.flit_i.eq(src.flit), dst.flit.eq(fi.flit_o),
-                            fi.rev_i.eq(dst.rev), src.rev.eq(fi.rev_o),
+                            fi.flit_i.eq(flit), dst.flit.eq(fi.flit_o),
+                            fi.rev_i.eq(rev), src.rev.eq(fi.rev_o),
                             fi.rate.eq(self.fault_rate),
                             fi.seed.eq(self.fault_seed ^ ((n * cfg.net_ports + p + 1)
                                                           * 0x9E3779B1 % 2**32)),
                         ]
                         fault_events += [fi.event[0], fi.event[1]]
                     else:
-                        m.d.comb += [dst.flit.eq(src.flit), src.rev.eq(dst.rev)]
+                        m.d.comb += [dst.flit.eq(flit), src.rev.eq(rev)]
 
         # Mesh edges: an input port with no neighbour behind it sees no flit.
         for n, r in enumerate(routers):

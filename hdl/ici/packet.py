@@ -73,9 +73,12 @@ def link_signature(cfg):
     return wiring.Signature({"flit": Out(wire_layout(cfg)), "rev": In(reverse_layout(cfg))})
 
 
-def wire_crc(wire):
-    return crc_value(Cat(wire.valid, wire.data, wire.head, wire.tail, wire.vc, wire.seq))
+def wire_crc(m, wire, *, name):
+    """CRC of a flit on a link (every field but ``crc``), its ROM named ``name`` in ``m``."""
+    return crc_value(m, Cat(wire.valid, wire.data, wire.head, wire.tail, wire.vc, wire.seq),
+                     name=name)
 
 
-def reverse_crc(rev):
-    return crc_value(Cat(rev.ack, rev.nak, rev.credits))
+def reverse_crc(m, rev, *, name):
+    """CRC of a reverse message (every field but ``crc``), its ROM named ``name`` in ``m``."""
+    return crc_value(m, Cat(rev.ack, rev.nak, rev.credits), name=name)

@@ -9,33 +9,40 @@ straight on leaves through the output port of the same number.
 Composition (each a component of its own)::
 
     link_in[p] -> LinkRx --------> InputUnit[p] --+                +-> OutputPort[p] -> link_out[p]
-    inject[l]  -> InjectionPort -> InputUnit[NP+l] +-> Switch ------+-> ejection Queue -> eject[l]
+    inject[l]  -> InjectionPort -> InputUnit[NP+l] +-> Switch ------+-> Ejection[l] -> eject[l]
                                                    Allocator
 
-Pipeline, two cycles per hop at zero load:
+Pipeline, two cycles per hop at zero load (plus ``link_latency - 1`` on a longer link):
 
 1. a flit arrives on a link (CRC and sequence checked by :class:`~.link.LinkRx`), or on an
    injection port, has its route computed if it is a head (:mod:`.input`), and is written into
    the buffer of its virtual channel;
 2. from the front of that buffer it is allocated (VC and switch in one cycle,
    :class:`~.allocator.Allocator`), crosses the switch and is registered on the output link
-   (:class:`OutputPort`, :class:`~.link.LinkTx`) or written into the ejection queue.
+   (:class:`OutputPort`, :class:`~.link.LinkTx`) or written into an ejection queue
+   (:class:`Ejection`).
+
+With ``switch_stage`` the allocation is registered and the flit is read and crosses the switch
+in a third cycle, which cuts the longest combinational path (allocation, buffer read, switch,
+CRC) about in half.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.bits import one_hot_select
 from ..lib.counter import count_events
 from ..lib.queue import Queue
 from ..lib.tree import tree_sum
 from ..top import Top
 from .allocator import Allocator, transfer_layout
 from .input import InjectionPort, InputUnit
-from .link import REPLAY_TIMEOUT, LinkRx, LinkTx
+from .link import LinkRx, LinkTx
 from .packet import coord_layout, eject_layout, flit_layout, header_layout, link_signature
 
-__all__ = ["Router", "Switch", "OutputPort", "COUNTERS", "COUNTER_WIDTH", "EJECT_DEPTH"]
+__all__ = ["Router", "Switch", "OutputPort", "Ejection", "COUNTERS", "COUNTER_WIDTH",
+           "EJECT_DEPTH"]
 
 COUNTERS = ("crc_errors", "retries", "dropped")
 COUNTER_WIDTH = 32
@@ -71,12 +78,12 @@ class Switch(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
+        inputs = [self.data[i] for i in range(cfg.ports)]
         for o, out in enumerate(self.o):
             t = self.transfer[o]
             m.d.comb += [out.valid.eq(t.sent), out.payload.head.eq(t.head),
                          out.payload.tail.eq(t.tail), out.payload.vc.eq(t.vc),
-                         out.payload.data.eq(self.data.as_value().word_select(
-                             t.src, cfg.flit_bits))]
+                         out.payload.data.eq(one_hot_select(t.grant, inputs))]
         return m
 
 
@@ -84,9 +91,10 @@ class OutputPort(wiring.Component):
     """A network output: the credit count of every VC downstream, the hop count of every head
     incremented, and the link sender.
 
-    A credit is spent as a flit is taken and returned when the receiver's reverse message
-    reports the slot freed; with the link's register and the reverse channel a credit is usable
-    again 4 cycles after the flit that spent it left the downstream buffer.
+    A credit is spent as the allocator sends a flit to this output and returned when the
+    receiver's reverse message reports the slot freed. With one-cycle links a credit is usable
+    again 4 cycles after the flit that spent it left the downstream buffer
+    (``credit_round_trip``).
 
     Parameters
     ----------
@@ -95,7 +103,15 @@ class OutputPort(wiring.Component):
     Members
     -------
     i : In(stream of flit_layout)
-        From the switch; take a flit only for a VC with ``credit``.
+        From the switch; only flits the allocator sent here (``ready`` was high), so ``i``
+        always finds room.
+    spend : In(1), spend_vc : In(range(total_vcs))
+        The allocator sends a flit of ``spend_vc`` here this cycle (it reaches ``i`` in the same
+        cycle, or in the next with ``switch_stage``).
+    pending : In(1)
+        With ``switch_stage``: a flit sent here in the last cycle reaches ``i`` now.
+    ready : Out(1)
+        The link sender has room for a flit sent here now.
     link : Out(link_signature)
     credit : Out(total_vcs)
         Per VC: at least one buffer slot is free downstream.
@@ -107,6 +123,10 @@ class OutputPort(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "i": In(stream.Signature(flit_layout(cfg))),
+            "spend": In(1),
+            "spend_vc": In(range(cfg.total_vcs)),
+            "pending": In(1),
+            "ready": Out(1),
             "link": Out(link_signature(cfg)),
             "credit": Out(cfg.total_vcs),
             "retry": Out(1),
@@ -129,14 +149,77 @@ class OutputPort(wiring.Component):
             tx.i.payload.eq(self.i.payload),
             tx.i.payload.data.eq(Mux(self.i.payload.head,
                                      Cat(bumped, raw[cfg.header_bits:]), raw)),
+            self.ready.eq(tx.room > self.pending),
             self.retry.eq(tx.retry), self.rev_error.eq(tx.rev_error),
         ]
-        take = self.i.valid & self.i.ready
         for v in range(cfg.total_vcs):
             credits = Signal(range(B + 1), init=B, name=f"credits{v}")
-            spend = take & (self.i.payload.vc == v)
+            spend = self.spend & (self.spend_vc == v)
             m.d.sync += credits.eq(credits + tx.credits[v] - spend)
             m.d.comb += self.credit[v].eq(credits != 0)
+        return m
+
+
+class Ejection(wiring.Component):
+    """A local port's ejection side: ``total_vcs`` reassembly queues of ``EJECT_DEPTH`` flits,
+    one per ejection VC, and the stream to the endpoint, which delivers whole packets in the
+    order their heads arrived.
+
+    The allocator gives each packet a free ejection VC, so flits of packets that arrive
+    interleaved (on different links, or on different VCs of one) are taken side by side; only
+    the stream serializes them. A packet is delivered as soon as its head is the oldest waiting
+    (cut-through: its body follows as it arrives), so zero-load latency is unchanged; packets
+    of one flow arrive in order and so leave in order.
+
+    Parameters
+    ----------
+    cfg : ICIConfig
+
+    Members
+    -------
+    i : In(stream of flit_layout)
+        From the switch, into the queue of VC ``vc``; only flits the allocator sent here (the
+        queue had room).
+    pending : In(total_vcs)
+        With ``switch_stage``: a flit sent here in the last cycle reaches ``i`` now, for VC v.
+    room : Out(total_vcs)
+        Per VC: the queue has room for a flit sent now.
+    o : Out(stream of {data, last})
+        To the endpoint.
+    """
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        V = cfg.total_vcs
+        super().__init__({
+            "i": In(stream.Signature(flit_layout(cfg))),
+            "pending": In(V),
+            "room": Out(V),
+            "o": Out(stream.Signature(eject_layout(cfg))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        V = cfg.total_vcs
+        # Packets waiting: each but the one being delivered has its head in a queue.
+        m.submodules.order = order = Queue(range(max(2, V)), V * EJECT_DEPTH + 2)
+        m.d.comb += [order.i.valid.eq(self.i.valid & self.i.payload.head),
+                     order.i.payload.eq(self.i.payload.vc), self.i.ready.eq(1)]
+        queues = []
+        for v in range(V):
+            m.submodules[f"vc{v}"] = q = Queue(eject_layout(cfg), EJECT_DEPTH)
+            m.d.comb += [q.i.valid.eq(self.i.valid & (self.i.payload.vc == v)),
+                         q.i.payload.data.eq(self.i.payload.data),
+                         q.i.payload.last.eq(self.i.payload.tail),
+                         self.room[v].eq(q.level + self.pending[v] < EJECT_DEPTH)]
+            queues.append(q)
+        current = order.o.payload
+        m.d.comb += [self.o.valid.eq(order.o.valid & Array(q.o.valid for q in queues)[current]),
+                     self.o.payload.eq(Array(q.o.payload for q in queues)[current])]
+        for v, q in enumerate(queues):
+            m.d.comb += q.o.ready.eq(self.o.ready & order.o.valid & (current == v))
+        m.d.comb += order.o.ready.eq(self.o.valid & self.o.ready & self.o.payload.last)
         return m
 
 
@@ -184,14 +267,23 @@ class Router(Top):
 
     @property
     def extras(self):
-        return {"constants": {"replay_timeout": REPLAY_TIMEOUT}}
+        cfg = self.config
+        return {"constants": {"replay_timeout": cfg.replay_timeout,
+                              "credit_round_trip": cfg.credit_round_trip},
+                "warnings": cfg.warnings}
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        P, NP, V = cfg.ports, cfg.net_ports, cfg.total_vcs
+        P, NP = cfg.ports, cfg.net_ports
         m.submodules.alloc = alloc = Allocator(cfg)
         m.submodules.switch = switch = Switch(cfg)
+        # With switch_stage the allocator's decisions are registered: the flits are read and
+        # cross the switch in the next cycle.
+        transfer = Signal.like(alloc.transfer) if cfg.switch_stage else alloc.transfer
+        if cfg.switch_stage:
+            m.d.sync += transfer.eq(alloc.transfer)
+        m.d.comb += switch.transfer.eq(transfer)
         inputs = []
         for i in range(P):
             m.submodules[f"in{i}"] = unit = InputUnit(cfg, i)
@@ -199,7 +291,7 @@ class Router(Top):
                          alloc.front[i].eq(unit.front), unit.pop.eq(alloc.pop[i]),
                          unit.pop_vc.eq(alloc.pop_vc[i]), switch.data[i].eq(unit.data)]
             inputs.append(unit)
-        m.d.comb += switch.transfer.eq(alloc.transfer)
+        pending = [transfer[o].sent if cfg.switch_stage else 0 for o in range(P)]
 
         events = {"crc_errors": [], "retries": [], "dropped": []}
         for p in range(NP):
@@ -210,7 +302,9 @@ class Router(Top):
             wiring.connect(m, out.link, wiring.flipped(self.link_out[p]))
             wiring.connect(m, switch.o[p], out.i)
             m.d.comb += [rx.freed.eq(Mux(alloc.pop[p], 1 << alloc.pop_vc[p], 0)),
-                         alloc.out_ready[p].eq(out.i.ready), alloc.credit[p].eq(out.credit)]
+                         out.spend.eq(alloc.transfer[p].sent),
+                         out.spend_vc.eq(alloc.transfer[p].vc), out.pending.eq(pending[p]),
+                         alloc.out_ready[p].eq(out.ready), alloc.credit[p].eq(out.credit)]
             events["crc_errors"] += [rx.crc_error, out.rev_error]
             events["retries"].append(out.retry)
         for lp in range(cfg.local_ports):
@@ -219,14 +313,12 @@ class Router(Top):
             wiring.connect(m, wiring.flipped(self.inject[lp]), inj.i)
             wiring.connect(m, inj.o, inputs[NP + lp].w)
             events["dropped"].append(inj.drop)
-            # The local port is one VC: a packet holds it until its tail is written.
-            m.submodules[f"eject{lp}"] = queue = Queue(eject_layout(cfg), EJECT_DEPTH)
-            sw = switch.o[NP + lp]
-            m.d.comb += [queue.i.valid.eq(sw.valid), sw.ready.eq(queue.i.ready),
-                         queue.i.payload.data.eq(sw.payload.data),
-                         queue.i.payload.last.eq(sw.payload.tail),
-                         alloc.out_ready[NP + lp].eq(queue.i.ready),
-                         alloc.credit[NP + lp].eq(queue.i.ready.replicate(V))]
-            wiring.connect(m, queue.o, wiring.flipped(self.eject[lp]))
+            m.submodules[f"eject{lp}"] = ejection = Ejection(cfg)
+            o = NP + lp
+            wiring.connect(m, switch.o[o], ejection.i)
+            m.d.comb += [alloc.out_ready[o].eq(1), alloc.credit[o].eq(ejection.room)]
+            if cfg.switch_stage:
+                m.d.comb += ejection.pending.eq(Mux(pending[o], 1 << transfer[o].vc, 0))
+            wiring.connect(m, ejection.o, wiring.flipped(self.eject[lp]))
         count_events(m, self, {name: tree_sum(bits) for name, bits in events.items()})
         return m

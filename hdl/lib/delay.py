@@ -1,8 +1,13 @@
-"""Delay lines: the skew and de-skew registers around a systolic array."""
+"""Delay lines: the skew and de-skew registers around a systolic array, and the fixed delay
+of a long link (ICI links between chips)."""
 
-from amaranth.hdl import Cat, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["delay_taps", "skew"]
+from ..config import check_int
+
+__all__ = ["delay_taps", "skew", "DelayLine"]
 
 
 def delay_taps(m, value, length, *, enable, name, reset_less=True):
@@ -42,3 +47,44 @@ def skew(m, lanes, *, enable, name, reverse=False):
         width = len(stage[1])
         stage = [reg[i * width:(i + 1) * width] for i in range(len(stage) - 1)]
     return out
+
+
+class DelayLine(wiring.Component):
+    """``o`` is ``i`` as it was ``cycles`` cycles ago (zero for the first ``cycles`` cycles
+    after reset): a pipeline of registers; from ``SHIFT_LIMIT`` cycles on, built as a ring
+    buffer in a memory (one write and one read a cycle whatever the length, which is what long
+    lines want in simulation).
+
+    Parameters
+    ----------
+    width : int
+    cycles : int
+        1 or more.
+
+    Members
+    -------
+    i : In(width)
+    o : Out(width)
+    """
+
+    def __init__(self, width, cycles):
+        self._width = check_int("width", width, 1)
+        self._cycles = check_int("cycles", cycles, 1)
+        super().__init__({"i": In(width), "o": Out(width)})
+
+    SHIFT_LIMIT = 4
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._cycles
+        if n < self.SHIFT_LIMIT:
+            stages = [self.i] + [Signal(self._width, name=f"stage{k}") for k in range(n - 1)]
+            stages.append(self.o)
+            m.d.sync += [b.eq(a) for a, b in zip(stages, stages[1:], strict=False)]
+            return m
+        m.submodules.line = line = memory.Memory(shape=self._width, depth=n - 1, init=[])
+        wp, rp = line.write_port(), line.read_port(domain="comb")
+        at = Signal(range(n - 1))
+        m.d.comb += [wp.addr.eq(at), rp.addr.eq(at), wp.data.eq(self.i), wp.en.eq(1)]
+        m.d.sync += [at.eq(Mux(at == n - 2, 0, at + 1)), self.o.eq(rp.data)]
+        return m

@@ -67,14 +67,15 @@ class Submodule:
             seen.add(self._name)
             out.append(self._verilog)
 
-    def instance(self, m, name):
-        """Add an instance called ``name`` to module ``m``; return its interface to connect."""
+    def instance(self, m, name, *, domain="sync"):
+        """Add an instance called ``name`` to module ``m``, clocked and reset by ``domain``;
+        return its interface to connect."""
         iface = self._signature.create(path=(name,))
         ports = {}
         if self._has_clk:
-            ports["i_clk"] = ClockSignal()
+            ports["i_clk"] = ClockSignal(domain)
         if self._has_rst:
-            ports["i_rst"] = ResetSignal()
+            ports["i_rst"] = ResetSignal(domain)
         for path, member, value in self._signature.flatten(iface):
             port = "__".join(map(str, path))
             prefix = "i_" if member.flow == wiring.In else "o_"

@@ -4,11 +4,16 @@
   ``n * local_ports + l`` is local port ``l`` of node ``n``.
 * Routing: dimension order; in a wrapped dimension the shorter way round, a tie (distance
   exactly k/2) going + from an even coordinate and - from an odd one; in a mesh dimension
-  straight towards the destination. The dateline class of a hop in a wrapped dimension is 1 on
-  and after the wraparound hop of that dimension (k-1 -> 0 going +, 0 -> k-1 going -), else 0.
-  Output VC = ``tclass * vcs + (dateline * vcs/2 + lane mod vcs/2 | lane mod vcs)``, ``lane``
-  the XOR of 3-bit chunks of (destination coordinates, destination port, source coordinates,
-  source port) packed LSB first.
+  straight towards the destination. Output VC = ``tclass * vcs + class * vcs/2 + lane`` in a
+  wrapped dimension, ``tclass * vcs + lane`` in a mesh one. The dateline class is 1 on the
+  wraparound hop of the dimension (k-1 -> 0 going +, 0 -> k-1 going -) and on every later hop
+  in it (the packet continues on the port it arrived on, in a class-1 VC); entering the
+  dimension, a packet whose route there never wraps takes its flow bit (the parity of
+  destination coordinates and port, source coordinates and port, packed LSB first), any other
+  class 0. ``lane`` looks ahead: 0 if the packet goes straight on at the next router, else
+  ``1 + q mod (n - 1)`` for the port ``q`` it turns to or ejects at there, with ``n`` lanes
+  (``vcs/2`` wrapped, ``vcs`` mesh; lane 0 when ``n`` is 1). At injection the packet waits in
+  VC ``tclass * vcs + (its first output port mod vcs)``.
 * Deadlock freedom: the channel dependency graph (channels are (node, output port, VC); an edge
   joins consecutive channels of every route) must be acyclic (Dally and Seitz).
 * Delivery contract: every packet that was not dropped at injection is delivered exactly once,
@@ -17,8 +22,9 @@
   dimension-order distance. A head with a destination outside the pod, a class >= classes or a
   length outside 1..max_packet is dropped at injection with ``length`` flits (one flit when
   the length itself is bad).
-* Timing at zero load: a packet's tail leaves ``2 + 2 * hops + (length - 1)`` cycles after its
-  head was taken on the injection port.
+* Timing at zero load: a packet's tail leaves ``1 + (1 + s) * (hops + 1) + link_latency * hops
+  + (length - 1)`` cycles after its head was taken on the injection port, ``s`` 1 with the
+  registered allocation (``switch_stage``), else 0: two cycles per hop on one-cycle links.
 """
 
 from collections import defaultdict, deque
@@ -29,7 +35,7 @@ from hdl.ici.config import node_coords as coords_of
 from hdl.ici.config import node_index as index_of
 
 __all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc", "coords_of", "index_of",
-           "min_hops", "route_step", "path", "lane",
+           "min_hops", "route_step", "path", "flow_bit", "lookahead_lane", "injection_vc",
            "channel_dependency_graph", "find_cycle", "zero_load_latency", "average_hops",
            "channel_loads", "ideal_throughput", "Delivery", "pattern_destination",
            "PATTERN_NAMES"]
@@ -49,41 +55,31 @@ def min_hops(cfg, src, dst):
                for k, w, a, b in zip(cfg.dims, cfg.wrap, src, dst, strict=True))
 
 
-def lane(cfg, src, src_port, dst, dst_port):
-    bits, pos = 0, 0
+def flow_bit(cfg, src, src_port, dst, dst_port):
+    """Parity of a flow's destination (coordinates, port) and source, packed LSB first."""
+    bits = 0
     for values, port in ((dst, dst_port), (src, src_port)):
-        for c, width in zip(values, cfg.coord_bits, strict=True):
-            bits |= c << pos
-            pos += width
-        bits |= port << pos
-        pos += cfg.port_bits
-    out = 0
-    while bits:
-        out ^= bits & 7
-        bits >>= 3
-    return out
+        for c in values:
+            bits ^= bin(c).count("1")
+        bits ^= bin(port).count("1")
+    return bits & 1
 
 
-def route_step(cfg, cur, dst, in_port, in_dateline, *, dateline=True):
-    """Next hop at node ``cur`` of a packet for node ``dst`` that arrived on ``in_port`` in
-    dateline class ``in_dateline``: ``(output port, dateline class)``, or ``None`` to eject.
-    ``dateline=False`` gives the same routes without the dateline rule (for the negative
-    check)."""
-    for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
-        if cur[d] == dst[d]:
-            continue
-        if wrap:
-            delta = (dst[d] - cur[d]) % k
-            plus = 2 * delta < k or (2 * delta == k and cur[d] % 2 == 0)
-        else:
-            plus = dst[d] > cur[d]
-        port = 2 * d + (0 if plus else 1)
-        cls = 0
-        if wrap and dateline:
-            wrap_hop = cur[d] == (k - 1 if plus else 0)
-            cls = int(wrap_hop or (in_port == port and in_dateline == 1))
-        return port, cls
-    return None
+def _direction(cfg, d, cur, dst):
+    k, wrap = cfg.dims[d], cfg.wrap[d]
+    if wrap:
+        delta = (dst - cur) % k
+        return 2 * delta < k or (2 * delta == k and cur % 2 == 0)
+    return dst > cur
+
+
+def output_port(cfg, cur, dst, dst_port):
+    """Output port at node ``cur`` of a packet for ``dst``/``dst_port`` (eject: the local
+    port's number ``net_ports + dst_port``)."""
+    for d in range(cfg.ndims):
+        if cur[d] != dst[d]:
+            return 2 * d + (0 if _direction(cfg, d, cur[d], dst[d]) else 1)
+    return cfg.net_ports + dst_port
 
 
 def _neighbour(cfg, cur, port):
@@ -93,23 +89,63 @@ def _neighbour(cfg, cur, port):
     return tuple(out)
 
 
-def out_vc(cfg, tclass, port, cls, ln):
+def lookahead_lane(cfg, cur, port, dst, dst_port):
+    """Lane of the hop from ``cur`` through network port ``port``: 0 if the packet goes
+    straight on at the next router, else chosen by the port it leaves that router by."""
+    d = port // 2
+    count = cfg.vcs // 2 if cfg.wrap[d] else cfg.vcs
+    nxt = _neighbour(cfg, cur, port)
+    if nxt[d] != dst[d] or count == 1:
+        return 0
+    return 1 + output_port(cfg, nxt, dst, dst_port) % (count - 1)
+
+
+def route_step(cfg, cur, dst, in_port, in_class, *, free_class=0, dateline=True):
+    """Next hop at node ``cur`` of a packet for node ``dst`` that arrived on ``in_port`` in
+    dateline class ``in_class``: ``(output port, dateline class)``, or ``None`` to eject.
+    ``free_class`` is the class a packet whose route in a new dimension never wraps takes (its
+    flow bit). ``dateline=False`` gives the same routes in class 0 throughout (for the negative
+    check)."""
+    for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
+        if cur[d] == dst[d]:
+            continue
+        plus = _direction(cfg, d, cur[d], dst[d])
+        port = 2 * d + (0 if plus else 1)
+        cls = 0
+        if wrap and dateline:
+            wrap_hop = cur[d] == (k - 1 if plus else 0)
+            if in_port == port:
+                cls = int(in_class or wrap_hop)
+            else:
+                free = dst[d] > cur[d] if plus else dst[d] < cur[d]
+                cls = int(wrap_hop or (free and free_class))
+        return port, cls
+    return None
+
+
+def out_vc(cfg, tclass, port, cls, lane):
     d = port // 2
     if cfg.wrap[d]:
-        half = cfg.vcs // 2
-        return tclass * cfg.vcs + cls * half + ln % half
-    return tclass * cfg.vcs + ln % cfg.vcs
+        return tclass * cfg.vcs + cls * (cfg.vcs // 2) + lane
+    return tclass * cfg.vcs + lane
 
 
-def path(cfg, src, dst, *, dateline=True):
-    """Hops of a packet from node ``src`` to node ``dst``: ``[(node, port, dateline class)]``."""
+def injection_vc(cfg, cur, dst, dst_port, tclass):
+    """The VC a packet waits in at its injection port."""
+    return tclass * cfg.vcs + output_port(cfg, cur, dst, dst_port) % cfg.vcs
+
+
+def path(cfg, src, dst, *, src_port=0, dst_port=0, tclass=0, dateline=True):
+    """Hops of a packet from node ``src`` to node ``dst``: ``[(node, port, vc)]``."""
     hops, cur, in_port, cls = [], tuple(src), None, 0
+    bit = flow_bit(cfg, src, src_port, dst, dst_port)
     while True:
-        step = route_step(cfg, cur, dst, in_port, cls, dateline=dateline)
+        step = route_step(cfg, cur, dst, in_port, cls, free_class=bit, dateline=dateline)
         if step is None:
             return hops
         port, cls = step
-        hops.append((cur, port, cls))
+        lane = lookahead_lane(cfg, cur, port, dst, dst_port)
+        hops.append((cur, port, out_vc(cfg, tclass, port, cls, lane)))
         cur, in_port = _neighbour(cfg, cur, port), port
         if len(hops) > cfg.max_hops + 1:
             raise AssertionError(f"route from {src} to {dst} does not end")
@@ -124,10 +160,9 @@ def channel_dependency_graph(cfg, *, dateline=True):
         for dst in nodes:
             for sp in range(L):
                 for dp in range(L):
-                    ln = lane(cfg, src, sp, dst, dp)
                     for tc in range(cfg.classes):
-                        chans = [(node, port, out_vc(cfg, tc, port, cls, ln))
-                                 for node, port, cls in path(cfg, src, dst, dateline=dateline)]
+                        chans = path(cfg, src, dst, src_port=sp, dst_port=dp, tclass=tc,
+                                     dateline=dateline)
                         for a, b in zip(chans, chans[1:], strict=False):
                             edges[a].add(b)
     return edges
@@ -160,9 +195,12 @@ def find_cycle(edges):
     return None
 
 
-def zero_load_latency(hops, length):
-    """Cycles from the head taken at injection to the tail taken at ejection, at zero load."""
-    return 2 + 2 * hops + (length - 1)
+def zero_load_latency(hops, length, link_latency=1, switch_stage=False):
+    """Cycles from the head taken at injection to the tail taken at ejection, at zero load:
+    one cycle into the injection buffer, at every router on the way (``hops + 1`` of them) one
+    through the allocator and switch (two with ``switch_stage``), ``link_latency`` on every
+    link, and the body behind the head."""
+    return 1 + (1 + switch_stage) * (hops + 1) + link_latency * hops + (length - 1)
 
 
 def average_hops(cfg):
@@ -339,9 +377,10 @@ def out_vc_of(cfg, cur, header, in_port, in_vc):
     """Output port and VC the router at ``cur`` gives a head that arrived on ``in_port`` (a
     network port number, or None from injection) in ``in_vc``; port None means eject."""
     in_cls = int(cfg.vcs >= 2 and in_vc % cfg.vcs >= cfg.vcs // 2)
-    step = route_step(cfg, cur, header.dst, in_port, in_cls)
+    bit = flow_bit(cfg, header.src, header.src_port, header.dst, header.dst_port)
+    step = route_step(cfg, cur, header.dst, in_port, in_cls, free_class=bit)
     if step is None:
         return None, 0
     port, cls = step
-    ln = lane(cfg, header.src, header.src_port, header.dst, header.dst_port)
-    return port, out_vc(cfg, header.tclass, port, cls, ln)
+    lane = lookahead_lane(cfg, cur, port, header.dst, header.dst_port)
+    return port, out_vc(cfg, header.tclass, port, cls, lane)

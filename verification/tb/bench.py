@@ -60,10 +60,12 @@ def flow_pauses(flow):
     return idle, backpressure
 
 
-async def start(dut, *, reset_cycles=3, period_ns=10):
+async def start(dut, *, reset_cycles=3, period_ns=10, clock_impl=None):
     """Start ``dut.clk`` and hold ``dut.rst`` for ``reset_cycles`` cycles; returns after the
-    reset is released (at a rising edge)."""
-    cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
+    reset is released (at a rising edge). ``clock_impl``: cocotb's clock implementation,
+    ``"gpi"`` (in the simulator, no Python per cycle: for long runs in which the testbench only
+    waits) or ``"py"``; by default cocotb's choice."""
+    cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns", impl=clock_impl).start())
     dut.rst.value = 1
     await ClockCycles(dut.clk, reset_cycles)
     dut.rst.value = 0

@@ -25,23 +25,29 @@ from verification.tests.suite import cases
 TB = "verification.tb.ici"
 ROUTER_TB = "verification.tb.ici_router"
 
-# Networks of the regression, each built once with its test harness and fault injectors.
-def _harness(**params):
-    return ICIHarnessConfig(ici=ICIConfig(**params), faults=True)
+# Networks of the regression, each built once with its test harness and fault injectors. The
+# 2x2 torus has the registered allocation (switch_stage), the 4x4 mesh 3-cycle links.
+def _harness(faults=True, **params):
+    return ICIHarnessConfig(ici=ICIConfig(**params), faults=faults)
 
 
 CONFIGS = {
     "2x2t": _harness(dims=(2, 2), classes=2, vcs=2, buffer_depth=4, max_packet=4,
-                     local_ports=2),
+                     local_ports=2, switch_stage=True),
     "4x4t": _harness(dims=(4, 4), vcs=4, buffer_depth=8, max_packet=8),
     "4x4m": _harness(dims=(4, 4), wrap=(False, False), classes=2, vcs=2, buffer_depth=4,
-                     max_packet=6),
+                     max_packet=6, link_latency=3),
     "2x2x2t": _harness(dims=(2, 2, 2), vcs=2, buffer_depth=4, max_packet=4, retry_depth=4),
 }
 ROUTER = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
+LARGE_TESTS = ("test_generated_traffic", "test_soak", "test_link_faults")
 LARGE = {
-    "8x8t": _harness(dims=(8, 8), vcs=4, max_packet=4),
-    "3x5m-t": _harness(dims=(3, 5), wrap=(False, True), classes=3, vcs=2, max_packet=5),
+    "8x8t": (_harness(dims=(8, 8), vcs=4, max_packet=4), LARGE_TESTS),
+    "3x5m-t": (_harness(dims=(3, 5), wrap=(False, True), classes=3, vcs=2, max_packet=5),
+               LARGE_TESTS),
+    # Trillium's pod: built, and every traffic pattern run through it (no fault injectors).
+    "16x16t": (_harness(faults=False, dims=(16, 16), vcs=4, max_packet=4),
+               ("test_generated_traffic",)),
 }
 
 
@@ -62,8 +68,9 @@ def test_ici(cocotb_run, net, test):
 @pytest.mark.slow
 @pytest.mark.parametrize("net", LARGE)
 def test_ici_large(cocotb_run, net):
-    for test in ("test_generated_traffic", "test_soak", "test_link_faults"):
-        cocotb_run("ici_harness", LARGE[net], TB, test)
+    config, tests = LARGE[net]
+    for test in tests:
+        cocotb_run("ici_harness", config, TB, test)
 
 
 @pytest.mark.parametrize("net, test", cases(ROUTER_TB, {"router": ROUTER}))
@@ -72,7 +79,7 @@ def test_ici_router(cocotb_run, net, test):
 
 
 @pytest.mark.parametrize("cfg", [*(c.ici for c in CONFIGS.values()), ROUTER,
-                                 *(c.ici for c in LARGE.values())],
+                                 *(c.ici for c, _ in LARGE.values())],
                          ids=[*CONFIGS, "router", *LARGE])
 def test_deadlock_free(cfg):
     """The channel dependency graph of every configuration the tests build is acyclic."""
@@ -117,7 +124,12 @@ def test_bounds():
     ({"dims": [4, 4], "wrap": [True]}, "wrap must have one entry per dimension (2), got 1"),
     ({"vcs": 1}, "vcs must be one of 2, 4, 8, got 1"),
     ({"vcs": 3, "wrap": [False, False]}, "vcs must be one of 1, 2, 4, 8, got 3"),
-    ({"buffer_depth": 3}, "buffer_depth must be one of 1, 2, 4, 8, 16, 32, got 3"),
+    ({"buffer_depth": 3}, "buffer_depth must be one of 1, 2, 4, 8, 16, 32, 64, 128, got 3"),
+    ({"link_latency": 0}, "link_latency must be an integer in 1..64, got 0"),
+    ({"link_latency": 65}, "link_latency must be an integer in 1..64, got 65"),
+    ({"link_latency": 8}, "retry_depth must be one of 32, 64, 128, 256 (a power of two at least "
+                          "the acknowledgement round trip 2 * link_latency + 2 = 18), got 8"),
+    ({"retry_depth": 12}, "retry_depth must be one of 4, 8, 16, 32, 64, 128, 256"),
     ({"classes": 5}, "classes must be an integer in 1..4, got 5"),
     ({"flit_bits": 16}, "flit_bits must be an integer in 30..1024, got 16"),
     ({"radix": 3}, "unknown ICI parameter(s): radix"),

@@ -1,8 +1,8 @@
 """Unit tests of the ICI router's parts, each alone in Amaranth's Python simulator: the link
-layer (LinkTx and LinkRx over a corrupting wire), an input unit, an injection port and the
-allocator. The router and the network are verified as a whole by the cocotb suites in
-Verilator (test_ici.py); these tests pin each part to its own contract, so a fault is found
-where it is."""
+layer (LinkTx and LinkRx over a corrupting wire), an input unit, an injection port, the
+allocator, the ejection port's reassembly, and the delay line of long links. The router and
+the network are verified as a whole by the cocotb suites in Verilator (test_ici.py); these
+tests pin each part to its own contract, so a fault is found where it is."""
 
 import random
 from collections import deque
@@ -16,7 +16,9 @@ from hdl.ici.config import ICIConfig
 from hdl.ici.input import InjectionPort, InputUnit
 from hdl.ici.link import LinkRx, LinkTx
 from hdl.ici.packet import reverse_layout, wire_layout
-from verification.models.ici import Header, lane, out_vc_of
+from hdl.ici.router import Ejection
+from hdl.lib.delay import DelayLine
+from verification.models.ici import Header, injection_vc, out_vc_of
 
 CFG = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
 
@@ -135,12 +137,14 @@ def test_link(seed, error_rate):
         assert counts["retries"] == counts["rx_crc"] == counts["tx_rev"] == 0, counts
 
 
-@pytest.mark.parametrize("port", [0, 3, CFG.net_ports + 1])
-def test_input_unit(seed, port):
+@pytest.mark.parametrize("port, stage", [(0, False), (3, False), (CFG.net_ports + 1, False),
+                                         (2, True)])
+def test_input_unit(seed, port, stage):
     """Random flits into random VCs (never a full one) and random pops: per VC the flits
-    leave in order and intact; full, nonempty and the front's marks follow the contents; a
-    head's route is the golden model's output port and VC for this input and VC."""
-    cfg = CFG
+    leave in order and intact (on ``data`` at the pop, or in the next cycle with
+    ``switch_stage``); full, nonempty and the front's marks follow the contents; a head's route
+    is the golden model's output port and VC for this input and VC."""
+    cfg = CFG.replace(switch_stage=stage)
     rng = random.Random(seed)
     coord = tuple(rng.randrange(k) for k in cfg.dims)
     dut = InputUnit(cfg, port)
@@ -156,7 +160,10 @@ def test_input_unit(seed, port):
             ctx.set(dut.coord[f"c{d}"], c)
         fifo = [deque() for _ in range(V)]
         popped = 0
+        last = None             # with switch_stage: the flit popped in the last cycle
         for _ in range(2000):
+            if last is not None:
+                assert ctx.get(dut.data) == last
             for v in range(V):
                 assert ctx.get(dut.full[v]) == (len(fifo[v]) == B)
                 assert ctx.get(dut.nonempty[v]) == bool(fifo[v])
@@ -177,10 +184,14 @@ def test_input_unit(seed, port):
             ready = [v for v in range(V) if fifo[v]]
             pop = bool(ready) and rng.random() < 0.5
             ctx.set(dut.pop, pop)
+            last = None
             if pop:
                 v = rng.choice(ready)
                 ctx.set(dut.pop_vc, v)
-                assert ctx.get(dut.data) == fifo[v][0][0]
+                if stage:
+                    last = fifo[v][0][0]
+                else:
+                    assert ctx.get(dut.data) == fifo[v][0][0]
                 fifo[v].popleft()
                 popped += 1
             if write:
@@ -193,7 +204,7 @@ def test_input_unit(seed, port):
 
 def test_injection_port(seed):
     """Good and bad packets with random idle and random full VCs: good packets leave stamped
-    (source, zero hops) in VC ``tclass * vcs + lane mod vcs``, never into a full VC; bad ones
+    (source, zero hops) in the model's injection VC, never into a full VC; bad ones
     (destination, port, class, length) are dropped whole (the head alone for a bad length) and
     counted."""
     cfg = CFG
@@ -223,7 +234,7 @@ def test_injection_port(seed):
             drops += 1
             continue
         out = Header(h.dst, h.dst_port, coord, lp, h.tclass, h.length, h.seq, 0)
-        vc = h.tclass * cfg.vcs + lane(cfg, coord, lp, h.dst, h.dst_port) % cfg.vcs
+        vc = injection_vc(cfg, coord, h.dst, h.dst_port, h.tclass)
         stamped = [out.pack(cfg) | (packet[0] >> hb << hb)] + packet[1:]
         want += [(f, int(i == 0), int(i == len(packet) - 1), vc)
                  for i, f in enumerate(stamped)]
@@ -260,8 +271,9 @@ def test_injection_port(seed):
 def test_allocator(seed):
     """Random packets queued at every input VC (routes at random), random credits and output
     readiness: every transfer is of a requesting flit (buffered, credited, output ready); one
-    flit per output and per input in a cycle; a head takes a free output VC and its packet's
-    flits follow on it uninterrupted to the tail; every packet gets through."""
+    flit per output and per input in a cycle; a head takes its route's output VC (any free one
+    at an ejection port) and its packet's flits follow on it uninterrupted to the tail; every
+    packet gets through."""
     cfg = CFG
     rng = random.Random(seed)
     dut = Allocator(cfg)
@@ -301,29 +313,108 @@ def test_allocator(seed):
             sources = []
             for o in range(P):
                 t = ctx.get(dut.transfer[o])
+                assert t.sent == (t.grant != 0)
                 if not t.sent:
                     continue
-                sources.append(t.src)
-                assert t.src in pops, f"output {o}: transfer from input {t.src} without a pop"
-                v = pops[t.src]
-                head, tail, op, ovc, packet = queues[t.src][v][0]
+                assert t.grant & (t.grant - 1) == 0, f"output {o}: grant {t.grant:b} not one-hot"
+                src = t.grant.bit_length() - 1
+                sources.append(src)
+                assert src in pops, f"output {o}: transfer from input {src} without a pop"
+                v = pops[src]
+                head, tail, op, ovc, packet = queues[src][v][0]
                 assert (ready >> o) & 1 and (credit[o] >> t.vc) & 1, "not ready or no credit"
                 assert (t.head, t.tail) == (head, tail)
                 if head:
-                    assert (op, ovc) == (o, t.vc), "head sent off its route"
+                    assert op == o, "head sent off its route"
+                    # A network output's VC is the route's; an ejection port's any free one.
+                    assert o >= NP or ovc == t.vc, "head sent off its route's VC"
                     assert (o, t.vc) not in owner, "output VC taken while held"
-                    owner[(o, t.vc)] = (t.src, v)
-                    route[(t.src, v)] = (o, t.vc)
+                    owner[(o, t.vc)] = (src, v)
+                    route[(src, v)] = (o, t.vc)
                 else:
-                    assert route.get((t.src, v)) == (o, t.vc), "body flit off its packet's VC"
-                    assert owner.get((o, t.vc)) == (t.src, v), "packets interleaved"
+                    assert route.get((src, v)) == (o, t.vc), "body flit off its packet's VC"
+                    assert owner.get((o, t.vc)) == (src, v), "packets interleaved"
                 if tail:
                     del owner[(o, t.vc)]
                     done += 1
-                queues[t.src][v].popleft()
+                queues[src][v].popleft()
             assert sorted(sources) == sorted(pops), "a pop without a transfer"
             assert len(set(sources)) == len(sources)
             await ctx.tick()
         assert done == total, f"{done} of {total} packets through"
 
     _simulate(dut, bench)
+
+
+def test_ejection(seed):
+    """Packets whose flits arrive interleaved over the ejection VCs (each VC one packet at a
+    time, only into room), with random backpressure from the endpoint: every packet leaves
+    whole, unmixed, in the order its head arrived."""
+    cfg = CFG
+    rng = random.Random(seed)
+    dut = Ejection(cfg)
+    V = cfg.total_vcs
+    packets = [[rng.getrandbits(cfg.flit_bits) for _ in range(rng.randint(1, cfg.max_packet))]
+               for _ in range(300)]
+    arrived, got = [], []
+
+    async def bench(ctx):
+        todo = deque(packets)
+        sending = {}            # vc -> flits left of the packet on it
+        current = []
+        for _ in range(20000):
+            if not todo and not sending and len(got) == len(packets):
+                break
+            room = ctx.get(dut.room)
+            free = [v for v in range(V) if v not in sending]
+            if todo and free and rng.random() < 0.3:
+                v = rng.choice(free)
+                packet = todo.popleft()
+                sending[v] = (deque(packet), packet)
+            ready = [v for v in sending if (room >> v) & 1]
+            flit = None
+            if ready and rng.random() < 0.8:
+                v = rng.choice(ready)
+                flits, packet = sending[v]
+                head = len(flits) == len(packet)
+                if head:
+                    arrived.append(packet)
+                flit = (flits.popleft(), int(head), int(not flits), v)
+                if not flits:
+                    del sending[v]
+            ctx.set(dut.i.valid, flit is not None)
+            if flit is not None:
+                for name, value in zip(("data", "head", "tail", "vc"), flit, strict=True):
+                    ctx.set(getattr(dut.i.payload, name), value)
+            take = rng.random() < 0.6
+            ctx.set(dut.o.ready, take)
+            if take and ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                current.append(beat.data)
+                if beat.last:
+                    got.append(current)
+                    current = []
+            await ctx.tick()
+        assert len(got) == len(packets), f"{len(got)} of {len(packets)} packets delivered"
+
+    _simulate(dut, bench)
+    assert got == arrived
+
+
+@pytest.mark.parametrize("cycles", [1, 2, 3, DelayLine.SHIFT_LIMIT, 9, 64])
+def test_delay_line(seed, cycles):
+    """A link's delay line gives every input value back exactly ``cycles`` cycles later (zero
+    before), as registers (short lines) or as a ring buffer in a memory (long ones)."""
+    rng = random.Random(seed)
+    dut = DelayLine(89, cycles)
+    values = [rng.getrandbits(89) for _ in range(3 * cycles + 20)]
+    got = []
+
+    async def bench(ctx):
+        for v in values:
+            ctx.set(dut.i, v)
+            got.append(ctx.get(dut.o))
+            await ctx.tick()
+
+    _simulate(dut, bench)
+    assert got == [0] * cycles + values[: len(values) - cycles]
