@@ -23,6 +23,7 @@ from podium import compiler
 from podium.cycles import gemm_cycles
 from podium.program import DTYPES, Program
 from podium.runner import run
+from sim.hbm_perf import measure_pattern
 from sim.measure import (
     REPEATS,
     RESULTS,
@@ -52,10 +53,17 @@ def bench_chip(fmt, rows=16):
 
 
 def hbm_rate(quick=False):
-    """Sustained sequential-read bytes per cycle of the HBM benchmark (hbm.json, from a
-    ``quick`` run when that is what is asked and there is one), and where it comes from."""
-    found = results_directory(quick) / "hbm.json"
-    data = json.loads((found if found.exists() else RESULTS / "hbm.json").read_text())
+    """Sustained sequential-read bytes per cycle of the HBM benchmark configuration, and where it
+    comes from: hbm.json's ``seq_read`` row (from a ``quick`` run when that is what is asked and
+    there is one), or, before the HBM benchmark has run, the same measurement made here."""
+    found = [results_directory(quick) / "hbm.json", RESULTS / "hbm.json"]
+    found = next((f for f in found if f.exists()), None)
+    if found is None:
+        r = measure_pattern(BENCH_CONFIG, "seq_read", "tensorcore-seq_read")
+        peak = r["pcs"] * BENCH_CONFIG.access_bytes / BENCH_CONFIG.timing.burst_cycles
+        return r["efficiency"] * peak, f"sim/hbm_perf.py seq_read measured for this run: " \
+                                       f"{100 * r['efficiency']:.1f}% of {peak:g} B/cycle"
+    data = json.loads(found.read_text())
     row = next(r for r in data["tables"]["patterns"] if r["pattern"] == "seq_read")
     return row["bytes_per_cycle"], f"hbm.json seq_read: {100 * row['efficiency']:.1f}% of " \
                                    f"{row['peak_bytes_per_cycle']:g} B/cycle"
@@ -135,15 +143,15 @@ def _tool_cost(chip, repeats):
             "verilog_bytes": len(design.verilog)}
 
 
-def bench(quick=False):
-    """GEMMs 512^3 and 1024^3 (int8, bfloat16; 128^3 int8 with ``quick``) on a 16 x 16 MXU
-    (8 x 8 with ``quick``), the epilogue's cost, tool cost; writes docs/results/tensorcore.md
-    and tensorcore.json."""
+def bench(quick=False, sizes=(512, 1024), repeats=REPEATS):
+    """GEMMs of every size in ``sizes`` cubed (int8, bfloat16; 128^3 int8 with ``quick``) on a
+    16 x 16 MXU (8 x 8 with ``quick``), the epilogue's cost, tool cost (``repeats`` forced
+    builds); writes docs/results/tensorcore.md and tensorcore.json."""
     env = environment()
     rng = np.random.default_rng(1)
     bw, bw_source = hbm_rate(quick)
     size = 8 if quick else 16
-    plan = [("int8", 128)] if quick else [(f, n) for n in (512, 1024)
+    plan = [("int8", 128)] if quick else [(f, n) for n in sizes
                                           for f in ("int8", "bfloat16")]
     gemms = []
     for fmt, n in plan:
@@ -153,7 +161,7 @@ def bench(quick=False):
               flush=True)
     epilogue = [_epilogue(bench_chip("int8", size), 128 if quick else 512, rng)]
     print(f"epilogue: {epilogue[-1]}", flush=True)
-    costs = [{"format": fmt, **_tool_cost(bench_chip(fmt, size), 1 if quick else REPEATS)}
+    costs = [{"format": fmt, **_tool_cost(bench_chip(fmt, size), 1 if quick else repeats)}
              for fmt in (["int8"] if quick else ["int8", "bfloat16"])]
     for c in costs:
         print(f"tool cost: {c}", flush=True)
