@@ -192,12 +192,12 @@ def _runs(quick):
     return runs
 
 
-def _tool_cost(quick):
+def _tool_cost(quick, repeats):
     rows, data = [], []
     for cfg in ([BENCH_CONFIG] if quick else [HBMConfig(), STREAM_CONFIG, BENCH_CONFIG]):
         gen = median_seconds(lambda cfg=cfg: generate("hbm", cfg))
         design = generate("hbm", cfg)
-        builds = [build(design, force=True).seconds for _ in range(1 if quick else REPEATS)]
+        builds = [build(design, force=True).seconds for _ in range(1 if quick else repeats)]
         rows.append([f"{cfg.pseudo_channels} PC, {cfg.ports} port, queue {cfg.queue_depth}",
                      f"{gen:.1f}", f"{statistics.median(builds):.1f}",
                      " / ".join(f"{b:.1f}" for b in builds)])
@@ -207,8 +207,9 @@ def _tool_cost(quick):
     return rows, data
 
 
-def bench(quick=False):
-    """Every run of :func:`_runs`, and tool cost; writes docs/results/hbm.md and hbm.json."""
+def bench(quick=False, repeats=REPEATS):
+    """Every run of :func:`_runs`, and tool cost (``repeats`` forced builds); writes
+    docs/results/hbm.md and hbm.json."""
     env = environment()
     md, js = {}, {}
     for tab, cfg, pattern, label in _runs(quick):
@@ -221,7 +222,7 @@ def bench(quick=False):
         md.setdefault(tab, []).append(m)
         js.setdefault(tab, []).append(j)
         print(m, flush=True)
-    cost_rows, cost_data = _tool_cost(quick)
+    cost_rows, cost_data = _tool_cost(quick, repeats)
     write_results("hbm", _text(env, md, cost_rows, quick), {**js, "tool_cost": cost_data},
                   env, quick)
 
