@@ -195,12 +195,24 @@ def find_cycle(edges):
     return None
 
 
-def zero_load_latency(hops, length, link_latency=1, switch_stage=False):
+def zero_load_latency(hops, length, link_latency=1, switch_stage=False, buffer_depth=None):
     """Cycles from the head taken at injection to the tail taken at ejection, at zero load:
     one cycle into the injection buffer, at every router on the way (``hops + 1`` of them) one
     through the allocator and switch (two with ``switch_stage``), ``link_latency`` on every
-    link, and the body behind the head."""
-    return 1 + (1 + switch_stage) * (hops + 1) + link_latency * hops + (length - 1)
+    link, and the body behind the head. With ``buffer_depth`` below the credit round trip
+    (``2 link_latency + 2``, one more with ``switch_stage``) a packet longer than the buffer
+    is paced by the credits on its first link: flit ``j`` leaves no earlier than one cycle after
+    flit ``j - 1`` and a round trip after flit ``j - buffer_depth``, and the gaps it gets there
+    carry through the later links unchanged."""
+    head = 1 + (1 + switch_stage) * (hops + 1) + link_latency * hops
+    leave = []
+    round_trip = 2 * link_latency + 2 + switch_stage
+    for j in range(length):
+        t = leave[-1] + 1 if leave else 0
+        if hops and buffer_depth and j >= buffer_depth:
+            t = max(t, leave[j - buffer_depth] + round_trip)
+        leave.append(t)
+    return head + leave[-1]
 
 
 def average_hops(cfg):

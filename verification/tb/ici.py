@@ -220,7 +220,8 @@ async def test_bad_packets(dut, flow):
 async def test_zero_load_latency(dut):
     """One packet at a time on an idle network: the tail leaves the model's zero-load latency
     after the head was taken (two cycles per hop on one-cycle links, one more with
-    switch_stage, link_latency - 1 more on longer links), plus the harness's port latency (its
+    switch_stage, link_latency - 1 more on longer links, the body paced by the credits when the
+    buffers are shorter than the credit round trip), plus the harness's port latency (its
     port buffers, from the sidecar)."""
     tb = NetworkBench(dut, "none_none")
     await tb.start()
@@ -241,7 +242,8 @@ async def test_zero_load_latency(dut):
         head_cycle = taken[0]
         hops = min_hops(cfg, coords_of(cfg, e // cfg.local_ports), dst)
         got = tb.snk[dst_ep].last_cycle - head_cycle - tb.sidecar["constants"]["port_latency"]
-        want = zero_load_latency(hops, length, cfg.link_latency, cfg.switch_stage)
+        want = zero_load_latency(hops, length, cfg.link_latency, cfg.switch_stage,
+                                 cfg.buffer_depth)
         assert got == want, f"{hops} hops, {length} flits: latency {got}, expected {want}"
 
 
