@@ -134,11 +134,14 @@ def verilator_fst():
 
 
 def _public_ports(design, directory):
-    """A Verilator configuration file that makes the top's ports, and nothing else, public."""
+    """A Verilator configuration file that makes the top's ports public, and the memories its
+    sidecar names (``memories``: a testbench fills and reads ``<name>_mem`` through VPI), and
+    nothing else."""
     path = directory / "public.vlt"
+    names = [p["name"] for p in design.sidecar["ports"]]
+    names += [f"{name}_mem" for name in design.sidecar.get("memories", {})]
     lines = ["`verilator_config"]
-    lines += [f'public_flat_rw -module "{design.name}" -var "{p["name"]}"'
-              for p in design.sidecar["ports"]]
+    lines += [f'public_flat_rw -module "{design.name}" -var "{name}"' for name in names]
     path.write_text("\n".join(lines) + "\n")
     return path
 
