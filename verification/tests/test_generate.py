@@ -15,6 +15,7 @@ from hdl.generate import BLOCKS, generate, make_config
 from hdl.hbm.config import HBMConfig
 from hdl.ici.config import ICIConfig
 from hdl.mxu.config import MXUConfig
+from hdl.tensorcore.config import TensorCoreConfig
 from sim.runner import lint
 
 _DIGEST = """
@@ -51,8 +52,8 @@ def test_chip_generates_lint_clean(tmp_path):
 
 
 def test_config_round_trip():
-    chip = ChipConfig(mxu=MXUConfig(rows=4, cols=4), hbm=HBMConfig(ports=2),
-                      ici=ICIConfig(dims=(2, 2, 2)))
+    chip = ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4)),
+                      hbm=HBMConfig(ports=2), ici=ICIConfig(dims=(2, 2, 2)))
     d = json.loads(json.dumps(chip.to_dict()))
     assert ChipConfig.from_dict(d) == chip
     assert chip.replace(hbm=chip.hbm.replace(ports=1)).hbm.ports == 1
@@ -62,8 +63,8 @@ def test_config_round_trip():
 @pytest.mark.parametrize("params, message", [
     ({"hbm": {"queue_depth": 100}}, "chip.hbm.queue_depth must be an integer in 2..64, got 100"),
     ({"ici": {"dims": [1, 4]}}, "chip.ici.dims[0] must be an integer in 2..64, got 1"),
-    ({"mxu": {"fmt": "int4"}}, "chip.mxu.fmt must be one of"),
-    ({"mxu": {"depth": 3}}, "chip.mxu: unknown MXU parameter(s): depth"),
+    ({"tensorcore": {"mxu": {"fmt": "int4"}}}, "chip.tensorcore.mxu.fmt must be one of"),
+    ({"tensorcore": {"mxu": {"depth": 3}}}, "chip.tensorcore.mxu: unknown MXU parameter(s): depth"),
     ({"hbm": 5}, "chip.hbm must be a HBMConfig or a dict, got 5"),
     ({"tpu": {}}, "chip: unknown chip parameter(s): tpu"),
 ])
