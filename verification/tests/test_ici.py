@@ -51,16 +51,17 @@ LARGE = {
 }
 
 
-# The 200k-cycle soak of the 2x2 torus runs in `make test`; the others (a 4x4 torus soak takes
-# several minutes) in `make test-all`.
-FAST_SOAK = {"2x2t"}
+# The 200k-cycle soak and every directed traffic pattern run on the 2x2 torus in `make test`,
+# on the other networks (a few minutes each) in `make test-all`; those networks' random traffic,
+# faults, bad packets and latency run in `make test`.
+FAST = {"test_soak": {"2x2t"}, "test_patterns": {"2x2t"}}
 
 
-def _slow_soak(net, test):
-    return [pytest.mark.slow] if test == "test_soak" and net not in FAST_SOAK else []
+def _slow(net, test):
+    return [pytest.mark.slow] if test in FAST and net not in FAST[test] else []
 
 
-@pytest.mark.parametrize("net, test", cases(TB, CONFIGS, _slow_soak))
+@pytest.mark.parametrize("net, test", cases(TB, CONFIGS, _slow))
 def test_ici(cocotb_run, net, test):
     cocotb_run("ici_harness", CONFIGS[net], TB, test)
 
