@@ -143,26 +143,28 @@ def _tool_cost(chip, repeats):
             "verilog_bytes": len(design.verilog)}
 
 
-def bench(quick=False, sizes=(512, 1024), repeats=REPEATS):
-    """GEMMs of every size in ``sizes`` cubed (int8, bfloat16; 128^3 int8 with ``quick``) on a
-    16 x 16 MXU (8 x 8 with ``quick``), the epilogue's cost, tool cost (``repeats`` forced
-    builds); writes docs/results/tensorcore.md and tensorcore.json."""
+def bench(quick=False, sizes=(512, 1024), formats=("int8", "bfloat16"), epilogue_n=512,
+          repeats=REPEATS):
+    """GEMMs of every size in ``sizes`` cubed in every format of ``formats`` (128^3 int8 with
+    ``quick``) on a 16 x 16 MXU (8 x 8 with ``quick``), the epilogue's cost on an
+    ``epilogue_n`` layer, tool cost (``repeats`` forced builds of each format's chip, none with
+    0); writes docs/results/tensorcore.md and tensorcore.json."""
     env = environment()
     rng = np.random.default_rng(1)
     bw, bw_source = hbm_rate(quick)
     size = 8 if quick else 16
     plan = [("int8", 128)] if quick else [(f, n) for n in sizes
-                                          for f in ("int8", "bfloat16")]
+                                          for f in formats]
     gemms = []
     for fmt, n in plan:
         start = time.perf_counter()
         gemms.append(measure_gemm(bench_chip(fmt, size), n, rng, bw))
         print(f"gemm {fmt} {n}^3: {gemms[-1]} ({time.perf_counter() - start:.0f} s)",
               flush=True)
-    epilogue = [_epilogue(bench_chip("int8", size), 128 if quick else 512, rng)]
+    epilogue = [_epilogue(bench_chip("int8", size), 128 if quick else epilogue_n, rng)]
     print(f"epilogue: {epilogue[-1]}", flush=True)
     costs = [{"format": fmt, **_tool_cost(bench_chip(fmt, size), 1 if quick else repeats)}
-             for fmt in (["int8"] if quick else ["int8", "bfloat16"])]
+             for fmt in (["int8"] if quick else formats if repeats else [])]
     for c in costs:
         print(f"tool cost: {c}", flush=True)
 
@@ -220,7 +222,7 @@ requantization on the VPU) against the same program with the VPU's epilogue inst
 
 Chip generation (Python + Yosys) and Verilator build (verilate + C++ compile), builds forced.
 
-{cost_table}
+{cost_table if costs else "Not measured in this run (no forced builds were asked for)."}
 """
     write_results("tensorcore", text, {"gemm": gemms, "epilogue": epilogue, "tool_cost": costs},
                   env, quick)
