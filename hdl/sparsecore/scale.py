@@ -76,8 +76,7 @@ class ScaleUnit(wiring.Component):
         sign, e, sig, nan, inf, zero = _normalized(m, d, "d")
         odd = e[0]                          # the exponent of bit 0, e - 150, is odd
         n_bits = Signal(56)
-        m.d.comb += n_bits.eq(Mux(odd, Cat(Const(0, 30), sig, Const(0, 1)),
-                                  Cat(Const(0, 30), sig)))
+        m.d.comb += n_bits.eq(Mux(odd, Cat(Const(0, 31), sig), Cat(Const(0, 30), sig)))
         k2 = Signal(range(-200, 200))        # k' / 2
         m.d.comb += k2.eq(Mux(odd, e - 151, e - 150) >> 1)
         rem = Signal(30)

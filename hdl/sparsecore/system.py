@@ -17,7 +17,8 @@ __all__ = ["SparseCoreSystem"]
 
 
 class SparseCoreSystem(Top):
-    """Members: ``csr``, ``running``, ``done``, ``error`` (the SparseCore's), ``hbm_ch<c>``."""
+    """Members: ``csr``, ``running``, ``done``, ``error`` (the SparseCore's), ``hbm_ch<c>``,
+    ``hbm_idle`` (the controller has drained: the device model holds every write answered)."""
 
     def __init__(self, config):
         self._sc = SparseCore(config.sparsecore)
@@ -30,6 +31,7 @@ class SparseCoreSystem(Top):
         members = {name: sc[name] for name in ("csr", "running", "done", "error")}
         members.update({f"hbm_ch{c}": Out(ChannelSignature(config.hbm))
                         for c in range(config.hbm.channels)})
+        members["hbm_idle"] = Out(1)
         super().__init__(config, members)
 
     @property
@@ -47,7 +49,7 @@ class SparseCoreSystem(Top):
         hbm = self._blocks["hbm"].instance(m, "hbm")
         wiring.connect(m, wiring.flipped(self.csr), sc.csr)
         m.d.comb += [self.running.eq(sc.running), self.done.eq(sc.done),
-                     self.error.eq(sc.error)]
+                     self.error.eq(sc.error), self.hbm_idle.eq(hbm.idle)]
         wiring.connect(m, sc.axi, hbm.s0_axi)
         for p in range(1, cfg.hbm.ports):
             # Unused ports: no requests, every response taken.
