@@ -8,6 +8,10 @@ groups of ``lanes`` elements and takes two cycles. At the bag's last token it wr
 one AW (``out``, then ``out + out_pitch`` for the next bag, ...) and ``out_beats`` W beats of
 ``fp32(acc * scale)`` (+0 in every element when nothing was added). ``scale`` is sampled when
 the bag's output starts (1.0 for the sum combiner).
+
+A scatter's update token (after the gradient rows of its id, which the accumulator has summed
+into ``G``) takes the fp32 table row it read and writes it back to the same address as
+``fp32(row - fp32(lr * G))``, a beat per cycle.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -16,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.fp import add_fp32, mul_fp32
 from ..lib.queue import Queue
-from .walker import token_layout
+from .gather import pending_layout
 
 __all__ = ["Combiner"]
 
@@ -29,7 +33,9 @@ class Combiner(wiring.Component):
     start : In(1), out : In(addr_width), out_pitch : In(32), bf16 : In(1)
     row_beats, out_beats : In(range(max_row_beats + 1))
         Beats of a table row and of an output row.
-    pending : In(stream of token_layout)
+    pending : In(stream of pending_layout)
+    lr : In(32)
+        The learning rate of a scatter's update (fp32).
     rows : In(stream of axi_data_width)
     freed : Out(1)
         A row beat was taken (the gather's credit).
@@ -49,7 +55,7 @@ class Combiner(wiring.Component):
         super().__init__({
             "start": In(1), "out": In(cfg.axi_addr_width), "out_pitch": In(32), "bf16": In(1),
             "row_beats": In(beats), "out_beats": In(beats),
-            "pending": In(stream.Signature(token_layout)),
+            "pending": In(stream.Signature(pending_layout(cfg))), "lr": In(32),
             "rows": In(stream.Signature(cfg.axi_data_width)),
             "freed": Out(1), "scale": In(32), "scale_valid": In(1), "bag_end": Out(1),
             "took": Out(1), "weight": Out(32),
@@ -73,7 +79,7 @@ class Combiner(wiring.Component):
         with m.If(self.start):
             m.d.sync += [addr.eq(self.out), first.eq(1), g.eq(0)]
 
-        t = self.pending.payload
+        t = self.pending.payload.token
         beat = self.rows.payload
         half = g[0]
         xs = []
@@ -87,10 +93,18 @@ class Combiner(wiring.Component):
         scaled = Cat(*[mul_fp32(m, cur.word_select(k, 32), self.scale, name=f"sc{k}")
                        for k in range(lanes)])
         last_group = g == self.out_beats - 1
+        updated = Cat(*[add_fp32(m, beat.word_select(k, 32),
+                                 mul_fp32(m, self.lr, cur.word_select(k, 32), name=f"lr{k}")
+                                 ^ (1 << 31), name=f"upd{k}")
+                        for k in range(lanes)])
 
         with m.FSM() as fsm:
             with m.State("TAKE"):
-                with m.If(self.pending.valid & t.skip):
+                with m.If(self.pending.valid & t.update):
+                    m.d.comb += [awq.i.valid.eq(1), awq.i.payload.eq(self.pending.payload.addr)]
+                    with m.If(awq.i.ready):
+                        m.next = "UPDATE"
+                with m.Elif(self.pending.valid & t.skip):
                     m.d.comb += self.pending.ready.eq(1)
                     with m.If(t.last):
                         m.d.comb += self.bag_end.eq(1)
@@ -104,6 +118,16 @@ class Combiner(wiring.Component):
                         with m.If(t.last):
                             m.d.comb += self.bag_end.eq(1)
                             m.next = "AW"
+            with m.State("UPDATE"):
+                m.d.comb += [wq.i.valid.eq(self.rows.valid),
+                             wq.i.payload.eq(Cat(Mux(first, beat, updated), last_group))]
+                with m.If(wq.i.valid & wq.i.ready):
+                    m.d.comb += self.rows.ready.eq(1)
+                    m.d.sync += g.eq(g + 1)
+                    with m.If(last_group):
+                        m.d.comb += self.pending.ready.eq(1)
+                        m.d.sync += [g.eq(0), first.eq(1)]
+                        m.next = "TAKE"
             with m.State("AW"):
                 m.d.comb += [awq.i.valid.eq(self.scale_valid), awq.i.payload.eq(addr)]
                 with m.If(awq.i.valid & awq.i.ready):

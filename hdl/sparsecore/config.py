@@ -36,6 +36,9 @@ class SparseCoreConfig(Config):
         Beats buffered for each of the offsets, ids and weights lists, 2..64.
     max_burst : int
         Beats per list read burst, 1..64 (at most ``list_beats``).
+    max_ids : int
+        Ids of one scatter minibatch (the sorter's entries; also its limit of unique ids),
+        2..256. A larger scatter is split into minibatches in CSR order.
     bad_ids : str
         Reset value of the bad-id policy (the MODE register can change it): ``"stop"`` (the
         operation stops with BAD_ID, nothing written) or ``"drop"`` (the ids are skipped and
@@ -52,6 +55,7 @@ class SparseCoreConfig(Config):
     inflight_beats: int = 32
     list_beats: int = 8
     max_burst: int = 4
+    max_ids: int = 16
     bad_ids: str = "stop"
 
     def validate(self):
@@ -70,6 +74,7 @@ class SparseCoreConfig(Config):
                                                 f"{self.inflight_beats}")
         check_int("list_beats", self.list_beats, 2, 64)
         check_int("max_burst", self.max_burst, 1, min(64, self.list_beats))
+        check_int("max_ids", self.max_ids, 2, 256)
         check_choice("bad_ids", self.bad_ids, ("stop", "drop"))
 
     @property

@@ -24,6 +24,7 @@ from .combiner import Combiner
 from .gather import Gather
 from .reader import ListReader
 from .scale import ScaleUnit
+from .sorter import Sorter
 from .walker import BagWalker
 
 __all__ = ["SparseCore", "Error", "REG", "TABLE_REGS", "COUNTERS", "CSR_ADDR_WIDTH", "ID_VALUE"]
@@ -33,16 +34,18 @@ ID_VALUE = 0x50445301
 REG = {"ID": 0x000, "CONTROL": 0x004, "STATUS": 0x008, "ERROR": 0x00C, "ERROR_INFO": 0x010,
        "TABLE": 0x020, "MODE": 0x024, "PADDING": 0x028, "OFFSETS": 0x030, "BAGS": 0x034,
        "IDS": 0x038, "NIDS": 0x03C, "WEIGHTS": 0x040, "OUT": 0x044, "OUT_PITCH": 0x048,
+       "GRAD": 0x04C, "GRAD_PITCH": 0x050, "LR": 0x054,
        "COUNTERS": 0x100, "TABLES": 0x200}
 """Byte addresses of the registers and windows."""
 TABLE_REGS = ("BASE", "ROWS", "SHAPE", "PITCH")
 """The four words of a table descriptor (TABLES + 16 t + 4 k); SHAPE: dim in bits 15..0, format
 in bit 16 (0 fp32, 1 bfloat16)."""
 COUNTERS = ("cycles", "bags", "ids", "gathered", "padding", "bad_ids", "bytes_read",
-            "bytes_written", "stalls", "operations", "errors", "max_batch")
-"""The counters, in register order (COUNTERS + 4 k). The first nine restart at every start;
+            "bytes_written", "stalls", "unique_ids", "minibatches", "operations", "errors",
+            "max_batch")
+"""The counters, in register order (COUNTERS + 4 k). The first eleven restart at every start;
 operations, errors and max_batch (the most ids one operation had) count from reset."""
-PER_OP = 9
+PER_OP = 11
 
 
 class Error(enum.Enum, shape=4):
@@ -90,7 +93,7 @@ class SparseCore(Top):
         init = {"MODE": 0x10 if cfg.bad_ids == "drop" else 0}
         regs = {name: Signal(32, name=f"reg_{name.lower()}", init=init.get(name, 0))
                 for name in ("TABLE", "MODE", "PADDING", "OFFSETS", "BAGS", "IDS", "NIDS",
-                             "WEIGHTS", "OUT", "OUT_PITCH")}
+                             "WEIGHTS", "OUT", "OUT_PITCH", "GRAD", "GRAD_PITCH", "LR")}
         tables = [[Signal(32, name=f"t{t}_{k.lower()}") for k in TABLE_REGS]
                   for t in range(cfg.tables)]
         with m.If(csr.write & ~self.running):
@@ -139,7 +142,7 @@ class SparseCore(Top):
         base, rows, shape, pitch = table[0], table[1], table[2], table[3]
         dim, bf16 = shape[:16], shape[16]
         mode = regs["MODE"]
-        weighted, kind, pad_en, drop = mode[0], mode[1:3], mode[3], mode[4]
+        weighted, kind, pad_en, drop, scatter = mode[0], mode[1:3], mode[3], mode[4], mode[5]
         row_bytes = Mux(bf16, dim << 1, dim << 2)
         row_beats = (row_bytes >> shift)[:8]
         out_beats = ((dim << 2) >> shift)[:8]
@@ -152,15 +155,24 @@ class SparseCore(Top):
         m.submodules.gather = gather = Gather(cfg)
         m.submodules.combiner = comb = Combiner(cfg)
         m.submodules.scale = scale = ScaleUnit()
+        m.submodules.sorter = sorter = Sorter(cfg)
         m.submodules.rows = rowq = Queue(cfg.axi_data_width, cfg.inflight_beats)
 
-        wiring.connect(m, walker.token, gather.token)
+        with m.If(scatter):
+            wiring.connect(m, walker.token, sorter.i)
+            wiring.connect(m, sorter.o, gather.token)
+        with m.Else():
+            wiring.connect(m, walker.token, gather.token)
         wiring.connect(m, gather.pending, comb.pending)
         wiring.connect(m, rowq.o, comb.rows)
         m.d.comb += [
             walker.rows.eq(rows), walker.weighted.eq(weighted), walker.pad_en.eq(pad_en),
             walker.pad.eq(regs["PADDING"]), walker.bags.eq(regs["BAGS"]),
-            gather.base.eq(base), gather.pitch.eq(pitch), gather.row_beats.eq(row_beats),
+            gather.base.eq(Mux(scatter, regs["GRAD"], base)),
+            gather.pitch.eq(Mux(scatter, regs["GRAD_PITCH"], pitch)),
+            gather.ubase.eq(base), gather.upitch.eq(pitch),
+            gather.row_beats.eq(Mux(scatter, out_beats, row_beats)), comb.lr.eq(regs["LR"]),
+            sorter.walker_busy.eq(walker.busy),
             gather.freed.eq(comb.freed),
             comb.out.eq(regs["OUT"]), comb.out_pitch.eq(regs["OUT_PITCH"]), comb.bf16.eq(bf16),
             comb.row_beats.eq(row_beats), comb.out_beats.eq(out_beats),
@@ -203,7 +215,8 @@ class SparseCore(Top):
                      axi.wlast.eq(comb.w.payload[-1]), axi.wstrb.eq(-1),
                      comb.w.ready.eq(axi.wready), axi.bready.eq(1)]
 
-        ctx = dict(regs=regs, rows=rows, dim=dim, bf16=bf16, base=base, pitch=pitch,
+        ctx = dict(scatter=scatter, sorter=sorter, regs=regs, rows=rows, dim=dim, bf16=bf16,
+                   base=base, pitch=pitch,
                    row_bytes=row_bytes, drop=drop, weighted=weighted, readers=readers,
                    walker=walker, comb=comb, scale=scale, gather=gather, sel=sel,
                    pad_en=pad_en, kind=kind)
@@ -219,8 +232,13 @@ class SparseCore(Top):
         bad_seen = Signal(32)
         written = Signal(32)
         resp_error = Signal()
+        issued = Signal(32)
         with m.If(axi.bvalid):
             m.d.sync += written.eq(written + 1)
+        with m.If(axi.awvalid & axi.awready):
+            m.d.sync += issued.eq(issued + 1)
+        m.d.comb += c["sorter"].drained.eq(~c["gather"].pending.valid & ~c["comb"].busy
+                                          & (written == issued) & ~axi.awvalid)
         with m.If((axi.bvalid & (axi.bresp != AxiResp.OKAY))
                   | (axi.rvalid & (axi.rresp != AxiResp.OKAY))):
             m.d.sync += resp_error.eq(1)
@@ -232,7 +250,11 @@ class SparseCore(Top):
                     | (c["pitch"] < c["row_bytes"]) | (regs["OUT"] % beat != 0)
                     | (regs["OUT_PITCH"] % beat != 0) | (regs["OUT_PITCH"] < (dim << 2))
                     | (regs["OFFSETS"][:2] != 0) | (regs["IDS"][:2] != 0)
-                    | (regs["WEIGHTS"][:2] != 0))
+                    | (regs["WEIGHTS"][:2] != 0)
+                    | (c["scatter"] & (c["bf16"] | (c["kind"] != 0)
+                                       | (regs["GRAD"] % beat != 0)
+                                       | (regs["GRAD_PITCH"] % beat != 0)
+                                       | (regs["GRAD_PITCH"] < (dim << 2)))))
         events = {name: Signal(32, name=f"event_{name}") for name in COUNTERS[:PER_OP]}
         t = c["walker"].token
         took_token = t.valid & t.ready
@@ -244,6 +266,10 @@ class SparseCore(Top):
                      events["padding"].eq(took_token & t.payload.padding),
                      events["bytes_read"].eq(Mux(axi.rvalid, beat, 0)),
                      events["bytes_written"].eq(Mux(axi.wvalid & axi.wready, beat, 0)),
+                     events["unique_ids"].eq(c["comb"].pending.valid
+                                             & c["comb"].pending.ready
+                                             & c["comb"].pending.payload.token.update),
+                     events["minibatches"].eq(c["sorter"].minibatch),
                      events["stalls"].eq(c["gather"].stall | (axi.arvalid & ~axi.arready)
                                          | (axi.wvalid & ~axi.wready))]
         for k, name in enumerate(COUNTERS[:PER_OP]):
@@ -267,7 +293,7 @@ class SparseCore(Top):
                 with m.If(start):
                     m.d.sync += [self.running.eq(1), self.done.eq(0), self.error.eq(0),
                                  code.eq(0), info.eq(0), resp_error.eq(0),
-                                 written.eq(0)]
+                                 written.eq(0), issued.eq(0)]
                     m.next = "DESCRIPTOR"
             with m.State("DESCRIPTOR"):
                 with m.If(desc_bad):
@@ -321,13 +347,14 @@ class SparseCore(Top):
                                      w_r.count.eq(last - first),
                                      c["walker"].start.eq(1), c["comb"].start.eq(1),
                                      c["scale"].start.eq(1)]
-                        m.d.sync += written.eq(0)
+                        m.d.sync += [written.eq(0), issued.eq(0)]
                         m.next = "GATHER"
             with m.State("GATHER"):
                 for r, port in zip(c["readers"], ("offsets", "ids", "weights"), strict=True):
                     wiring.connect(m, r.o, getattr(c["walker"], port))
                 quiet = ~(offs_r.busy | ids_r.busy | w_r.busy | c["walker"].busy
-                          | c["comb"].busy | c["gather"].pending.valid)
-                with m.If(quiet & (written == regs["BAGS"])):
+                          | c["comb"].busy | c["gather"].pending.valid | c["sorter"].busy)
+                target = Mux(c["scatter"], issued, regs["BAGS"])
+                with m.If(quiet & (written == target) & ~axi.awvalid):
                     finish(Mux(resp_error, Error.AXI_RESPONSE.value, Error.NONE.value))
         return m

@@ -1,22 +1,29 @@
 """The gather: tokens in, row reads out on AXI ID 0, tokens on to the combiner in order.
 
-A token that is not skipped issues one INCR burst for its row (``base + id * pitch``,
-``row_beats`` beats) when the row buffer has room for all of it (credits: ``inflight_beats``
-beats, returned as the combiner consumes them), so up to ``inflight_beats / row_beats`` rows
-are in flight and read data is never refused. Every token goes on to the combiner through the
-pending queue, in order; the memory answers one ID in order, so the rows arrive in token
-order. One token per cycle; ``stall`` is high on cycles a token waits for credits or for AR.
+A token that is not skipped issues one INCR burst for its row (``base + id * pitch``, or for
+a scatter's update token ``ubase + id * upitch``; ``row_beats`` beats) when the row buffer has
+room for all of it (credits: ``inflight_beats`` beats, returned as the combiner consumes
+them), so up to ``inflight_beats / row_beats`` rows are in flight and read data is never
+refused. Every token goes on to the combiner through the pending queue, in order, with the
+address it read (an update's write address); the memory answers one ID in order, so the
+rows arrive in token order. One token per cycle; ``stall`` is high on cycles a token waits
+for credits or for AR.
 """
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.queue import Queue
 from .reader import ar_layout
 from .walker import token_layout
 
-__all__ = ["Gather"]
+__all__ = ["Gather", "pending_layout"]
+
+
+def pending_layout(cfg):
+    """A token on its way to the combiner, with the address of the row it read."""
+    return data.StructLayout({"token": token_layout, "addr": cfg.axi_addr_width})
 
 
 class Gather(wiring.Component):
@@ -26,8 +33,9 @@ class Gather(wiring.Component):
     -------
     token : In(stream of token_layout)
     ar : Out(stream of ar_layout)
-    pending : Out(stream of token_layout)
-    base : In(addr_width), pitch : In(32), row_beats : In(range(max_row_beats + 1))
+    pending : Out(stream of pending_layout)
+    base : In(addr_width), pitch : In(32), ubase : In(addr_width), upitch : In(32)
+    row_beats : In(range(max_row_beats + 1))
     freed : In(1)
         A row beat left the row buffer.
     stall : Out(1)
@@ -38,8 +46,9 @@ class Gather(wiring.Component):
         super().__init__({
             "token": In(stream.Signature(token_layout)),
             "ar": Out(stream.Signature(ar_layout(cfg))),
-            "pending": Out(stream.Signature(token_layout)),
+            "pending": Out(stream.Signature(pending_layout(cfg))),
             "base": In(cfg.axi_addr_width), "pitch": In(32),
+            "ubase": In(cfg.axi_addr_width), "upitch": In(32),
             "row_beats": In(range(cfg.max_row_beats + 1)),
             "freed": In(1), "stall": Out(1),
         })
@@ -47,16 +56,19 @@ class Gather(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        m.submodules.queue = queue = Queue(token_layout, cfg.inflight_beats + 2)
+        m.submodules.queue = queue = Queue(pending_layout(cfg), cfg.inflight_beats + 2)
         credits = Signal(range(cfg.inflight_beats + 1), init=cfg.inflight_beats)
         t = self.token.payload
         needs_read = ~t.skip
         room = credits >= self.row_beats
+        addr = Signal(cfg.axi_addr_width)
+        m.d.comb += addr.eq(Mux(t.update, self.ubase + t.id * self.upitch,
+                                self.base + t.id * self.pitch))
         m.d.comb += [
-            self.ar.payload.addr.eq(self.base + t.id * self.pitch),
+            self.ar.payload.addr.eq(addr),
             self.ar.payload.len.eq(self.row_beats - 1),
             self.ar.valid.eq(self.token.valid & needs_read & room & queue.i.ready),
-            queue.i.payload.eq(t),
+            queue.i.payload.token.eq(t), queue.i.payload.addr.eq(addr),
             queue.i.valid.eq(self.token.valid & (~needs_read | (room & self.ar.ready))),
             self.token.ready.eq(queue.i.ready & (~needs_read | (room & self.ar.ready))),
         ]

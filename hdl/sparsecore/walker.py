@@ -16,8 +16,12 @@ __all__ = ["BagWalker", "token_layout", "ONE"]
 ONE = 0x3F800000
 """fp32 1.0: the weight of every id of an unweighted batch."""
 
-token_layout = data.StructLayout({"id": 32, "weight": 32, "skip": 1, "last": 1,
-                                  "padding": 1, "bad": 1})
+token_layout = data.StructLayout({"id": 32, "weight": 32, "bag": 32, "skip": 1, "last": 1,
+                                  "padding": 1, "bad": 1, "update": 1})
+"""A token: the row to read (``id``), its weight, its bag's index; ``skip``: nothing to read;
+``last``: it ends its bag (a scatter's update token: it ends its unique id's contributions);
+``padding`` / ``bad``: why it is skipped; ``update``: a scatter's read-modify-write of table row
+``id``."""
 
 
 class BagWalker(wiring.Component):
@@ -26,6 +30,8 @@ class BagWalker(wiring.Component):
     Members
     -------
     start : In(1), bags : In(32), rows : In(32), weighted : In(1), pad_en : In(1), pad : In(32)
+    update : In(1)
+        Copied into every token's ``update`` bit (tied to 0: the walker's tokens read rows).
     offsets, ids, weights : In(stream of 32 bits)
     token : Out(stream of token_layout)
     busy : Out(1)
@@ -34,7 +40,7 @@ class BagWalker(wiring.Component):
     def __init__(self):
         super().__init__({
             "start": In(1), "bags": In(32), "rows": In(32), "weighted": In(1),
-            "pad_en": In(1), "pad": In(32),
+            "pad_en": In(1), "pad": In(32), "update": In(1),
             "offsets": In(stream.Signature(32)), "ids": In(stream.Signature(32)),
             "weights": In(stream.Signature(32)),
             "token": Out(stream.Signature(token_layout)), "busy": Out(1),
@@ -43,6 +49,7 @@ class BagWalker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         bags_left = Signal(32)
+        bag = Signal(32)
         prev = Signal(32)
         remaining = Signal(32)       # ids of the current bag still to walk
         in_bag = Signal()            # the current bag's end offset has been taken
@@ -52,7 +59,7 @@ class BagWalker(wiring.Component):
 
         with m.If(self.start):
             m.d.sync += [active.eq(1), bags_left.eq(self.bags), have_first.eq(0),
-                         in_bag.eq(0)]
+                         in_bag.eq(0), bag.eq(0)]
 
         with m.If(active & ~have_first):
             m.d.comb += self.offsets.ready.eq(1)
@@ -72,7 +79,9 @@ class BagWalker(wiring.Component):
             ident = self.ids.payload
             m.d.comb += [
                 self.token.valid.eq(empty | (self.ids.valid & weight_ok)),
-                t.id.eq(ident), t.weight.eq(Mux(self.weighted, self.weights.payload, ONE)),
+                t.id.eq(ident), t.bag.eq(bag),
+                t.weight.eq(Mux(self.weighted, self.weights.payload, ONE)),
+                t.update.eq(self.update),
                 t.padding.eq(~empty & self.pad_en & (ident == self.pad)),
                 t.bad.eq(~empty & (ident >= self.rows)),
                 t.skip.eq(empty | t.padding | t.bad),
@@ -83,7 +92,7 @@ class BagWalker(wiring.Component):
                     m.d.comb += [self.ids.ready.eq(1), self.weights.ready.eq(self.weighted)]
                     m.d.sync += remaining.eq(remaining - 1)
                 with m.If(t.last):
-                    m.d.sync += [in_bag.eq(0), bags_left.eq(bags_left - 1)]
+                    m.d.sync += [in_bag.eq(0), bags_left.eq(bags_left - 1), bag.eq(bag + 1)]
                     with m.If(bags_left == 1):
                         m.d.sync += active.eq(0)
         return m

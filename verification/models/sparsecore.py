@@ -47,11 +47,12 @@ rows are read as fp32 (bfloat16 widened) and written back in the table's format 
 rounded to nearest even). Unique ids are updated in ascending id order; each row is written
 once per minibatch.
 
-Limits: ``max_ids`` ids and ``max_unique`` unique ids per minibatch. An operation larger than
-that is split into minibatches of whole bags in order (greedy; a bag larger than the limit on
-its own is cut at id boundaries). Lookups do not change with the split (the bag's accumulator
-carries across the cut); a scatter applies one optimizer step per minibatch, in order. The
-counters report the minibatches and the largest operation seen.
+Limits: ``max_ids`` kept ids (not padding, not dropped) and ``max_unique`` distinct ids per
+minibatch. An operation larger than that is split, in CSR order, into minibatches (greedy; a
+kept id that would break a limit starts the next one, wherever it is in its bag). Lookups do
+not change with the split (the bag's accumulator carries across the cut); a scatter applies one
+optimizer step per minibatch, in order. The counters report the minibatches and the largest
+operation seen (its ids).
 
 Bad input (checked before anything is written):
 
@@ -224,34 +225,26 @@ def _narrow(values, fmt):
     return np.where(nan, np.uint16(0x7FC0), bits).astype(np.uint16)
 
 
-def minibatches(batch, limits):
-    """The minibatches of ``batch`` under ``limits``: a list of ``(start, end)`` id ranges
-    (indices into ``ids``), greedy over bags in order, a bag cut only when it alone is over a
-    limit."""
+def minibatches(batch, limits, rows=1 << 62, padding_idx=None):
+    """The minibatches of ``batch`` under ``limits``: a list of ``(start, end)`` ranges of id
+    positions covering ``offsets[0]:offsets[-1]`` in order. Only kept ids count (not padding,
+    not outside the table's ``rows``): a kept id that would make its minibatch hold more than
+    ``max_ids`` kept ids or ``max_unique`` distinct ones starts the next minibatch (bags are cut
+    anywhere; a bag's lookup does not change, and a scatter's contributions are per id)."""
     off = batch.offsets
     out = []
     start = off[0]
     count, unique = 0, set()
-    for b in range(batch.bags):
-        lo, hi = off[b], off[b + 1]
-        bag_unique = set(batch.ids[lo:hi].tolist())
-        fits = (count + hi - lo <= limits.max_ids
-                and len(unique | bag_unique) <= limits.max_unique)
-        if fits:
-            count += hi - lo
-            unique |= bag_unique
+    for k in range(off[0], off[-1]):
+        i = int(batch.ids[k])
+        if i == padding_idx or not 0 <= i < rows:
             continue
-        if count:
-            out.append((start, lo))
-        start, count, unique = lo, 0, set()
-        for k in range(lo, hi):
-            if count + 1 > limits.max_ids or len(unique | {int(batch.ids[k])}) > limits.max_unique:
-                out.append((start, k))
-                start, count, unique = k, 0, set()
-            count += 1
-            unique.add(int(batch.ids[k]))
-    if count or not out:
-        out.append((start, off[-1]))
+        if count + 1 > limits.max_ids or len(unique | {i}) > limits.max_unique:
+            out.append((start, k))
+            start, count, unique = k, 0, set()
+        count += 1
+        unique.add(i)
+    out.append((start, off[-1]))
     return out
 
 
@@ -263,7 +256,8 @@ def _counters(batch, table, padding_idx, bad, limits):
                                                                else padding_idx))]
     return {"bags": batch.bags, "ids": len(used), "padding": padded, "bad_ids": bad,
             "gathered": len(good), "unique_ids": len(set(good.tolist())),
-            "minibatches": len(minibatches(batch, limits)), "max_batch": len(used)}
+            "minibatches": len(minibatches(batch, limits, table.rows, padding_idx)),
+            "max_batch": len(used)}
 
 
 def lookup(table, bits, batch, combiner="sum", *, padding_idx=None, bad_ids="stop",
@@ -317,7 +311,7 @@ def scatter(table, bits, batch, grad, combiner="sum", *, lr=1.0, optimizer="sgd"
     writes = 0
     with np.errstate(all="ignore"):
         g = (grad * scales[:, None]).astype(np.float32)
-        for lo, hi in minibatches(batch, limits):
+        for lo, hi in minibatches(batch, limits, table.rows, padding_idx):
             pairs = [(int(batch.ids[k]), k) for k in range(lo, hi)
                      if _kept(batch, k, table.rows, padding_idx)]
             pairs.sort(key=lambda p: p[0])          # stable: CSR order within an id

@@ -16,8 +16,11 @@ from verification.models.sparsecore import (
     COMBINERS,
     Batch,
     Error,
+    Limits,
     Table,
     lookup,
+    read_table,
+    scatter,
     table_image,
 )
 from verification.tb.axi import axil_master
@@ -25,7 +28,7 @@ from verification.tb.bench import SHORT_FLOWS, env_int, new_rng
 from verification.tb.hbm import HBMBench
 from verification.tb.packing import load_sidecar
 
-__all__ = ["SparseCoreBench", "Outcome", "Op"]
+__all__ = ["SparseCoreBench", "Outcome", "Op", "ScatterOp"]
 
 SENTINEL = 0xA5
 
@@ -66,6 +69,29 @@ class Op:
     def golden(self, bits):
         return lookup(self.table, bits, self.batch, self.combiner, padding_idx=self.padding_idx,
                       bad_ids="drop" if self.drop else "stop")
+
+
+class ScatterOp(Op):
+    """One gradient update: ``grad`` (bags x dim fp32) at ``grad_at``, SGD with ``lr``."""
+
+    scatter = True
+
+    def __init__(self, slot, table, batch, grad, lr, *, grad_at=0x1C0000, grad_pitch=None,
+                 **kw):
+        super().__init__(slot, table, batch, "sum", **kw)
+        self.grad = np.asarray(grad, dtype=np.float32).reshape(batch.bags, table.dim)
+        self.lr = np.float32(lr)
+        self.grad_at = grad_at
+        self.grad_pitch = grad_pitch or table.dim * 4
+
+    @property
+    def out_bytes(self):
+        return 0
+
+    def golden(self, bits, max_ids):
+        return scatter(self.table, bits, self.batch, self.grad, "sum", lr=self.lr,
+                       padding_idx=self.padding_idx, bad_ids="drop" if self.drop else "stop",
+                       limits=Limits(max_ids=max_ids, max_unique=max_ids))
 
 
 class SparseCoreBench:
@@ -153,6 +179,11 @@ class SparseCoreBench:
         kinds = {name: k for k, name in enumerate(COMBINERS)}
         mode = ((b.weights is not None) | kinds[op.combiner] << 1
                 | (op.padding_idx is not None) << 3 | op.drop << 4)
+        if getattr(op, "scatter", False):
+            mode |= 1 << 5
+            for name, value in (("GRAD", op.grad_at), ("GRAD_PITCH", op.grad_pitch),
+                                ("LR", int(op.lr.view(np.uint32)))):
+                await self.write(self.reg[name], value)
         values = {"TABLE": op.slot, "MODE": mode, "PADDING": op.padding_idx or 0,
                   "OFFSETS": op.offsets_at, "BAGS": b.bags, "IDS": op.ids_at,
                   "NIDS": len(b.ids), "WEIGHTS": op.weights_at, "OUT": op.out,
@@ -202,6 +233,35 @@ class SparseCoreBench:
         gathered = w["gathered"] * op.table.row_bytes
         assert c["bytes_read"] >= gathered, c
         return out, want
+
+
+async def check_scatter(tb, op, bits=None):
+    """Place, run and compare a scatter with the golden model: the whole table in HBM after
+    it (unchanged after a refused one), and the counters."""
+    bits = tb.place(op, bits)
+    image = np.zeros((op.batch.bags, op.grad_pitch), dtype=np.uint8)
+    image[:, :op.table.dim * 4] = op.grad.view(np.uint8).reshape(op.batch.bags, -1)
+    tb.write_hbm(op.grad_at, image.tobytes())
+    out = await tb.run(op)
+    want = op.golden(bits, tb.cfg.max_ids)
+    assert out.error == want.error, f"error {out.error.name}, golden {want.error.name}: {out}"
+    got = read_table(op.table, tb.read_hbm)
+    expect = bits if want.error != Error.NONE else want.out
+    if not np.array_equal(got, expect):
+        bad = np.argwhere(got != expect)[:5]
+        raise AssertionError(f"table differs at {bad.tolist()}: got "
+                             f"{[hex(got[i, j]) for i, j in bad]}, want "
+                             f"{[hex(expect[i, j]) for i, j in bad]}")
+    if want.error != Error.NONE:
+        await tb.write(tb.reg["CONTROL"], 2)
+        return out, want, got
+    c, w = out.counters, want.counters
+    for mine, theirs in (("bags", "bags"), ("ids", "ids"), ("gathered", "gathered"),
+                         ("padding", "padding"), ("bad_ids", "bad_ids"),
+                         ("unique_ids", "row_writes"), ("minibatches", "minibatches")):
+        assert c[mine] == w[theirs], f"counter {mine}: {c[mine]}, golden {w[theirs]}"
+    assert c["bytes_written"] == w["row_writes"] * op.table.dim * 4, c
+    return out, want, got
 
 
 def random_batch(rng, bags, rows, *, max_bag=5, weighted=False, zipf=None, lo=0):
@@ -293,7 +353,54 @@ async def zipf_batches(tb):
     assert got == largest, f"max_batch {got}, want {largest}"
 
 
-TESTS = [combiners, bf16_padding_empty, edges_duplicates_tables, bad_input, zipf_batches]
+async def scatter_duplicates(tb):
+    """Scatter-add with SGD: Zipf ids (duplicates within and across bags, hot rows at the
+    table's first and last rows), weights, padding, more ids than one minibatch holds (the
+    sorter splits them and steps once per minibatch); the whole table compared after each, and a
+    lookup afterwards reads the updated rows."""
+    table = Table(0x50000, 24, 16)
+    bits = None
+    for k in range(env_int("PODIUM_SC_SCATTERS", 3)):
+        batch = random_batch(tb.np, tb.rng.randint(2, 9), table.rows, max_bag=6,
+                             weighted=k % 2 == 1, zipf=1.3)
+        batch.ids[::7] = table.rows - 1
+        grad = tb.np.standard_normal((batch.bags, table.dim)).astype(np.float32)
+        op = ScatterOp(1, table, batch, grad, tb.rng.choice([0.5, 0.01, -1.0]),
+                       padding_idx=3 if k == 1 else None)
+        _, want, bits = await check_scatter(tb, op, bits)
+    await tb.check(Op(1, table, random_batch(tb.np, 4, table.rows), "sum"), bits)
+
+
+async def scatter_bad_input(tb):
+    """A scatter with an id outside the table (stop policy) or decreasing offsets leaves the
+    whole table unchanged and the core answers the next operation; with the drop policy the bad
+    ids are skipped and counted; a bfloat16 table or a mean scatter is refused (BAD_DESCRIPTOR:
+    not built)."""
+    table = Table(0x50000, 10, 8)
+    grad = tb.np.standard_normal((2, 8)).astype(np.float32)
+    bits = None
+    for offsets, ids, code in (([0, 2, 3], [1, 10, 5], Error.BAD_ID),
+                               ([0, 2, 1], [1, 2, 5], Error.BAD_OFFSETS)):
+        out, _, bits = await check_scatter(tb, ScatterOp(0, table, Batch(offsets, ids), grad,
+                                                         0.5), bits)
+        assert out.error == code, out
+    out, _, bits = await check_scatter(tb, ScatterOp(0, table, Batch([0, 2, 4], [9, 12, 9, 0]),
+                                                     grad, 0.5, drop=True), bits)
+    assert out.counters["bad_ids"] == 1 and out.counters["unique_ids"] == 2, out
+    for op in (ScatterOp(0, Table(0x50000, 10, 16, "bf16"), Batch([0, 1], [2]),
+                         np.ones((1, 16)), 1.0),
+               ScatterOp(0, table, Batch([0, 1], [2]), grad[:1], 1.0)):
+        if op.table.fmt == "fp32":
+            op.combiner = "mean"
+        tb.place(op)
+        out = await tb.run(op)
+        assert out.error == Error.BAD_DESCRIPTOR, out
+        await tb.write(tb.reg["CONTROL"], 2)
+    await check_scatter(tb, ScatterOp(0, table, Batch([0, 3], [4, 4, 4]), grad[:1], 0.25))
+
+
+TESTS = [combiners, bf16_padding_empty, edges_duplicates_tables, bad_input, zipf_batches,
+         scatter_duplicates, scatter_bad_input]
 
 
 def _tests(bodies, flows):

@@ -266,6 +266,11 @@ def test_minibatches_cover_in_order_within_limits(seed, max_ids, max_unique):
         assert b == c and a < b
     for lo, hi in parts:
         assert hi - lo <= max_ids and len(set(batch.ids[lo:hi].tolist())) <= max_unique
+    padded = minibatches(batch, Limits(max_ids, max_unique), padding_idx=0)
+    for lo, hi in padded:
+        kept = [i for i in batch.ids[lo:hi].tolist() if i != 0]
+        assert len(kept) <= max_ids and len(set(kept)) <= max_unique
+    assert len(padded) <= len(parts), "padding counted against the limits"
     rows = rng.standard_normal((20, 3)).astype(np.float32)
     whole = lookup(Table(0, 20, 3), bits(rows), batch, "mean")
     split = lookup(Table(0, 20, 3), bits(rows), batch, "mean",
