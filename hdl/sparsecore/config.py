@@ -107,15 +107,22 @@ class SparseCoreSystemConfig(Config):
     sparsecore : SparseCoreConfig
         Its AXI bus must match the controller's ports (data, address and ID widths).
     hbm : HBMConfig
+    memory : str
+        ``"hbm"``: the HBM controller behind the SparseCore; ``"axi"`` (a test harness choice):
+        no controller, the SparseCore's AXI4 port at the edge (its bench puts a memory model
+        there with random idle and backpressure on every channel); ``hbm`` is then unused.
     """
 
     KIND = "SparseCore system"
 
     sparsecore: SparseCoreConfig = SparseCoreConfig()
     hbm: HBMConfig = HBMConfig()
+    memory: str = "hbm"
 
     def validate(self):
-        check_matching_bus("sparsecore", self.sparsecore, self.hbm)
+        check_choice("memory", self.memory, ("hbm", "axi"))
+        if self.memory == "hbm":
+            check_matching_bus("sparsecore", self.sparsecore, self.hbm)
 
     @property
     def name(self):

@@ -10,7 +10,8 @@ from verification.tests.suite import cases
 
 TB = "verification.tb.sparsecore"
 
-CONFIGS = {"default": SparseCoreSystemConfig()}
+CONFIGS = {"hbm": SparseCoreSystemConfig(),
+           "axi": SparseCoreSystemConfig(memory="axi")}
 
 
 @pytest.mark.parametrize("name, test", cases(TB, CONFIGS))
