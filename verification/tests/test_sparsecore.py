@@ -14,7 +14,16 @@ CONFIGS = {"hbm": SparseCoreSystemConfig(),
            "axi": SparseCoreSystemConfig(memory="axi")}
 
 
-@pytest.mark.parametrize("name, test", cases(TB, CONFIGS))
+SLOW = {("axi", "test_bf16_padding_empty"), ("axi", "test_edges_duplicates_tables"),
+        ("axi", "test_bad_input"), ("axi", "test_scatter_bad_input")}
+"""Runs that repeat on the AXI harness what the HBM configuration covers (make test-all)."""
+
+
+def _marks(name, test):
+    return [pytest.mark.slow] if (name, test) in SLOW else []
+
+
+@pytest.mark.parametrize("name, test", cases(TB, CONFIGS, _marks))
 def test_sparsecore(cocotb_run, name, test):
     cocotb_run("sparsecore", CONFIGS[name], TB, test)
 
