@@ -98,22 +98,32 @@ class ScatterOp(Op):
 
 
 class SparseCoreBench:
-    def __init__(self, dut, flow="random_random"):
+    """The SparseCore's bench: its standalone top, or (``chip``: a started ChipBench of
+    verification/tb/chip.py) the SparseCore of a chip, on HBM port 1 beside the TensorCore."""
+
+    def __init__(self, dut, flow="random_random", *, chip=None):
         self.dut = dut
         sidecar = load_sidecar()
-        self.system = SparseCoreSystemConfig.from_dict(sidecar["parameters"])
-        self.cfg = self.system.sparsecore
         self.rng = new_rng()
         self.np = np.random.default_rng(self.rng.getrandbits(32))
-        self.reg = sidecar["csr"]["registers"]
-        self.counter_names = sidecar["csr"]["counters"]
-        self.csr = axil_master(dut, "csr", flow)
-        if self.system.memory == "axi":
-            self.hbm = None
-            self.ram = axi_ram(dut, "axi", RAM_BYTES, flow)
+        if chip is not None:
+            self.cfg = chip.chip.sparsecore
+            self.memory, self.hbm_cfg, self.hbm = "hbm", chip.chip.hbm, chip.hbm
+            csr, prefix, self.running = sidecar["sc_csr"], "sc_csr", dut.sc_running
         else:
-            self.hbm = HBMBench(dut, flow, masters=False, config=self.system.hbm,
-                                prefix="hbm_ch")
+            system = SparseCoreSystemConfig.from_dict(sidecar["parameters"])
+            self.cfg, self.memory, self.hbm_cfg = system.sparsecore, system.memory, system.hbm
+            csr, prefix, self.running = sidecar["csr"], "csr", dut.running
+            if system.memory == "axi":
+                self.hbm = None
+                self.ram = axi_ram(dut, "axi", RAM_BYTES, flow)
+            else:
+                self.hbm = HBMBench(dut, flow, masters=False, config=system.hbm,
+                                    prefix="hbm_ch")
+        self.csr_info = csr
+        self.reg = csr["registers"]
+        self.counter_names = csr["counters"]
+        self.csr = axil_master(dut, prefix, flow)
 
     async def start(self):
         if self.hbm:
@@ -128,7 +138,7 @@ class SparseCoreBench:
         if not self.hbm:
             self.ram.write(address, data)
             return
-        ab = self.system.hbm.access_bytes
+        ab = self.hbm_cfg.access_bytes
         start = address - address % ab
         end = -(-(address + len(data)) // ab) * ab
         image = bytearray(self.hbm.dump(start, end - start))
@@ -211,7 +221,7 @@ class SparseCoreBench:
         await self.write(self.reg["CONTROL"], 1)
         for _ in range(budget):
             await RisingEdge(self.dut.clk)
-            if not self.dut.running.value:
+            if not self.running.value:
                 break
         else:
             raise AssertionError(f"still running after {budget} cycles")
@@ -427,7 +437,7 @@ def _tests(bodies, flows):
         async def test(dut, flow, body=body):
             tb = SparseCoreBench(dut, flow)
             await tb.start()
-            assert await tb.read(tb.reg["ID"]) == load_sidecar()["csr"]["id"]
+            assert await tb.read(tb.reg["ID"]) == tb.csr_info["id"]
             await body(tb)
         test.__name__ = test.__qualname__ = f"test_{body.__name__}"
         test.__doc__, test.__module__ = body.__doc__, __name__
