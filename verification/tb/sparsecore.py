@@ -26,7 +26,15 @@ from verification.models.sparsecore import (
     table_image,
 )
 from verification.tb.axi import axi_ram, axil_master
-from verification.tb.bench import SHORT_FLOWS, env_int, new_rng, start
+from verification.tb.bench import (
+    SHORT_FLOWS,
+    env_int,
+    measurement,
+    new_rng,
+    perf_spec,
+    start,
+    write_report,
+)
 from verification.tb.hbm import HBMBench
 from verification.tb.packing import load_sidecar
 
@@ -446,3 +454,30 @@ def _tests(bodies, flows):
 
 
 globals().update(_tests(TESTS, SHORT_FLOWS))
+
+
+@measurement
+@cocotb.test()
+async def measure_gather(dut):
+    """Gather throughput (``make bench``, not in the regression): per row size of the spec, a
+    sum lookup of ``bags`` bags of ``ids_per_bag`` uniformly random ids over a table of
+    ``rows`` fp32 rows, checked against the golden model; the report holds cycles (the whole
+    operation: both checking passes, the gather, the writes), row bytes read and the counters.
+    With ``dedup``, the same for a Zipf id stream: rows read with and without dedup."""
+    spec = perf_spec()
+    tb = SparseCoreBench(dut, spec.get("flow", "none_none"))
+    await tb.start()
+    rng = np.random.default_rng(spec.get("seed", 1))
+    report = []
+    for row_bytes in spec["row_bytes"]:
+        table = Table(0x400000, spec["rows"], row_bytes // 4)
+        n = spec["bags"] * spec["ids_per_bag"]
+        batch = Batch(np.arange(0, n + 1, spec["ids_per_bag"]), rng.integers(0, table.rows, n))
+        out, want = await tb.check(Op(0, table, batch, "sum", lists=0x100000, out=0x200000))
+        c = out.counters
+        report.append({"row_bytes": row_bytes, "rows_read": c["gathered"],
+                       "unique_rows": want.counters["unique_ids"], "cycles": c["cycles"],
+                       "row_bytes_read": c["gathered"] * row_bytes,
+                       "bytes_read": c["bytes_read"], "bytes_written": c["bytes_written"],
+                       "stalls": c["stalls"]})
+    write_report(spec, {"gather": report})
