@@ -84,6 +84,19 @@ def dedup(quick):
     return rows, rtl, len(first.ids)
 
 
+def dlrm(quick):
+    """The DLRM DCNv2-shaped batch: 26 tables of dim 128 (row counts scaled down to 128),
+    multi-hot 1..100, on the RTL; cycles per sample."""
+    spec = {"tables": 4 if quick else 26, "rows": 128, "dim": 128, "samples": 8,
+            "max_hot": 100}
+    report = measure("sparsecore", BENCH, "verification.tb.sparsecore", "measure_dlrm",
+                     spec)["report"]["lookups"]
+    cycles = sum(r["cycles"] for r in report)
+    ids = sum(r["ids"] for r in report)
+    return spec, {"cycles": cycles, "ids": ids, "cycles_per_sample": cycles / spec["samples"],
+                  "row_bytes_per_cycle": ids * spec["dim"] * 4 / cycles}
+
+
 def bench(quick=False):
     spec = {"row_bytes": [64, 128, 512], "rows": 512 if quick else 2048,
             "bags": 16 if quick else 64, "ids_per_bag": 4 if quick else 8}
@@ -101,6 +114,7 @@ def bench(quick=False):
         [[r["minibatch_ids"] if r["minibatch_ids"] < 1 << 20 else "whole batch", r["batches"],
           r["ids"], r["rows_updated"], f"{100 * r['saved']:.0f}%"] for r in dedup_rows])
     c = rtl["counters"]
+    dspec, d = dlrm(quick)
     env = environment()
     text = "\n".join([
         "# SparseCore benchmark results", "",
@@ -125,7 +139,15 @@ def bench(quick=False):
         f"updated in {c['minibatches']} minibatches (golden model: "
         f"{rtl['golden']['row_writes']}), {c['cycles']} cycles, the whole table equal to the "
         "golden model's afterwards.", "",
-        "Not measured yet: a DLRM DCNv2-shaped batch.", ""])
+        "## DLRM DCNv2-shaped batch", "",
+        f"{dspec['tables']} tables of dim {dspec['dim']} (fp32, 512 B rows; row counts scaled "
+        f"down to {dspec['rows']}), {dspec['samples']} samples, each with a multi-hot bag of "
+        f"1..{dspec['max_hot']} uniformly random ids per table; one sum lookup per table in "
+        "turn, each bit-exact with the golden model.", "",
+        table(["ids", "cycles", "cycles per sample", "row B/cycle"],
+              [[d["ids"], d["cycles"], f"{d['cycles_per_sample']:.0f}",
+                f"{d['row_bytes_per_cycle']:.1f}"]]), ""])
     write_results("sparsecore", text, {"gather": tables, "dedup": dedup_rows,
-                                       "dedup_rtl": {**c, "ids": rtl_ids}}, env, quick)
+                                       "dedup_rtl": {**c, "ids": rtl_ids},
+                                       "dlrm": {**dspec, **d}}, env, quick)
     return tables

@@ -518,3 +518,27 @@ async def measure_scatter(dut):
     out, want, _ = await check_scatter(tb, op)
     write_report(spec, {"counters": out.counters, "golden": {
         k: v for k, v in want.counters.items() if isinstance(v, int)}})
+
+
+@measurement
+@cocotb.test()
+async def measure_dlrm(dut):
+    """A DLRM DCNv2-shaped batch: ``tables`` tables of ``rows`` x ``dim`` fp32 rows, ``samples``
+    samples each with a multi-hot bag of 1..``max_hot`` uniformly random ids per table; one sum
+    lookup per table in turn, each checked against the golden model; the report holds the
+    cycles of each lookup and the rows read."""
+    spec = perf_spec()
+    tb = SparseCoreBench(dut, spec.get("flow", "none_none"))
+    await tb.start()
+    rng = np.random.default_rng(spec.get("seed", 1))
+    report = []
+    for t in range(spec["tables"]):
+        table = Table(0x400000 + t * spec["rows"] * spec["dim"] * 4, spec["rows"], spec["dim"])
+        sizes = rng.integers(1, spec["max_hot"] + 1, spec["samples"])
+        batch = Batch(np.concatenate([[0], np.cumsum(sizes)]),
+                      rng.integers(0, table.rows, int(sizes.sum())))
+        out, _ = await tb.check(Op(t % tb.cfg.tables, table, batch, "sum", lists=0x100000,
+                                   out=0x200000))
+        report.append({"table": t, "ids": len(batch.ids), "cycles": out.counters["cycles"],
+                       "bytes_read": out.counters["bytes_read"]})
+    write_report(spec, {"lookups": report})
