@@ -10,15 +10,16 @@ one AW (``out``, then ``out + out_pitch`` for the next bag, ...) and ``out_beats
 the bag's output starts (1.0 for the sum combiner).
 
 A scatter's update token (after the gradient rows of its id, which the accumulator has summed
-into ``G``) takes the fp32 table row it read and writes it back to the same address as
-``fp32(row - fp32(lr * G))``, a beat per cycle.
+into ``G``) takes the table row it read and writes it back to the same address as
+``fp32(row - fp32(lr * G))``, a beat per cycle (bfloat16: widened, then rounded to nearest
+even, two groups per beat).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.fp import add_fp32, mul_fp32
+from ..lib.fp import add_fp32, fp32_to_bf16, mul_fp32
 from ..lib.queue import Queue
 from .gather import pending_layout
 
@@ -31,6 +32,8 @@ class Combiner(wiring.Component):
     Members
     -------
     start : In(1), out : In(addr_width), out_pitch : In(32), bf16 : In(1)
+    ubf16 : In(1)
+        The table an update writes is bfloat16 (its rows are half as many beats).
     row_beats, out_beats : In(range(max_row_beats + 1))
         Beats of a table row and of an output row.
     pending : In(stream of pending_layout)
@@ -54,6 +57,7 @@ class Combiner(wiring.Component):
         beats = range(cfg.max_row_beats + 1)
         super().__init__({
             "start": In(1), "out": In(cfg.axi_addr_width), "out_pitch": In(32), "bf16": In(1),
+            "ubf16": In(1),
             "row_beats": In(beats), "out_beats": In(beats),
             "pending": In(stream.Signature(pending_layout(cfg))), "lr": In(32),
             "rows": In(stream.Signature(cfg.axi_data_width)),
@@ -93,10 +97,15 @@ class Combiner(wiring.Component):
         scaled = Cat(*[mul_fp32(m, cur.word_select(k, 32), self.scale, name=f"sc{k}")
                        for k in range(lanes)])
         last_group = g == self.out_beats - 1
-        updated = Cat(*[add_fp32(m, beat.word_select(k, 32),
-                                 mul_fp32(m, self.lr, cur.word_select(k, 32), name=f"lr{k}")
-                                 ^ (1 << 31), name=f"upd{k}")
-                        for k in range(lanes)])
+        old = [Mux(self.ubf16, Cat(Const(0, 16), Mux(half, beat.word_select(lanes + k, 16),
+                                                      beat.word_select(k, 16))),
+                   beat.word_select(k, 32)) for k in range(lanes)]
+        new = [add_fp32(m, old[k], mul_fp32(m, self.lr, cur.word_select(k, 32), name=f"lr{k}")
+                        ^ (1 << 31), name=f"upd{k}")
+               for k in range(lanes)]
+        updated = Cat(*[Mux(first, old[k], new[k]) for k in range(lanes)])
+        narrow = Cat(*[fp32_to_bf16(Mux(first, old[k], new[k])) for k in range(lanes)])
+        low = Signal(width // 2)        # a bfloat16 update's first half beat
 
         with m.FSM() as fsm:
             with m.State("TAKE"):
@@ -119,8 +128,13 @@ class Combiner(wiring.Component):
                             m.d.comb += self.bag_end.eq(1)
                             m.next = "AW"
             with m.State("UPDATE"):
-                m.d.comb += [wq.i.valid.eq(self.rows.valid),
-                             wq.i.payload.eq(Cat(Mux(first, beat, updated), last_group))]
+                # bfloat16: an even group is rounded and kept, an odd one completes the beat.
+                hold = self.ubf16 & ~half
+                with m.If(hold & self.rows.valid):
+                    m.d.sync += [low.eq(narrow), g.eq(g + 1)]
+                m.d.comb += [wq.i.valid.eq(self.rows.valid & ~hold),
+                             wq.i.payload.eq(Cat(Mux(self.ubf16, Cat(low, narrow), updated),
+                                                 last_group))]
                 with m.If(wq.i.valid & wq.i.ready):
                     m.d.comb += self.rows.ready.eq(1)
                     m.d.sync += g.eq(g + 1)

@@ -172,9 +172,11 @@ class SparseCore(Top):
             gather.pitch.eq(Mux(scatter, regs["GRAD_PITCH"], pitch)),
             gather.ubase.eq(base), gather.upitch.eq(pitch),
             gather.row_beats.eq(Mux(scatter, out_beats, row_beats)), comb.lr.eq(regs["LR"]),
+            gather.urow_beats.eq(row_beats), comb.ubf16.eq(bf16),
             sorter.walker_busy.eq(walker.busy),
             gather.freed.eq(comb.freed),
-            comb.out.eq(regs["OUT"]), comb.out_pitch.eq(regs["OUT_PITCH"]), comb.bf16.eq(bf16),
+            comb.out.eq(regs["OUT"]), comb.out_pitch.eq(regs["OUT_PITCH"]),
+            comb.bf16.eq(bf16 & ~scatter),
             comb.row_beats.eq(row_beats), comb.out_beats.eq(out_beats),
             comb.scale.eq(scale.scale), comb.scale_valid.eq(scale.valid),
             scale.kind.eq(kind), scale.took.eq(comb.took), scale.weight.eq(comb.weight),
@@ -209,7 +211,8 @@ class SparseCore(Top):
         # AW / W / B.
         m.d.comb += [axi.awvalid.eq(comb.aw.valid), axi.awaddr.eq(comb.aw.payload),
                      comb.aw.ready.eq(axi.awready), axi.awid.eq(0),
-                     axi.awlen.eq(out_beats - 1), axi.awsize.eq(shift),
+                     axi.awlen.eq(Mux(scatter, row_beats, out_beats) - 1),
+                     axi.awsize.eq(shift),
                      axi.awburst.eq(AxiBurst.INCR),
                      axi.wvalid.eq(comb.w.valid), axi.wdata.eq(comb.w.payload[:-1]),
                      axi.wlast.eq(comb.w.payload[-1]), axi.wstrb.eq(-1),
@@ -251,7 +254,7 @@ class SparseCore(Top):
                     | (regs["OUT_PITCH"] % beat != 0) | (regs["OUT_PITCH"] < (dim << 2))
                     | (regs["OFFSETS"][:2] != 0) | (regs["IDS"][:2] != 0)
                     | (regs["WEIGHTS"][:2] != 0)
-                    | (c["scatter"] & (c["bf16"] | (c["kind"] != 0)
+                    | (c["scatter"] & ((c["kind"] != 0)
                                        | (regs["GRAD"] % beat != 0)
                                        | (regs["GRAD_PITCH"] % beat != 0)
                                        | (regs["GRAD_PITCH"] < (dim << 2)))))

@@ -35,7 +35,8 @@ class Gather(wiring.Component):
     ar : Out(stream of ar_layout)
     pending : Out(stream of pending_layout)
     base : In(addr_width), pitch : In(32), ubase : In(addr_width), upitch : In(32)
-    row_beats : In(range(max_row_beats + 1))
+    row_beats, urow_beats : In(range(max_row_beats + 1))
+        Beats of a row, and of an update token's row.
     freed : In(1)
         A row beat left the row buffer.
     stall : Out(1)
@@ -50,6 +51,7 @@ class Gather(wiring.Component):
             "base": In(cfg.axi_addr_width), "pitch": In(32),
             "ubase": In(cfg.axi_addr_width), "upitch": In(32),
             "row_beats": In(range(cfg.max_row_beats + 1)),
+            "urow_beats": In(range(cfg.max_row_beats + 1)),
             "freed": In(1), "stall": Out(1),
         })
 
@@ -60,20 +62,22 @@ class Gather(wiring.Component):
         credits = Signal(range(cfg.inflight_beats + 1), init=cfg.inflight_beats)
         t = self.token.payload
         needs_read = ~t.skip
-        room = credits >= self.row_beats
+        beats = Signal(range(cfg.max_row_beats + 1))
+        m.d.comb += beats.eq(Mux(t.update, self.urow_beats, self.row_beats))
+        room = credits >= beats
         addr = Signal(cfg.axi_addr_width)
         m.d.comb += addr.eq(Mux(t.update, self.ubase + t.id * self.upitch,
                                 self.base + t.id * self.pitch))
         m.d.comb += [
             self.ar.payload.addr.eq(addr),
-            self.ar.payload.len.eq(self.row_beats - 1),
+            self.ar.payload.len.eq(beats - 1),
             self.ar.valid.eq(self.token.valid & needs_read & room & queue.i.ready),
             queue.i.payload.token.eq(t), queue.i.payload.addr.eq(addr),
             queue.i.valid.eq(self.token.valid & (~needs_read | (room & self.ar.ready))),
             self.token.ready.eq(queue.i.ready & (~needs_read | (room & self.ar.ready))),
         ]
         issued = self.ar.valid & self.ar.ready
-        m.d.sync += credits.eq(credits - (issued * self.row_beats) + self.freed)
+        m.d.sync += credits.eq(credits - (issued * beats) + self.freed)
         m.d.comb += self.stall.eq(self.token.valid & ~self.token.ready)
         wiring.connect(m, queue.o, wiring.flipped(self.pending))
         return m
