@@ -453,7 +453,7 @@ async def axi_errors(tb):
 
 TESTS = [combiners, bf16_padding_empty, edges_duplicates_tables, bad_input, zipf_batches,
          scatter_duplicates, scatter_bad_input, axi_errors]
-ONLY_IF = {axi_errors: lambda params: params["memory"] == "hbm"}
+ONLY_IF = {axi_errors: lambda params: params.get("memory") == "hbm"}
 
 
 def _tests(bodies, flows):
