@@ -3,8 +3,10 @@
     Chip
     ├── TensorCore       control and status on ``csr`` (AXI4-Lite); its DMA is the manager of
     │                    HBM port 0
-    ├── HBM controller   ports ``mem<p>`` (p >= 1) for the host or later engines; channel
-    │                    interfaces ``hbm_ch<c>`` to the PHY (the device model in simulation)
+    ├── SparseCore       (optional) control and status on ``sc_csr``; the manager of HBM port 1
+    ├── HBM controller   ports ``mem<p>`` (the ports no engine uses) for the host or later
+    │                    engines; channel interfaces ``hbm_ch<c>`` to the PHY (the device model
+    │                    in simulation); ``hbm_idle`` (every answered write is in the device)
     └── ICI router       one node of the pod: links ``ici_link_*``, local ports ``ici_inject`` /
                          ``ici_eject``, coordinates ``ici_coord``
 
@@ -31,6 +33,8 @@ from .ici.config import ICIConfig
 from .ici.packet import coord_layout
 from .ici.router import Router
 from .lib.hier import Submodule
+from .sparsecore.config import SparseCoreConfig, check_matching_bus
+from .sparsecore.core import SparseCore
 from .tensorcore.config import TensorCoreConfig
 from .tensorcore.core import TensorCore
 from .top import Top
@@ -49,6 +53,9 @@ class ChipConfig(Config):
     hbm : HBMConfig
     ici : ICIConfig
         The pod this chip is a node of (the router's ports and formats follow from it).
+    sparsecore : SparseCoreConfig or None
+        The SparseCore, on HBM port 1 (the controller needs at least 2 ports; its bus must
+        match them); None: no SparseCore.
     """
 
     KIND = "chip"
@@ -56,8 +63,14 @@ class ChipConfig(Config):
     tensorcore: TensorCoreConfig = TensorCoreConfig()
     hbm: HBMConfig = HBMConfig()
     ici: ICIConfig = ICIConfig()
+    sparsecore: SparseCoreConfig | None = None
 
     def validate(self):
+        if self.sparsecore is not None:
+            if self.hbm.ports < 2:
+                raise ConfigError("hbm.ports", f"must be at least 2 with a SparseCore (it "
+                                               f"takes port 1), got {self.hbm.ports}")
+            check_matching_bus("sparsecore", self.sparsecore, self.hbm)
         tc, hbm = self.tensorcore, self.hbm
         for name, want in (("axi_data_width", hbm.access_bytes * 8),
                            ("axi_addr_width", hbm.addr_width), ("axi_id_width", hbm.id_width)):
@@ -80,8 +93,13 @@ class Chip(Top):
         The TensorCore's control and status.
     running, done, error : Out(1)
         The TensorCore's STATUS bits.
+    sc_csr : In(AXI4LiteSignature), sc_running, sc_done, sc_error : Out(1)
+        The SparseCore's control and status (with a SparseCore).
     mem<p> : In(AXI4Signature)
-        HBM controller port ``p`` for ``p >= 1``.
+        HBM controller port ``p`` for ``p >= 1`` (``p >= 2`` with a SparseCore).
+    hbm_idle : Out(1)
+        The controller has drained (a host that reads HBM through the device's backdoor waits
+        for it).
     hbm_ch<c> : Out(ChannelSignature)
         HBM channel ``c``'s command and data interface (to the PHY, or the device model).
     ici_coord : In(coord_layout)
@@ -100,8 +118,17 @@ class Chip(Top):
         }
         tc = self._tc.signature.members
         members = {name: tc[name] for name in ("csr", "running", "done", "error")}
+        self._first_mem = 1
+        if config.sparsecore is not None:
+            self._sc = SparseCore(config.sparsecore)
+            self._blocks["sc"] = Submodule(config.sparsecore.name, self._sc)
+            sc = self._sc.signature.members
+            members.update({f"sc_{name}": sc[name]
+                            for name in ("csr", "running", "done", "error")})
+            self._first_mem = 2
         members.update({f"mem{p}": In(axi_signature(config.hbm))
-                        for p in range(1, config.hbm.ports)})
+                        for p in range(self._first_mem, config.hbm.ports)})
+        members["hbm_idle"] = Out(1)
         members.update({f"hbm_ch{c}": Out(ChannelSignature(config.hbm))
                         for c in range(config.hbm.channels)})
         router = self._router.signature.members
@@ -116,7 +143,10 @@ class Chip(Top):
 
     @property
     def extras(self):
-        return self._tc.extras
+        extras = dict(self._tc.extras)
+        if "sc" in self._blocks:
+            extras["sc_csr"] = self._sc.extras["csr"]
+        return extras
 
     def elaborate(self, platform):
         m = Module()
@@ -128,7 +158,14 @@ class Chip(Top):
         m.d.comb += [self.running.eq(tc.running), self.done.eq(tc.done),
                      self.error.eq(tc.error)]
         wiring.connect(m, tc.axi, hbm.s0_axi)
-        for p in range(1, cfg.hbm.ports):
+        m.d.comb += self.hbm_idle.eq(hbm.idle)
+        if "sc" in self._blocks:
+            sc = self._blocks["sc"].instance(m, "sparsecore")
+            wiring.connect(m, wiring.flipped(self.sc_csr), sc.csr)
+            m.d.comb += [self.sc_running.eq(sc.running), self.sc_done.eq(sc.done),
+                         self.sc_error.eq(sc.error)]
+            wiring.connect(m, sc.axi, hbm.s1_axi)
+        for p in range(self._first_mem, cfg.hbm.ports):
             wiring.connect(m, wiring.flipped(getattr(self, f"mem{p}")),
                            getattr(hbm, f"s{p}_axi"))
         for c in range(cfg.hbm.channels):

@@ -8,12 +8,15 @@ configuration the same behaviour:
 * nesting: a field whose type is a :class:`Config` holds a sub-configuration (the chip holds an
   MXU, an HBM and an ICI configuration); a dict given for it is converted, and an error inside
   it names the full path (``chip.hbm.queue_depth must be an integer in 2..64, got 100``);
+* optional sub-configurations (a field typed ``SubConfig | None``, default ``None``: a block
+  the configuration may leave out, such as the chip's SparseCore);
 * tuple fields (``dims``, ``wrap``) that accept lists, as JSON gives them;
 * ``replace(**changes)``, and a round trip through plain dicts (``to_dict`` / ``from_dict``)
   for JSON configuration files and sidecars, refusing unknown parameters by name.
 """
 
 import dataclasses
+import types
 import typing
 
 __all__ = ["Config", "ConfigError", "check_int", "check_choice", "check_bool", "check"]
@@ -66,6 +69,16 @@ def check_bool(name, value):
     return value
 
 
+def _optional_config(kind):
+    """The Config class of an ``X | None`` field type, else None."""
+    if typing.get_origin(kind) not in (typing.Union, types.UnionType):
+        return None
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    if len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], Config):
+        return args[0]
+    return None
+
+
 class Config:
     """Base of the frozen dataclass configurations (see the module docstring).
 
@@ -78,6 +91,11 @@ class Config:
     def __post_init__(self):
         for name, kind in self._field_kinds().items():
             value = getattr(self, name)
+            optional = _optional_config(kind)
+            if optional is not None:
+                if value is None:
+                    continue
+                kind = optional
             if kind is tuple and isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
             elif kind is tuple and not isinstance(value, tuple):
@@ -100,8 +118,11 @@ class Config:
     @classmethod
     def _field_kinds(cls):
         hints = typing.get_type_hints(cls)
-        return {f.name: typing.get_origin(hints[f.name]) or hints[f.name]
-                for f in dataclasses.fields(cls)}
+        kinds = {}
+        for f in dataclasses.fields(cls):
+            hint = hints[f.name]
+            kinds[f.name] = hint if _optional_config(hint) else (typing.get_origin(hint) or hint)
+        return kinds
 
     def replace(self, **changes):
         """A copy with ``changes`` applied (and validated)."""

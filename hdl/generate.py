@@ -23,6 +23,8 @@ from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
+from .sparsecore.config import SparseCoreSystemConfig
+from .sparsecore.system import SparseCoreSystem
 from .tensorcore.config import TensorCoreConfig
 from .tensorcore.core import TensorCore
 from .tensorcore.vpu_top import VPUTop, VPUTopConfig
@@ -40,6 +42,7 @@ BLOCKS = {
     "mxu_harness": (MXUHarnessConfig, MXUHarness),
     "fp_units": (FloatUnitsConfig, FloatUnits),
     "vpu": (VPUTopConfig, VPUTop),
+    "sparsecore": (SparseCoreSystemConfig, SparseCoreSystem),
 }
 
 

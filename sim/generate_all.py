@@ -11,6 +11,7 @@ from hdl.generate import generate
 from hdl.hbm.config import HBMConfig
 from hdl.ici.config import ICIConfig, ICIHarnessConfig
 from hdl.mxu.config import MXUConfig
+from hdl.sparsecore.config import SparseCoreSystemConfig
 from hdl.tensorcore.vpu_top import VPUTopConfig
 from sim.runner import lint
 
@@ -31,6 +32,8 @@ CONFIGS = [
     ("ici", ICIConfig(dims=(2, 2, 2), wrap=(True, False, True), classes=2, local_ports=2)),
     ("ici_harness", ICIHarnessConfig(faults=True)),
     ("vpu", VPUTopConfig()),
+    ("sparsecore", SparseCoreSystemConfig()),
+    ("sparsecore", SparseCoreSystemConfig(memory="axi")),
 ]
 
 

@@ -12,10 +12,25 @@ import cocotb
 from hdl.chip import ChipConfig
 from hdl.tensorcore.isa import SEM_NONE, Error, Op, encode
 from podium.program import Program
-from verification.tb.bench import SHORT_FLOWS, measurement, new_rng, perf_spec, write_report
+from verification.tb import sparsecore as sparsecore_tb
+from verification.tb.bench import (
+    SHORT_FLOWS,
+    measurement,
+    new_rng,
+    only_if,
+    perf_spec,
+    write_report,
+)
 from verification.tb.hbm import HBMBench
 from verification.tb.packing import load_sidecar
-from verification.tb.tensorcore import TESTS, TensorCoreHost, check_error, cocotb_tests, li
+from verification.tb.tensorcore import (
+    TESTS,
+    TensorCoreHost,
+    check_error,
+    cocotb_tests,
+    dma_round_trip,
+    li,
+)
 
 __all__ = ["ChipBench"]
 
@@ -73,6 +88,22 @@ async def dma_error(tb):
 
 
 globals().update(cocotb_tests(ChipBench, [*TESTS, dma_error], SHORT_FLOWS, __name__))
+
+
+@only_if(lambda params: params.get("sparsecore") is not None)
+@cocotb.test()
+async def test_sparsecore(dut):
+    """The chip's SparseCore on HBM port 1: lookups with every combiner and scatters (the whole
+    table compared) against the golden model, while the TensorCore's DMA shares the controller;
+    then a TensorCore program still runs."""
+    chip = ChipBench(dut, "random_random")
+    await chip.start()
+    sc = sparsecore_tb.SparseCoreBench(dut, "random_random", chip=chip)
+    tc = cocotb.start_soon(dma_round_trip(chip))
+    await sparsecore_tb.combiners(sc)
+    await tc
+    await sparsecore_tb.scatter_duplicates(sc)
+    await dma_round_trip(chip)
 
 
 @measurement

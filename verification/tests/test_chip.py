@@ -4,13 +4,30 @@ model."""
 import pytest
 
 from hdl.chip import ChipConfig
+from hdl.config import ConfigError
+from hdl.hbm.config import HBMConfig
+from hdl.sparsecore.config import SparseCoreConfig
 from verification.tests.suite import cases
 
 TB = "verification.tb.chip"
 
-CONFIGS = {"default": ChipConfig()}
+CONFIGS = {"default": ChipConfig(),
+           "sparsecore": ChipConfig(hbm=HBMConfig(ports=2), sparsecore=SparseCoreConfig())}
 
 
-@pytest.mark.parametrize("name, test", cases(TB, CONFIGS))
+def _marks(name, test):
+    """On the chip with a SparseCore only its own test runs by default; the TensorCore's
+    programs there are in make test-all."""
+    return [pytest.mark.slow] if name == "sparsecore" and test != "test_sparsecore" else []
+
+
+@pytest.mark.parametrize("name, test", cases(TB, CONFIGS, _marks))
 def test_chip(cocotb_run, name, test):
     cocotb_run("chip", CONFIGS[name], TB, test)
+
+
+def test_sparsecore_needs_a_port():
+    with pytest.raises(ConfigError, match=r"^hbm.ports must be at least 2 with a SparseCore"):
+        ChipConfig(sparsecore=SparseCoreConfig())
+    with pytest.raises(ConfigError, match=r"^sparsecore.axi_id_width must equal"):
+        ChipConfig(hbm=HBMConfig(ports=2), sparsecore=SparseCoreConfig(axi_id_width=3))

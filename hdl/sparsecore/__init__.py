@@ -1,0 +1,1 @@
+"""The SparseCore: embedding lookups (gather + segment reduction) from HBM (docs/sparsecore.md)."""

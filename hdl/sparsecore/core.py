@@ -1,0 +1,363 @@
+"""The SparseCore top: embedding lookups from HBM, controlled over AXI4-Lite (the register map
+is in docs/sparsecore.md).
+
+    csr ─► registers ─► control: descriptor check ─► offsets check ─► ids check ─► gather
+    offsets / ids / weights ─► ListReaders (AXI IDs 1, 2, 3) ─► BagWalker ─► tokens
+    tokens ─► Gather (row reads, AXI ID 0, credits) ─► pending ─► Combiner ◄─ rows
+    Combiner ◄─► ScaleUnit;  Combiner ─► AW / W (one output row per bag) ─► B counted
+
+An operation checks everything that could refuse it before it writes anything: the descriptors
+(BAD_DESCRIPTOR), then the offsets (read once: BAD_OFFSETS if one decreases or passes the id
+count), then the ids of the bags (read once: BAD_ID if one is outside the table and the policy
+is stop; counted either way), and only then reads the lists again to gather and write.
+"""
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.axi import AXI4LiteSignature, AXI4Signature, AxiBurst, AxiResp
+from ..lib.axilite import AxiLiteRegisters
+from ..lib.queue import Queue
+from ..top import Top
+from .combiner import Combiner
+from .gather import Gather
+from .reader import ListReader
+from .scale import ScaleUnit
+from .sorter import Sorter
+from .walker import BagWalker
+
+__all__ = ["SparseCore", "Error", "REG", "TABLE_REGS", "COUNTERS", "CSR_ADDR_WIDTH", "ID_VALUE"]
+
+CSR_ADDR_WIDTH = 12
+ID_VALUE = 0x50445301
+REG = {"ID": 0x000, "CONTROL": 0x004, "STATUS": 0x008, "ERROR": 0x00C, "ERROR_INFO": 0x010,
+       "TABLE": 0x020, "MODE": 0x024, "PADDING": 0x028, "OFFSETS": 0x030, "BAGS": 0x034,
+       "IDS": 0x038, "NIDS": 0x03C, "WEIGHTS": 0x040, "OUT": 0x044, "OUT_PITCH": 0x048,
+       "GRAD": 0x04C, "GRAD_PITCH": 0x050, "LR": 0x054,
+       "COUNTERS": 0x100, "TABLES": 0x200}
+"""Byte addresses of the registers and windows."""
+TABLE_REGS = ("BASE", "ROWS", "SHAPE", "PITCH")
+"""The four words of a table descriptor (TABLES + 16 t + 4 k); SHAPE: dim in bits 15..0, format
+in bit 16 (0 fp32, 1 bfloat16)."""
+COUNTERS = ("cycles", "bags", "ids", "gathered", "padding", "bad_ids", "bytes_read",
+            "bytes_written", "stalls", "unique_ids", "minibatches", "operations", "errors",
+            "max_batch")
+"""The counters, in register order (COUNTERS + 4 k). The first eleven restart at every start;
+operations, errors and max_batch (the most ids one operation had) count from reset."""
+PER_OP = 11
+
+
+class Error(enum.Enum, shape=4):
+    """The ERROR register (verification/models/sparsecore.py: Error)."""
+
+    NONE = 0
+    BAD_OFFSETS = 1
+    BAD_ID = 2
+    AXI_RESPONSE = 3
+    BAD_DESCRIPTOR = 4
+
+
+class SparseCore(Top):
+    """The SparseCore (see the module docstring and docs/sparsecore.md).
+
+    Members
+    -------
+    csr : In(AXI4LiteSignature)
+    axi : Out(AXI4Signature)
+        The manager port (to an HBM controller port).
+    running, done, error : Out(1)
+        STATUS bits.
+    """
+
+    def __init__(self, config):
+        cfg = config
+        super().__init__(config, {
+            "csr": In(AXI4LiteSignature(addr_width=CSR_ADDR_WIDTH)),
+            "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width,
+                                     data_width=cfg.axi_data_width, id_width=cfg.axi_id_width)),
+            "running": Out(1), "done": Out(1), "error": Out(1),
+        })
+
+    @property
+    def extras(self):
+        return {"csr": {"registers": REG, "table_registers": list(TABLE_REGS),
+                        "counters": list(COUNTERS), "id": ID_VALUE,
+                        "errors": {e.name: e.value for e in Error}}}
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        m.submodules.csr = csr = AxiLiteRegisters(addr_width=CSR_ADDR_WIDTH)
+        wiring.connect(m, wiring.flipped(self.csr), csr.bus)
+        init = {"MODE": 0x10 if cfg.bad_ids == "drop" else 0}
+        regs = {name: Signal(32, name=f"reg_{name.lower()}", init=init.get(name, 0))
+                for name in ("TABLE", "MODE", "PADDING", "OFFSETS", "BAGS", "IDS", "NIDS",
+                             "WEIGHTS", "OUT", "OUT_PITCH", "GRAD", "GRAD_PITCH", "LR")}
+        tables = [[Signal(32, name=f"t{t}_{k.lower()}") for k in TABLE_REGS]
+                  for t in range(cfg.tables)]
+        with m.If(csr.write & ~self.running):
+            for name, reg in regs.items():
+                with m.If(csr.waddr == REG[name]):
+                    m.d.sync += reg.eq(csr.wdata)
+            for t, words in enumerate(tables):
+                for k, reg in enumerate(words):
+                    with m.If(csr.waddr == REG["TABLES"] + 16 * t + 4 * k):
+                        m.d.sync += reg.eq(csr.wdata)
+        control = csr.write & (csr.waddr == REG["CONTROL"])
+        start = Signal()
+        m.d.comb += start.eq(control & csr.wdata[0] & ~self.running)
+        with m.If(control & csr.wdata[1] & ~self.running):
+            m.d.sync += [self.done.eq(0), self.error.eq(0)]
+
+        counters = [Signal(32, name=f"counter_{name}") for name in COUNTERS]
+        code = Signal(4)
+        info = Signal(32)
+        self._datapath(m, cfg, regs, tables, start, code, info, counters)
+        self._readback(m, csr, regs, tables, code, info, counters)
+        return m
+
+    def _readback(self, m, csr, regs, tables, code, info, counters):
+        a = csr.raddr
+        value = Signal(32)
+        fixed = {REG["ID"]: ID_VALUE, REG["STATUS"]: Cat(self.running, self.done, self.error),
+                 REG["ERROR"]: code, REG["ERROR_INFO"]: info}
+        fixed.update({REG[name]: reg for name, reg in regs.items()})
+        with m.Switch(a):
+            for addr, v in fixed.items():
+                with m.Case(addr):
+                    m.d.comb += value.eq(v)
+            with m.Default():
+                flat = [reg for words in tables for reg in words]
+                for base, window in ((REG["COUNTERS"], counters), (REG["TABLES"], flat)):
+                    with m.If((a >= base) & (a < base + 4 * len(window))):
+                        m.d.comb += value.eq(Array(window)[(a - base) >> 2])
+        m.d.comb += csr.rdata.eq(value)
+
+    def _datapath(self, m, cfg, regs, tables, start, code, info, counters):
+        axi = self.axi
+        shift = (cfg.beat_bytes - 1).bit_length()
+        sel = regs["TABLE"]
+        table = Array(Array(words) for words in tables)[sel[:4] if cfg.tables > 1 else 0]
+        base, rows, shape, pitch = table[0], table[1], table[2], table[3]
+        dim, bf16 = shape[:16], shape[16]
+        mode = regs["MODE"]
+        weighted, kind, pad_en, drop, scatter = mode[0], mode[1:3], mode[3], mode[4], mode[5]
+        row_bytes = Mux(bf16, dim << 1, dim << 2)
+        row_beats = (row_bytes >> shift)[:8]
+        out_beats = ((dim << 2) >> shift)[:8]
+
+        readers = [ListReader(cfg) for _ in range(3)]
+        for name, r in zip(("offsets", "ids", "weights"), readers, strict=True):
+            m.submodules[f"{name}_reader"] = r
+        offs_r, ids_r, w_r = readers
+        m.submodules.walker = walker = BagWalker()
+        m.submodules.gather = gather = Gather(cfg)
+        m.submodules.combiner = comb = Combiner(cfg)
+        m.submodules.scale = scale = ScaleUnit()
+        m.submodules.sorter = sorter = Sorter(cfg)
+        m.submodules.rows = rowq = Queue(cfg.axi_data_width, cfg.inflight_beats)
+
+        with m.If(scatter):
+            wiring.connect(m, walker.token, sorter.i)
+            wiring.connect(m, sorter.o, gather.token)
+        with m.Else():
+            wiring.connect(m, walker.token, gather.token)
+        wiring.connect(m, gather.pending, comb.pending)
+        wiring.connect(m, rowq.o, comb.rows)
+        m.d.comb += [
+            walker.rows.eq(rows), walker.weighted.eq(weighted), walker.pad_en.eq(pad_en),
+            walker.pad.eq(regs["PADDING"]), walker.bags.eq(regs["BAGS"]),
+            gather.base.eq(Mux(scatter, regs["GRAD"], base)),
+            gather.pitch.eq(Mux(scatter, regs["GRAD_PITCH"], pitch)),
+            gather.ubase.eq(base), gather.upitch.eq(pitch),
+            gather.row_beats.eq(Mux(scatter, out_beats, row_beats)), comb.lr.eq(regs["LR"]),
+            gather.urow_beats.eq(row_beats), comb.ubf16.eq(bf16),
+            sorter.walker_busy.eq(walker.busy),
+            gather.freed.eq(comb.freed),
+            comb.out.eq(regs["OUT"]), comb.out_pitch.eq(regs["OUT_PITCH"]),
+            comb.bf16.eq(bf16 & ~scatter),
+            comb.row_beats.eq(row_beats), comb.out_beats.eq(out_beats),
+            comb.scale.eq(scale.scale), comb.scale_valid.eq(scale.valid),
+            scale.kind.eq(kind), scale.took.eq(comb.took), scale.weight.eq(comb.weight),
+            scale.bag_end.eq(comb.bag_end),
+        ]
+
+        # AR: the readers (IDs 1..3) before the gather (ID 0); a grant holds until taken.
+        requests = [(offs_r.ar, 1), (ids_r.ar, 2), (w_r.ar, 3), (gather.ar, 0)]
+        held = Signal()
+        grant = Signal(range(4))
+        pick = Signal(range(4))
+        for k in reversed(range(4)):
+            with m.If(requests[k][0].valid):
+                m.d.comb += pick.eq(k)
+        who = Mux(held, grant, pick)
+        for k, (req, ident) in enumerate(requests):
+            with m.If(who == k):
+                m.d.comb += [axi.arvalid.eq(req.valid), axi.araddr.eq(req.payload.addr),
+                             axi.arlen.eq(req.payload.len), axi.arid.eq(ident),
+                             req.ready.eq(axi.arready)]
+        m.d.comb += [axi.arsize.eq(shift), axi.arburst.eq(AxiBurst.INCR)]
+        m.d.sync += [held.eq(axi.arvalid & ~axi.arready), grant.eq(who)]
+
+        # R: by ID, always accepted (every destination reserved room for its beats).
+        ok = axi.rresp == AxiResp.OKAY
+        m.d.comb += [axi.rready.eq(1), rowq.i.payload.eq(axi.rdata),
+                     rowq.i.valid.eq(axi.rvalid & (axi.rid == 0))]
+        for r, ident in ((offs_r, 1), (ids_r, 2), (w_r, 3)):
+            m.d.comb += [r.r_data.eq(axi.rdata), r.r_valid.eq(axi.rvalid & (axi.rid == ident)),
+                         r.r_ok.eq(ok)]
+
+        # AW / W / B.
+        m.d.comb += [axi.awvalid.eq(comb.aw.valid), axi.awaddr.eq(comb.aw.payload),
+                     comb.aw.ready.eq(axi.awready), axi.awid.eq(0),
+                     axi.awlen.eq(Mux(scatter, row_beats, out_beats) - 1),
+                     axi.awsize.eq(shift),
+                     axi.awburst.eq(AxiBurst.INCR),
+                     axi.wvalid.eq(comb.w.valid), axi.wdata.eq(comb.w.payload[:-1]),
+                     axi.wlast.eq(comb.w.payload[-1]), axi.wstrb.eq(-1),
+                     comb.w.ready.eq(axi.wready), axi.bready.eq(1)]
+
+        ctx = dict(scatter=scatter, sorter=sorter, regs=regs, rows=rows, dim=dim, bf16=bf16,
+                   base=base, pitch=pitch,
+                   row_bytes=row_bytes, drop=drop, weighted=weighted, readers=readers,
+                   walker=walker, comb=comb, scale=scale, gather=gather, sel=sel,
+                   pad_en=pad_en, kind=kind)
+        self._control(m, cfg, ctx, start, code, info, counters)
+
+    def _control(self, m, cfg, c, start, code, info, counters):
+        axi, regs = self.axi, c["regs"]
+        offs_r, ids_r, w_r = c["readers"]
+        beat = cfg.beat_bytes
+        first, last, prev = Signal(32), Signal(32), Signal(32)
+        index = Signal(33)
+        bad = Signal()
+        bad_seen = Signal(32)
+        written = Signal(32)
+        resp_error = Signal()
+        issued = Signal(32)
+        with m.If(axi.bvalid):
+            m.d.sync += written.eq(written + 1)
+        with m.If(axi.awvalid & axi.awready):
+            m.d.sync += issued.eq(issued + 1)
+        m.d.comb += c["sorter"].drained.eq(~c["gather"].pending.valid & ~c["comb"].busy
+                                          & (written == issued) & ~axi.awvalid)
+        with m.If((axi.bvalid & (axi.bresp != AxiResp.OKAY))
+                  | (axi.rvalid & (axi.rresp != AxiResp.OKAY))):
+            m.d.sync += resp_error.eq(1)
+
+        dim = c["dim"]
+        desc_bad = ((c["sel"] >= cfg.tables) | (dim == 0) | (dim > cfg.max_dim)
+                    | (c["row_bytes"][:(beat - 1).bit_length()] != 0)
+                    | (c["base"] % beat != 0) | (c["pitch"] % beat != 0)
+                    | (c["pitch"] < c["row_bytes"]) | (regs["OUT"] % beat != 0)
+                    | (regs["OUT_PITCH"] % beat != 0) | (regs["OUT_PITCH"] < (dim << 2))
+                    | (regs["OFFSETS"][:2] != 0) | (regs["IDS"][:2] != 0)
+                    | (regs["WEIGHTS"][:2] != 0)
+                    | (c["scatter"] & ((c["kind"] != 0)
+                                       | (regs["GRAD"] % beat != 0)
+                                       | (regs["GRAD_PITCH"] % beat != 0)
+                                       | (regs["GRAD_PITCH"] < (dim << 2)))))
+        events = {name: Signal(32, name=f"event_{name}") for name in COUNTERS[:PER_OP]}
+        t = c["walker"].token
+        took_token = t.valid & t.ready
+        m.d.comb += [events["cycles"].eq(self.running),
+                     events["bags"].eq(took_token & t.payload.last),
+                     events["ids"].eq(took_token & ~(t.payload.skip & ~t.payload.padding
+                                                     & ~t.payload.bad)),
+                     events["gathered"].eq(took_token & ~t.payload.skip),
+                     events["padding"].eq(took_token & t.payload.padding),
+                     events["bytes_read"].eq(Mux(axi.rvalid, beat, 0)),
+                     events["bytes_written"].eq(Mux(axi.wvalid & axi.wready, beat, 0)),
+                     events["unique_ids"].eq(c["comb"].pending.valid
+                                             & c["comb"].pending.ready
+                                             & c["comb"].pending.payload.token.update),
+                     events["minibatches"].eq(c["sorter"].minibatch),
+                     events["stalls"].eq(c["gather"].stall | (axi.arvalid & ~axi.arready)
+                                         | (axi.wvalid & ~axi.wready))]
+        for k, name in enumerate(COUNTERS[:PER_OP]):
+            with m.If(start):
+                m.d.sync += counters[k].eq(0)
+            with m.Else():
+                m.d.sync += counters[k].eq(counters[k] + events[name])
+        operations, errors, max_batch = counters[PER_OP:]
+        bad_ids = counters[COUNTERS.index("bad_ids")]
+
+        def finish(err):
+            err = err.value if isinstance(err, Error) else err
+            m.d.sync += [self.running.eq(0), self.done.eq(err == 0), self.error.eq(err != 0),
+                         code.eq(err), operations.eq(operations + 1)]
+            with m.If(err != 0):
+                m.d.sync += errors.eq(errors + 1)
+            m.next = "IDLE"
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(start):
+                    m.d.sync += [self.running.eq(1), self.done.eq(0), self.error.eq(0),
+                                 code.eq(0), info.eq(0), resp_error.eq(0),
+                                 written.eq(0), issued.eq(0)]
+                    m.next = "DESCRIPTOR"
+            with m.State("DESCRIPTOR"):
+                with m.If(desc_bad):
+                    finish(Error.BAD_DESCRIPTOR)
+                with m.Else():
+                    m.d.comb += [offs_r.start.eq(1), offs_r.base.eq(regs["OFFSETS"]),
+                                 offs_r.count.eq(regs["BAGS"] + 1)]
+                    m.d.sync += [index.eq(0), bad.eq(0)]
+                    m.next = "OFFSETS"
+            with m.State("OFFSETS"):
+                o = offs_r.o
+                m.d.comb += o.ready.eq(1)
+                with m.If(o.valid):
+                    m.d.sync += [index.eq(index + 1), prev.eq(o.payload), last.eq(o.payload)]
+                    with m.If(index == 0):
+                        m.d.sync += first.eq(o.payload)
+                    wrong = (o.payload > regs["NIDS"]) | ((index != 0) & (o.payload < prev))
+                    with m.If(wrong & ~bad):
+                        m.d.sync += [bad.eq(1), info.eq(index)]
+                with m.If(~offs_r.busy & (index != 0)):
+                    with m.If(bad):
+                        finish(Error.BAD_OFFSETS)
+                    with m.Else():
+                        m.d.comb += [ids_r.start.eq(1), ids_r.base.eq(regs["IDS"] + (first << 2)),
+                                     ids_r.count.eq(last - first)]
+                        m.d.sync += [index.eq(first), bad_seen.eq(0)]
+                        with m.If(last - first > max_batch):
+                            m.d.sync += max_batch.eq(last - first)
+                        m.next = "IDS"
+            with m.State("IDS"):
+                o = ids_r.o
+                m.d.comb += o.ready.eq(1)
+                is_bad = o.payload >= c["rows"]
+                with m.If(o.valid):
+                    m.d.sync += index.eq(index + 1)
+                    with m.If(is_bad):
+                        m.d.sync += [bad_seen.eq(bad_seen + 1), bad_ids.eq(bad_ids + 1)]
+                        with m.If(bad_seen == 0):
+                            m.d.sync += info.eq(index)
+                with m.If(~ids_r.busy):
+                    with m.If((bad_seen != 0) & ~c["drop"]):
+                        finish(Error.BAD_ID)
+                    with m.Else():
+                        m.d.comb += [offs_r.start.eq(1), offs_r.base.eq(regs["OFFSETS"]),
+                                     offs_r.count.eq(regs["BAGS"] + 1),
+                                     ids_r.start.eq(1),
+                                     ids_r.base.eq(regs["IDS"] + (first << 2)),
+                                     ids_r.count.eq(last - first),
+                                     w_r.start.eq(c["weighted"]),
+                                     w_r.base.eq(regs["WEIGHTS"] + (first << 2)),
+                                     w_r.count.eq(last - first),
+                                     c["walker"].start.eq(1), c["comb"].start.eq(1),
+                                     c["scale"].start.eq(1)]
+                        m.d.sync += [written.eq(0), issued.eq(0)]
+                        m.next = "GATHER"
+            with m.State("GATHER"):
+                for r, port in zip(c["readers"], ("offsets", "ids", "weights"), strict=True):
+                    wiring.connect(m, r.o, getattr(c["walker"], port))
+                quiet = ~(offs_r.busy | ids_r.busy | w_r.busy | c["walker"].busy
+                          | c["comb"].busy | c["gather"].pending.valid | c["sorter"].busy)
+                target = Mux(c["scatter"], issued, regs["BAGS"])
+                with m.If(quiet & (written == target) & ~axi.awvalid):
+                    finish(Mux(resp_error, Error.AXI_RESPONSE.value, Error.NONE.value))
+        return m
