@@ -202,7 +202,10 @@ class HBMBench:
                 break
         else:
             raise AssertionError(f"controller not idle {budget} cycles after the last response")
-        await ClockCycles(self.dut.clk, 8)
+        # Writes are answered when queued: the last WR's data may still be CWL + a burst away
+        # when the controller turns idle.
+        t = self.cfg.timing
+        await ClockCycles(self.dut.clk, max(8, t.cwl + t.burst_cycles + 2))
 
     def counter(self, name, pc=None):
         pcs = range(self.cfg.pseudo_channels) if pc is None else [pc]
