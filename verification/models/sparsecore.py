@@ -260,6 +260,18 @@ def _counters(batch, table, padding_idx, bad, limits):
             "max_batch": len(used)}
 
 
+def _checked(batch, table, padding_idx, bad_ids, limits):
+    """The counters of ``batch``, and the :class:`Result` that refuses it (bad offsets, or a
+    bad id when ``bad_ids`` is ``"stop"``), or None when it goes ahead."""
+    error, bad = check(batch, table.rows)
+    if error == Error.BAD_OFFSETS:
+        return {"bad_ids": 0}, Result(error, None, {"bad_ids": 0})
+    counters = _counters(batch, table, padding_idx, bad, limits)
+    if error == Error.BAD_ID and bad_ids == "stop":
+        return counters, Result(error, None, counters)
+    return counters, None
+
+
 def lookup(table, bits, batch, combiner="sum", *, padding_idx=None, bad_ids="stop",
            limits=Limits()):
     """Lookup of ``batch`` in ``table`` (its :class:`Table`) whose rows are ``bits`` (an array
@@ -267,12 +279,9 @@ def lookup(table, bits, batch, combiner="sum", *, padding_idx=None, bad_ids="sto
     ``bags x dim`` fp32 bit patterns (None on an error)."""
     if bad_ids not in ("stop", "drop"):
         raise ValueError(f"bad_ids must be 'stop' or 'drop', got {bad_ids!r}")
-    error, bad = check(batch, table.rows)
-    if error == Error.BAD_OFFSETS:
-        return Result(error, None, {"bad_ids": 0})
-    counters = _counters(batch, table, padding_idx, bad, limits)
-    if error == Error.BAD_ID and bad_ids == "stop":
-        return Result(error, None, counters)
+    counters, refused = _checked(batch, table, padding_idx, bad_ids, limits)
+    if refused:
+        return refused
     rows = _widen(bits, table.fmt).reshape(table.rows, table.dim)
     scales = bag_scales(batch, table.rows, combiner, padding_idx)
     out = np.zeros((batch.bags, table.dim), dtype=np.float32)
@@ -294,12 +303,9 @@ def scatter(table, bits, batch, grad, combiner="sum", *, lr=1.0, optimizer="sgd"
     ``counters["accumulators"]`` the new accumulators (``rows x dim`` fp32)."""
     if optimizer not in ("sgd", "adagrad"):
         raise ValueError(f"optimizer must be 'sgd' or 'adagrad', got {optimizer!r}")
-    error, bad = check(batch, table.rows)
-    if error == Error.BAD_OFFSETS:
-        return Result(error, None, {"bad_ids": 0})
-    counters = _counters(batch, table, padding_idx, bad, limits)
-    if error == Error.BAD_ID and bad_ids == "stop":
-        return Result(error, None, counters)
+    counters, refused = _checked(batch, table, padding_idx, bad_ids, limits)
+    if refused:
+        return refused
     lr = np.float32(lr)
     grad = np.asarray(grad, dtype=np.float32).reshape(batch.bags, table.dim)
     rows = _widen(bits, table.fmt).reshape(table.rows, table.dim).copy()
