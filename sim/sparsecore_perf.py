@@ -20,7 +20,7 @@ from sim.measure import environment, environment_line, measure, table, write_res
 from sim.runner import BUILD
 from verification.models.sparsecore import Batch, Limits, minibatches
 
-__all__ = ["bench", "BENCH", "RAND_READ"]
+__all__ = ["bench", "BENCH", "PEAK"]
 
 BENCH = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(inflight_beats=128, list_beats=16,
                                                            max_burst=8),
@@ -28,10 +28,10 @@ BENCH = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(inflight_beats=128, l
 """The SparseCore with 128 row beats in flight (eight 512 B rows, 64 rows of 64 B) on the HBM
 controller's benchmark configuration."""
 
-RAND_READ = 0.481 * 32
-"""Bytes per cycle of the HBM benchmark's rand_read (32 B reads at random addresses, 2
-pseudo-channels, 48.1% of the 32 B/cycle data buses; docs/results/hbm.md); the bound there is
-50% (one ACT per 4 cycles per pseudo-channel)."""
+PEAK = BENCH_CONFIG.pseudo_channels * BENCH_CONFIG.access_bytes / BENCH_CONFIG.timing.burst_cycles
+"""Bytes per cycle of the benchmark configuration's data buses, every cycle busy: a ceiling,
+not the random-read bound the issue's target is set against (the HBM benchmark has no random
+512 B read pattern yet)."""
 
 
 HISTORY = 8
@@ -105,9 +105,9 @@ def bench(quick=False):
     for r in result["report"]["gather"]:
         rate = r["row_bytes_read"] / r["cycles"]
         tables.append({**r, "bytes_per_cycle": round(rate, 2),
-                       "of_rand_read": round(rate / RAND_READ, 3)})
+                       "of_peak": round(rate / PEAK, 3)})
         rows.append([r["row_bytes"], r["rows_read"], r["cycles"], f"{rate:.2f}",
-                     f"{100 * rate / RAND_READ:.0f}%", r["stalls"]])
+                     f"{100 * rate / PEAK:.0f}%", r["stalls"]])
     dedup_rows, rtl, rtl_ids = dedup(quick)
     dedup_table = table(
         ["minibatch (ids)", "batches", "ids", "rows updated", "HBM row traffic saved"],
@@ -124,9 +124,11 @@ def bench(quick=False):
         f"{spec['bags']} bags x {spec['ids_per_bag']} uniformly random ids over "
         f"{spec['rows']} fp32 rows per row size, bit-exact with the golden model. Rate = row "
         "bytes read / cycles of the whole operation (checking passes and output writes "
-        f"included). Reference: the HBM benchmark's rand_read, {RAND_READ:.1f} B/cycle (32 B "
-        "random reads; the issue asks for 80% of the random-read bound for 512 B rows).", "",
-        table(["row bytes", "rows read", "cycles", "B/cycle", "of rand_read", "stalls"], rows),
+        f"included). Peak: the data buses busy every cycle, {PEAK:g} B/cycle. The issue's target "
+        "(80% of the HBM random-read bound for 512 B rows) needs a random 512 B read pattern "
+        "in the HBM benchmark, which it does not have yet, so no bound is set beside these "
+        "rates.", "",
+        table(["row bytes", "rows read", "cycles", "B/cycle", "of peak", "stalls"], rows),
         "", f"Build {result['build_seconds']:.0f} s, run {result['run_seconds']:.0f} s.", "",
         "## Dedup on MovieLens-100k", "",
         "Batches of 128 consecutive ratings in time order (the recbole wheel's ml-100k); a "
