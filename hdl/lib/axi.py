@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import check, check_int
 
-__all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature"]
+__all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature", "engine_members"]
 
 
 class AxiResp(enum.Enum, shape=2):
@@ -122,3 +122,15 @@ class AXI4LiteSignature(_BusSignature):
             "araddr": Out(a), "arvalid": Out(1), "arready": In(1),
             "rdata": In(d), "rresp": In(AxiResp), "rvalid": In(1), "rready": Out(1),
         })
+
+
+def engine_members(cfg, csr_addr_width):
+    """The members every engine top shares (the TensorCore, the SparseCore): control and status
+    on ``csr`` (AXI4-Lite of ``csr_addr_width`` address bits), its manager port ``axi`` (the
+    ``axi_*_width`` fields of ``cfg``) and the STATUS bits ``running``, ``done``, ``error``."""
+    return {
+        "csr": In(AXI4LiteSignature(addr_width=csr_addr_width)),
+        "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width, data_width=cfg.axi_data_width,
+                                 id_width=cfg.axi_id_width)),
+        "running": Out(1), "done": Out(1), "error": Out(1),
+    }

@@ -14,9 +14,8 @@ is stop; counted either way), and only then reads the lists again to gather and 
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import enum, wiring
-from amaranth.lib.wiring import In, Out
 
-from ..lib.axi import AXI4LiteSignature, AXI4Signature, AxiBurst, AxiResp
+from ..lib.axi import AxiBurst, AxiResp, engine_members
 from ..lib.axilite import AxiLiteRegisters
 from ..lib.queue import Queue
 from ..top import Top
@@ -71,13 +70,7 @@ class SparseCore(Top):
     """
 
     def __init__(self, config):
-        cfg = config
-        super().__init__(config, {
-            "csr": In(AXI4LiteSignature(addr_width=CSR_ADDR_WIDTH)),
-            "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width,
-                                     data_width=cfg.axi_data_width, id_width=cfg.axi_id_width)),
-            "running": Out(1), "done": Out(1), "error": Out(1),
-        })
+        super().__init__(config, engine_members(config, CSR_ADDR_WIDTH))
 
     @property
     def extras(self):

@@ -7,9 +7,8 @@ DMA's stores; writes by the MXU's result writer, the VPU and the DMA's loads.
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
-from ..lib.axi import AXI4LiteSignature, AXI4Signature
+from ..lib.axi import engine_members
 from ..lib.axilite import AxiLiteRegisters
 from ..top import Top
 from .dma import DMA
@@ -51,12 +50,7 @@ class TensorCore(Top):
         self._vmem = VMEM(cfg, reads=5, writes=3, name=f"{cfg.name}_vmem_bank")
         self._matmul = MatmulEngine(cfg)
         self._vpu = VPU(cfg, prefix=cfg.name)
-        super().__init__(config, {
-            "csr": In(AXI4LiteSignature(addr_width=CSR_ADDR_WIDTH)),
-            "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width,
-                                     data_width=cfg.axi_data_width, id_width=cfg.axi_id_width)),
-            "running": Out(1), "done": Out(1), "error": Out(1),
-        })
+        super().__init__(config, engine_members(cfg, CSR_ADDR_WIDTH))
 
     @property
     def submodules(self):
