@@ -28,13 +28,14 @@ from sim.measure import (
     write_results,
 )
 from sim.runner import BUILD, build
+from verification.traffic.hbm import BLOCK
 
 __all__ = ["measure_pattern", "bound", "bench", "TRACES"]
 
 LITEDRAM = {"seq_read": "96.5%", "row_walk": "47.6%"}
 WINDOW_REFI = 10
 TRACES = BUILD / "bench" / "hbm"
-PATTERNS = ("seq_read", "seq_write", "rand_read", "rand_mix", "row_walk")
+PATTERNS = ("seq_read", "seq_write", "rand_read", "rand_read_512", "rand_mix", "row_walk")
 TARGETS = {"seq_read": ("efficiency", 0.92), "seq_read_refsb": ("efficiency", 0.95),
            "rand_read": ("of_bound", 0.90), "rand_mix": ("of_bound", 0.85)}
 
@@ -62,7 +63,9 @@ def bound(cfg, pattern, refresh_share=0.0):
     column bus). Random single accesses (every one a row miss): one ACT per access, at most one
     per :func:`_act_gap` cycles, each worth BL/2 busy cycles; the 2:1 mix also pays the
     read/write turnarounds of its write batches (write_high - write_low writes per batch),
-    which fit in the ACT-bound idle time when the batch is long enough. Row walk: a row of
+    which fit in the ACT-bound idle time when the batch is long enough. Random 512 B reads: the
+    accesses of a block over its distinct (pseudo-channel, bank, row) triples, one ACT each,
+    at the same ACT rate (the data bus at most every cycle). Row walk: a row of
     2**col_bits reads in one bank group (tCCD_L apart), then the next row of the same bank
     (auto-precharge on the last read: tRTP + tRP, or tRC / tRAS + tRP).
     """
@@ -84,6 +87,12 @@ def bound(cfg, pattern, refresh_share=0.0):
         return keep * 3 * b * t.burst_cycles / max(acts, data), (
             f"batch of {b} writes + {2 * b} reads: max({acts:g} ACT cycles, "
             f"{3 * b * t.burst_cycles} data + {turn} turnaround cycles); {why}")
+    if pattern == "rand_read_512":
+        gap, why = _act_gap(cfg)
+        n = BLOCK // cfg.access_bytes
+        acts = len({cfg.decode(a)[:3] for a in range(0, BLOCK, cfg.access_bytes)})
+        return keep * min(1, n * t.burst_cycles / (acts * gap)), (
+            f"{n} accesses per {acts} ACTs, one ACT per {gap:g} cycles ({why})")
     if pattern == "row_walk":
         n = 1 << cfg.col_bits
         cycle = max(t.act_to_act, t.rcd_rd + (n - 1) * t.ccd_l + t.rtp + t.rp)
@@ -249,7 +258,8 @@ going on after it ("whole run" is the figure from the first request to the last 
 comparison). Row walk counts
 the one pseudo-channel it uses. Patterns: seq_read / seq_write: 32-beat bursts over a
 contiguous region; seq_read_refsb: the same with per-bank refresh (REFSB); rand_read: 32 B
-reads at random addresses over the whole capacity (row misses); rand_mix: 64 B at random
+reads at random addresses over the whole capacity (row misses); rand_read_512: 512 B bursts at
+random 512 B-aligned addresses (the SparseCore's 512 B embedding rows); rand_mix: 64 B at random
 distinct addresses, 2 reads : 1 write; stream: two ports each reading its own region, 4
 pseudo-channels, XOR bank hashing; row_walk: reads in column order, one row after another in one
 bank (LiteDRAM's "walking rows" anchor). The bound comes from the timing, the row command bus

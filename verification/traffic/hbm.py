@@ -3,7 +3,9 @@ commands ``(kind, id, address, beats)`` for :class:`verification.tb.axi.AxiDrive
 
 __all__ = ["PATTERNS", "pattern"]
 
-PATTERNS = ("seq_read", "seq_write", "rand_read", "rand_mix", "stream", "row_walk")
+PATTERNS = ("seq_read", "seq_write", "rand_read", "rand_read_512", "rand_mix", "stream",
+            "row_walk")
+BLOCK = 512  # bytes of one ``rand_read_512`` burst (an embedding row of the SparseCore benchmark)
 
 
 def pattern(cfg, rng, name, accesses, port=0):
@@ -13,6 +15,8 @@ def pattern(cfg, rng, name, accesses, port=0):
     * ``seq_read`` / ``seq_write`` / ``stream``: 32-beat bursts through a region of the port's
       own (ports side by side), IDs alternating.
     * ``rand_read``: single-beat reads anywhere, IDs round robin.
+    * ``rand_read_512``: bursts of ``BLOCK`` bytes at random ``BLOCK``-aligned addresses, IDs
+      round robin (the gather of 512 B embedding rows).
     * ``rand_mix``: 2-beat bursts anywhere, two reads to one write, every address distinct (a
       read never races a write to the same bytes).
     * ``row_walk``: reads in column order within a row, rows in turn in one bank: each row a new
@@ -30,6 +34,10 @@ def pattern(cfg, rng, name, accesses, port=0):
     elif name == "rand_read":
         for k in range(accesses):
             cmds.append(("r", k % ids, rng.randrange(cfg.capacity // ab) * ab, 1))
+    elif name == "rand_read_512":
+        beats = BLOCK // ab
+        for k in range(-(-accesses // beats)):
+            cmds.append(("r", k % ids, rng.randrange(cfg.capacity // BLOCK) * BLOCK, beats))
     elif name == "rand_mix":
         pairs = cfg.capacity // (2 * ab)
         used = set()
