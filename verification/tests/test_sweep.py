@@ -21,7 +21,15 @@ import pytest
 
 from hdl.config import ConfigError
 from sim import measurements
-from sim.sweep import Outcome, ResultStore, code_digest, parse_spec, run_point, run_sweep
+from sim.sweep import (
+    Outcome,
+    ResultStore,
+    code_digest,
+    load_spec,
+    parse_spec,
+    run_point,
+    run_sweep,
+)
 from sim.sweep_report import pareto_front, write_report
 
 ROOT = __file__.rsplit("/verification/", 1)[0]
@@ -108,6 +116,13 @@ def test_nested_points_expand():
                                        (8, "bfloat16")]
     assert all(p.config.tensorcore.vmem_banks == 4 for p in sweep.points)
     assert sweep.swept == ("tensorcore.mxu.fmt", "tensorcore.mxu.rows", "tensorcore.mxu.cols")
+
+
+@pytest.mark.parametrize("block", ["mxu", "hbm", "ici"])
+def test_example_specs_valid(block):
+    """docs/sweeps.md's example specs still name parameters and values the blocks accept."""
+    sweep = parse_spec(load_spec(f"{ROOT}/docs/sweeps/{block}.yaml"))
+    assert sweep.points
 
 
 def test_cli_refuses_bad_spec_before_running(tmp_path):
