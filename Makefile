@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)  ## create .venv and install the project into it
 
-demo: $(STAMP)  ## generate the default MXU, run a GEMM in Verilator, check it, report
+demo: $(STAMP)  ## generate the default chip, run the digits MLP on it in Verilator, check it, report
 	$(PY) -m sim.demo $(if $(CONFIG),--config $(CONFIG)) $(ARGS)
 
 verilog: $(STAMP)  ## generate the Verilog of every block's default configuration into build/verilog
@@ -34,8 +34,8 @@ lint: $(STAMP)  ## ruff, and Verilator --lint-only of every generated top
 	$(VENV)/bin/ruff check .
 	$(PY) -m sim.generate_all --out build/verilog --lint
 
-test: $(STAMP)  ## the regression (parallel, about 20 minutes on 2 cores)
-	$(PY) -m pytest -n $(JOBS) -m "not slow" verification/tests
+test: $(STAMP)  ## the regression (parallel, about 30 minutes on 2 cores)
+	$(PY) -m pytest -n $(JOBS) --durations=25 -m "not slow" verification/tests
 
 test-all: $(STAMP)  ## the regression plus long sweeps and large configurations
 	$(PY) -m pytest -n $(JOBS) verification/tests

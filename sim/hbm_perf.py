@@ -13,6 +13,7 @@ refresh intervals as the long run does, and no start-up or drain), with traffic 
 after it. The whole run's figure is reported beside it, never as the headline.
 """
 
+import json
 import math
 import statistics
 
@@ -20,17 +21,19 @@ from hdl.generate import generate
 from hdl.hbm.config import BENCH_CONFIG, STREAM_CONFIG, HBMConfig
 from sim.measure import (
     REPEATS,
+    RESULTS,
     environment,
     environment_line,
     measure,
     median_seconds,
+    results_directory,
     table,
     write_results,
 )
 from sim.runner import BUILD, build
 from verification.traffic.hbm import BLOCK
 
-__all__ = ["measure_pattern", "bound", "bench", "TRACES"]
+__all__ = ["measure_pattern", "measured_rate", "bound", "bench", "TRACES"]
 
 LITEDRAM = {"seq_read": "96.5%", "row_walk": "47.6%"}
 WINDOW_REFI = 10
@@ -138,6 +141,23 @@ def measure_pattern(cfg, pattern, label, *, seed=1):
             "window_refi": window["cycles"] / t.refi,
             "refresh_share": refs * t.rfc / window["cycles"], "trace": str(trace),
             "build_seconds": done["build_seconds"]}
+
+
+def measured_rate(pattern, quick=False, who="bench"):
+    """Steady-state bytes per cycle of ``pattern`` on ``BENCH_CONFIG``, and where it comes from:
+    hbm.json's row (from a ``quick`` run when that is what is asked and it has the row), or,
+    before the HBM benchmark has run, the same measurement made now (its trace named after
+    ``who``)."""
+    for found in (results_directory(quick) / "hbm.json", RESULTS / "hbm.json"):
+        rows = json.loads(found.read_text())["tables"]["patterns"] if found.exists() else []
+        row = next((r for r in rows if r["pattern"] == pattern), None)
+        if row:
+            return row["bytes_per_cycle"], (f"hbm.json {pattern}: {100 * row['efficiency']:.1f}%"
+                                            f" of {row['peak_bytes_per_cycle']:g} B/cycle")
+    r = measure_pattern(BENCH_CONFIG, pattern, f"{who}-{pattern}")
+    peak = r["pcs"] * BENCH_CONFIG.access_bytes / BENCH_CONFIG.timing.burst_cycles
+    return r["efficiency"] * peak, (f"sim/hbm_perf.py {pattern} measured for this run: "
+                                    f"{100 * r['efficiency']:.1f}% of {peak:g} B/cycle")
 
 
 def _preset(cfg):

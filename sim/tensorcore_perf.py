@@ -7,7 +7,6 @@ controller in its benchmark configuration behind the golden device model, its re
 against the reference (numpy for int8, the MXU golden model's bits for bfloat16).
 """
 
-import json
 import statistics
 import time
 
@@ -23,20 +22,18 @@ from podium import compiler
 from podium.cycles import gemm_cycles
 from podium.program import DTYPES, Program
 from podium.runner import run
-from sim.hbm_perf import measure_pattern
+from sim.hbm_perf import measured_rate
 from sim.measure import (
     REPEATS,
-    RESULTS,
     environment,
     environment_line,
     median_seconds,
-    results_directory,
     table,
     write_results,
 )
 from sim.runner import build
 
-__all__ = ["bench", "bench_chip", "hbm_rate", "measure_gemm", "FIRST_BEAT"]
+__all__ = ["bench", "bench_chip", "measure_gemm", "FIRST_BEAT"]
 
 FIRST_BEAT = 60
 """The model's first-beat latency of a DMA transfer, in cycles: AR through the controller's
@@ -50,23 +47,6 @@ def bench_chip(fmt, rows=16):
     return ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(rows=rows, cols=rows, fmt=fmt),
                                                   vmem_bytes=512 * 1024, row_bytes=4 * rows),
                       hbm=BENCH_CONFIG)
-
-
-def hbm_rate(quick=False):
-    """Sustained sequential-read bytes per cycle of the HBM benchmark configuration, and where it
-    comes from: hbm.json's ``seq_read`` row (from a ``quick`` run when that is what is asked and
-    there is one), or, before the HBM benchmark has run, the same measurement made here."""
-    found = [results_directory(quick) / "hbm.json", RESULTS / "hbm.json"]
-    found = next((f for f in found if f.exists()), None)
-    if found is None:
-        r = measure_pattern(BENCH_CONFIG, "seq_read", "tensorcore-seq_read")
-        peak = r["pcs"] * BENCH_CONFIG.access_bytes / BENCH_CONFIG.timing.burst_cycles
-        return r["efficiency"] * peak, f"sim/hbm_perf.py seq_read measured for this run: " \
-                                       f"{100 * r['efficiency']:.1f}% of {peak:g} B/cycle"
-    data = json.loads(found.read_text())
-    row = next(r for r in data["tables"]["patterns"] if r["pattern"] == "seq_read")
-    return row["bytes_per_cycle"], f"hbm.json seq_read: {100 * row['efficiency']:.1f}% of " \
-                                   f"{row['peak_bytes_per_cycle']:g} B/cycle"
 
 
 def _inputs(program, rng):
@@ -151,7 +131,7 @@ def bench(quick=False, sizes=(512, 1024), formats=("int8", "bfloat16"), epilogue
     0); writes docs/results/tensorcore.md and tensorcore.json."""
     env = environment()
     rng = np.random.default_rng(1)
-    bw, bw_source = hbm_rate(quick)
+    bw, bw_source = measured_rate("seq_read", quick, "tensorcore")
     size = 8 if quick else 16
     plan = [("int8", 128)] if quick else [(f, n) for n in sizes
                                           for f in formats]
