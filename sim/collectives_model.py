@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hdl.config import ConfigError
-from verification.models.collectives import FORMATS, MINUS, PLUS, coords_of, node_of
+from verification.models.collectives import FORMATS, MINUS, PLUS, Step, coords_of, node_of
 
 __all__ = ["Network", "OPS", "bus_factor", "algbw", "busbw", "transfer_bytes", "route",
-           "step_time", "schedule_time", "ring_links", "ring_bound", "busbw_bound",
-           "all_reduce_2d_bound", "bisection_bound", "injection_bound", "all_to_all_bound",
-           "payload_bw"]
+           "step_time", "schedule_time", "all_to_all_time", "ring_links", "ring_bound",
+           "busbw_bound", "all_reduce_2d_bound", "bisection_bound", "injection_bound",
+           "all_to_all_bound", "payload_bw"]
 
 OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 
@@ -139,6 +139,13 @@ def step_time(net, step, fmt):
 def schedule_time(net, steps, fmt):
     """Cycles of a whole schedule: the sum of its steps."""
     return sum(step_time(net, step, fmt) for step in steps)
+
+
+def all_to_all_time(net, steps, fmt):
+    """Cycles of an all-to-all schedule, whose steps are not barriers: one step of all its
+    transfers."""
+    merged = [t for step in steps for t in step.transfers]
+    return step_time(net, Step("all-to-all", None, tuple(merged)), fmt)
 
 
 def ring_links(n):

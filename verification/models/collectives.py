@@ -293,7 +293,8 @@ def all_to_all_schedule(dims, sizes):
     go from src to dst. Source buffers hold their messages in destination order, outputs their
     messages in source order. Step s (0 .. N - 1) sends from every src to
     ``(src + s) mod N`` (step 0 the chip's own, a local copy), so every step is a permutation:
-    no chip receives two messages at once. Zero-sized messages are left out."""
+    no chip receives two messages at once. The steps order each chip's messages; they are not
+    barriers (the engine issues them back to back). Zero-sized messages are left out."""
     dims = _check_dims(dims)
     sizes = _check_sizes(dims, sizes)
     nodes = len(sizes)
