@@ -252,11 +252,11 @@ def bench(quick=False, repeats=REPEATS):
         js.setdefault(tab, []).append(j)
         print(m, flush=True)
     cost_rows, cost_data = _tool_cost(quick, repeats)
-    write_results("hbm", _text(env, md, cost_rows, quick), {**js, "tool_cost": cost_data},
-                  env, quick)
+    text = _text(env, md, cost_rows, 1 if quick else repeats, quick)
+    write_results("hbm", text, {**js, "tool_cost": cost_data}, env, quick)
 
 
-def _text(env, md, cost_rows, quick):
+def _text(env, md, cost_rows, repeats, quick):
     t = BENCH_CONFIG.timing
     presets = table(["preset", *HEADER], md.get("presets", []))
     return f"""# HBM controller benchmark results
@@ -299,7 +299,7 @@ docs/hbm.md).
 ## Tool cost
 
 Generation (Python + Yosys) and Verilator build (verilate + C++ compile) wall times,
-medians of {1 if quick else REPEATS} runs; builds forced.
+medians of {repeats} runs; builds forced.
 
 {table(["configuration", "generate, s (median)", "Verilator build, s (median)", "builds, s"],
        cost_rows)}
