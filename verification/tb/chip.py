@@ -44,7 +44,8 @@ class ChipBench:
         self.chip = ChipConfig.from_dict(sidecar["parameters"])
         self.cfg = self.chip.tensorcore
         self.rng = new_rng()
-        self.hbm = HBMBench(dut, flow, masters=False, config=self.chip.hbm, prefix="hbm_ch")
+        self.hbm = HBMBench(dut, flow, masters=False, config=self.chip.hbm, prefix="hbm_ch",
+                            idle="hbm_idle")
         self.host = TensorCoreHost(dut, "csr", self.cfg, sidecar["csr"], flow)
 
     async def start(self):
@@ -66,11 +67,16 @@ class ChipBench:
         self.hbm.load(start, bytes(image))
 
     def read_hbm(self, address, length):
+        """Backdoor read of the device: after :meth:`run`, which waits for the controller to
+        write every posted write into it."""
         return self.hbm.dump(address, length)
 
     async def run(self, program, **kw):
         await self.host.load(program)
         out = await self.host.run(self.dut.running, **kw)
+        # The controller answers a write when it is queued: the program's last stores may still
+        # be in its write buffer when the TensorCore is done.
+        await self.hbm.settle()
         assert self.hbm.error is None, str(self.hbm.error)
         return out
 

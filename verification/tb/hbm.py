@@ -57,10 +57,12 @@ class _Channel:
 
 class HBMBench:
     def __init__(self, dut, flow="random_random", masters=True, trace=None, *, config=None,
-                 prefix="ch"):
-        """``config`` and ``prefix``: the controller's configuration and the prefix of its
-        channel ports when it is part of a larger top (the chip)."""
+                 prefix="ch", idle="idle"):
+        """``config``, ``prefix`` and ``idle``: the controller's configuration, the prefix of
+        its channel ports and the name of its idle output when it is part of a larger top (the
+        chip: ``hbm_ch``, ``hbm_idle``)."""
         self.dut = dut
+        self.idle = getattr(dut, idle)
         self.sidecar = load_sidecar()
         self.cfg = config or HBMConfig.from_dict(self.sidecar["parameters"])
         cfg = self.cfg
@@ -193,12 +195,13 @@ class HBMBench:
         return resp
 
     async def settle(self, budget=20000):
-        """Wait until every master is idle and the controller has drained."""
+        """Wait until every master is idle and the controller has drained: every answered
+        write is in the device, so the backdoor (:meth:`dump`) sees it."""
         for m in self.masters:
             await m.wait()
         for _ in range(budget):
             await RisingEdge(self.dut.clk)
-            if self.dut.idle.value:
+            if self.idle.value:
                 break
         else:
             raise AssertionError(f"controller not idle {budget} cycles after the last response")

@@ -128,7 +128,7 @@ class SparseCoreBench:
                 self.ram = axi_ram(dut, "axi", RAM_BYTES, flow)
             else:
                 self.hbm = HBMBench(dut, flow, masters=False, config=system.hbm,
-                                    prefix="hbm_ch")
+                                    prefix="hbm_ch", idle="hbm_idle")
         self.csr_info = csr
         self.reg = csr["registers"]
         self.counter_names = csr["counters"]
@@ -196,18 +196,11 @@ class SparseCoreBench:
             self.write_hbm(op.out, bytes([SENTINEL]) * op.out_bytes)
         return bits
 
-    async def settle(self, budget=20_000):
+    async def settle(self):
         """Wait until the controller has written every answered write into the device (the
         backdoor reads the device)."""
-        if not self.hbm:
-            return
-        for _ in range(budget):
-            await RisingEdge(self.dut.clk)
-            if self.dut.hbm_idle.value:
-                break
-        else:
-            raise AssertionError(f"HBM controller not idle after {budget} cycles")
-        await ClockCycles(self.dut.clk, 8)
+        if self.hbm:
+            await self.hbm.settle()
 
     async def run(self, op, budget=400_000):
         """Program the registers for ``op``, start it, wait for it to end; its Outcome."""
