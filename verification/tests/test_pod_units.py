@@ -17,6 +17,7 @@ from amaranth.sim import Simulator
 
 from hdl.config import ConfigError
 from hdl.ici.config import ICIConfig
+from hdl.pod.collective import Collective, CollectiveEngine, descriptor_layout
 from hdl.pod.config import NO_SEM, EndpointConfig
 from hdl.pod.endpoint import (
     REQUEST_CLASS,
@@ -30,12 +31,21 @@ from hdl.pod.endpoint import (
     endpoint_header_layout,
     read_request_layout,
 )
-from verification.models.collectives import FORMATS
+from verification.models.collectives import (
+    FORMATS,
+    all_gather,
+    all_reduce,
+    coords_of,
+    reduce_scatter,
+    split_sizes,
+)
 from verification.models.ici import Header
 
 CFG = EndpointConfig(ici=ICIConfig(dims=(2, 2), classes=2, flit_bits=128, max_packet=4))
 CHIPS = [(0, 0), (1, 0), (0, 1), (1, 1)]
 FLOWS = {"fast": (1.0, 1.0), "idle": (0.4, 1.0), "backpressure": (1.0, 0.3)}
+STALL = 500
+"""Cycles without a flit sent or a beat written after which a test calls the design stuck."""
 FP32_SPECIALS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
                  0xFFFFFFFF, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF]
 
@@ -148,6 +158,10 @@ def _set_value(ctx, payload, value):
     ctx.set(payload, value)
 
 
+def _set_bits(ctx, payload, value):
+    ctx.set(payload.as_value(), value)
+
+
 def _set_eject(ctx, payload, flit):
     ctx.set(payload.data, flit[0])
     ctx.set(payload.last, flit[1])
@@ -208,8 +222,8 @@ class _Chip(Elaboratable):
 
 
 class _Pod(Elaboratable):
-    def __init__(self, cfg, count):
-        self.chips = [_Chip(cfg) for _ in range(count)]
+    def __init__(self, chips):
+        self.chips = chips
 
     def elaborate(self, platform):
         m = Module()
@@ -368,7 +382,7 @@ def test_endpoints(seed, flow):
     rate, ready = FLOWS[flow]
     traffic = _Traffic(cfg, rng, 10)
     ends = list(traffic.messages)
-    dut = _Pod(cfg, len(ends))
+    dut = _Pod([_Chip(cfg) for _ in ends])
     net = _Network(cfg)
     memories = {e: _Memory(cfg, traffic.initial[e]) for e in ends}
     completions = {e: {} for e in ends}
@@ -398,10 +412,11 @@ def test_endpoints(seed, flow):
             for msg in traffic.messages[e]:
                 p["data"].queue.extend(_beats(cfg, msg.data, rng))
             ports.append(p)
-        count = 0
-        for _ in range(40000):
+        count, last = 0, 0
+        for cycle in range(40000):
             if count == total:
                 break
+            assert cycle - last < STALL, f"nothing moved for {STALL} cycles"
             for e, chip, p in zip(ends, dut.chips, ports, strict=True):
                 if p["eject"].idle and (packet := net.next_packet(e, rng)):
                     p["eject"].queue.extend((f, int(i == len(packet) - 1))
@@ -427,6 +442,8 @@ def test_endpoints(seed, flow):
                 if done is not None:
                     check_completion(e, done)
                     count += 1
+                if any(x is not None for x in (beat, done, *(o for _, o in outs))):
+                    last = cycle
             await ctx.tick()
         assert completions == traffic.completions
         for e in ends:
@@ -553,3 +570,173 @@ def test_config_refused(change, name):
     with pytest.raises(ConfigError) as info:
         CFG.replace(**change)
     assert info.value.path == name
+
+
+class _EngineChip(Elaboratable):
+    """One chip for the collectives: a CollectiveEngine driving a Sender, and a Receiver
+    whose completions it counts."""
+
+    def __init__(self, cfg):
+        self.engine = CollectiveEngine(cfg)
+        self.sender = Sender(cfg)
+        self.receiver = Receiver(cfg)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = self.engine
+        m.submodules.sender = self.sender
+        m.submodules.receiver = self.receiver
+        wiring.connect(m, self.engine.cmd, self.sender.cmd)
+        wiring.connect(m, self.engine.data, self.sender.data)
+        wiring.connect(m, self.receiver.done, self.engine.arrived)
+        return m
+
+
+RINGS = {
+    # name: (golden model dims, golden dim, ICI dims, engine dim)
+    "1x4": ((1, 4), 1, (4,), 0),
+    "2x2-x": ((2, 2), 0, (2, 2), 0),
+    "2x2-y": ((2, 2), 1, (2, 2), 1),
+}
+
+
+def _golden_collective(op, fmt, dims, dim, length, grain, buffers):
+    """What every chip's buffer must hold after ``op``, by node: (offset, expected bytes)."""
+    dtype = FORMATS[fmt].dtype
+    arrays = [np.frombuffer(b, dtype=np.uint32).view(dtype) for b in buffers]
+    blocks = split_sizes(length, dims[dim], grain)
+    starts = np.concatenate([[0], np.cumsum(blocks)[:-1]]).astype(int)
+    positions = [coords_of(dims, node)[dim] for node in range(len(buffers))]
+    if op == Collective.REDUCE_SCATTER:
+        out = reduce_scatter(arrays, dims, dim, fmt, grain)
+        return [(int(starts[p]), np.asarray(o).view(np.uint32).tobytes())
+                for o, p in zip(out, positions, strict=True)]
+    if op == Collective.ALL_REDUCE:
+        out = all_reduce(arrays, dims, dim, fmt, grain)
+    else:
+        out = all_gather([a[starts[p]:starts[p] + blocks[p]]
+                          for a, p in zip(arrays, positions, strict=True)], dims, dim, grain)
+    return [(0, np.asarray(o).view(np.uint32).tobytes()) for o in out]
+
+
+@pytest.mark.parametrize("fmt", ["int32", "fp32"])
+@pytest.mark.parametrize("op", list(Collective))
+@pytest.mark.parametrize("ring", list(RINGS))
+def test_collective(seed, ring, op, fmt):
+    """Every chip's engine, started at a random cycle, runs its part of a ring collective
+    (lengths that do not divide evenly, empty pieces included) through Senders, a Python
+    network and Receivers under random idle and backpressure; every chip's buffer ends
+    bit-exactly as the golden model's schedule leaves it (reduce-scatter: the chip's own
+    block; all-reduce and all-gather: the whole buffer), with no error, sequence error or
+    drop, and no response asked for."""
+    dims, dim, ici_dims, engine_dim = RINGS[ring]
+    cfg = EndpointConfig(ici=ICIConfig(dims=ici_dims, classes=2, flit_bits=128, max_packet=4))
+    grain = cfg.flit_bytes // 4
+    rng = random.Random(seed)
+    length = rng.choice([1, 7, 37, 101, 150])
+    space, base = rng.randrange(2), 0x1000
+    print(f"{ring} {op.name} {fmt} length {length} space {space}")
+    chips = [tuple(c) for c in (coords_of(dims, node) for node in range(dims[0] * dims[1]))]
+    ici_coords = [_coords(cfg, node) for node in range(len(chips))]
+    buffers = [_elements(rng, fmt, length) for _ in chips]
+    expect = _golden_collective(op, fmt, dims, dim, length, grain, buffers)
+    memories = [_Memory(cfg, {}) for _ in chips]
+    for memory, buffer in zip(memories, buffers, strict=True):
+        _store(memory.bytes, space, base, buffer)
+    dut = _Pod([_EngineChip(cfg) for _ in chips])
+    net = _Network(cfg)
+    starts = [rng.randrange(60) for _ in chips]
+
+    async def bench(ctx):
+        drivers = []
+        for chip, coords in zip(dut.chips, ici_coords, strict=True):
+            for d, c in enumerate(coords):
+                ctx.set(chip.engine.coords[f"c{d}"], c)
+            drivers.append({
+                "start": _Driver(chip.engine.start, rng, 1.0, _set_bits),
+                "eject": _Driver(chip.receiver.i, rng, 0.7, _set_eject),
+                "engine_data": _Driver(chip.engine.read_data, rng, 0.7, _set_value),
+                "recv_data": _Driver(chip.receiver.read_data, rng, 0.7, _set_value),
+            })
+        descriptor = _pack(descriptor_layout(cfg), op=op, dim=engine_dim,
+                           fmt=Fmt.FP32 if fmt == "fp32" else Fmt.INT32, space=space,
+                           address=base, length=length)
+        last = 0
+        for cycle in range(30000):
+            assert cycle - last < STALL, f"nothing moved for {STALL} cycles"
+            if cycle > max(starts) + 2 and not any(ctx.get(c.engine.busy) for c in dut.chips) \
+                    and not any(net.queues[e][k] for e in net.queues for k in net.queues[e]) \
+                    and all(p["eject"].idle for p in drivers):
+                break
+            for e, (chip, p) in enumerate(zip(dut.chips, drivers, strict=True)):
+                if cycle == starts[e]:
+                    p["start"].queue.append(descriptor)
+                if p["eject"].idle and (packet := net.next_packet(e, rng)):
+                    p["eject"].queue.extend((f, int(i == len(packet) - 1))
+                                            for i, f in enumerate(packet))
+                for driver in p.values():
+                    driver.drive(ctx)
+                flit = _sink(ctx, chip.sender.o, rng, 0.7)
+                beat = _sink(ctx, chip.receiver.write, rng, 0.7)
+                reads = [(_sink(ctx, chip.engine.read, rng, 0.7), p["engine_data"]),
+                         (_sink(ctx, chip.receiver.read, rng, 0.7), p["recv_data"])]
+                assert _sink(ctx, chip.receiver.respond, rng, 1.0) is None
+                for driver in p.values():
+                    driver.taken(ctx)
+                if flit is not None:
+                    net.flit(e, REQUEST_CLASS, flit)
+                for read, driver in reads:
+                    if read is not None:
+                        driver.queue.append(memories[e].read(read))
+                if beat is not None:
+                    memories[e].write(beat)
+                if flit is not None or beat is not None:
+                    last = cycle
+            await ctx.tick()
+        else:
+            pytest.fail("the collective did not finish")
+        for chip in dut.chips:
+            r = chip.receiver
+            assert ctx.get(chip.engine.errors) == 0
+            assert (ctx.get(r.seq_errors), ctx.get(r.dropped)) == (0, 0)
+
+    _simulate(dut, bench)
+    for node, ((offset, data), memory) in enumerate(zip(expect, memories, strict=True)):
+        got = memory.region(space, base + 4 * offset, len(data))
+        assert got == data, f"chip {chips[node]}: {np.frombuffer(got, np.uint32)} != " \
+                            f"{np.frombuffer(data, np.uint32)}"
+
+
+def test_engine_refuses(seed):
+    """Descriptors the engine cannot run (bfloat16, op 3, a dimension the pod does not have,
+    a piece longer than max_message) are consumed and counted in ``errors`` without sending
+    anything; a good one after them starts sending."""
+    cfg = EndpointConfig(ici=ICIConfig(dims=(4,), classes=2, flit_bits=128, max_packet=4))
+    dut = CollectiveEngine(cfg)
+    good = {"op": Collective.ALL_REDUCE, "dim": 0, "fmt": Fmt.INT32, "address": 0,
+            "length": 100}
+    bad = [{"fmt": Fmt.BFLOAT16}, {"op": 3}, {"dim": 1}, {"length": 8 * cfg.max_message}]
+    layout = descriptor_layout(cfg)
+
+    async def bench(ctx):
+        ctx.set(dut.coords.c0, 1)
+        for change in bad:
+            ctx.set(dut.start.payload.as_value(), _pack(layout, **{**good, **change}))
+            ctx.set(dut.start.valid, 1)
+            assert ctx.get(dut.start.ready)
+            await ctx.tick()
+            ctx.set(dut.start.valid, 0)
+            for _ in range(4):
+                assert not ctx.get(dut.cmd.valid)
+                await ctx.tick()
+            assert not ctx.get(dut.busy)
+        assert ctx.get(dut.errors) == len(bad)
+        ctx.set(dut.start.payload.as_value(), _pack(layout, **good))
+        ctx.set(dut.start.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.start.valid, 0)
+        await ctx.tick()
+        assert ctx.get(dut.busy) and ctx.get(dut.cmd.valid)
+        assert ctx.get(dut.errors) == len(bad)
+
+    _simulate(dut, bench)
