@@ -297,6 +297,30 @@ class Receiver(wiring.Component):
             | ((ep.kind == Kind.WRITE) & (ep.op.as_value() == 3))
             | ((ep.kind == Kind.WRITE) & adds & (ep.fmt != Fmt.INT32) & (ep.fmt != Fmt.FP32)))
 
+    def _outputs(self, m, pkt, origin, sender, request):
+        """The payloads of ``write``, ``read``, ``done`` and ``respond`` from the packet being
+        served (``pkt``, its head ``origin``, its source endpoint ``sender``) and, for a
+        ``READ``, its ``request`` flit; ``write.data`` and the kind-specific fields of
+        ``respond`` are the states' own."""
+        cfg = self._cfg
+        strobe = Signal(cfg.flit_bytes)
+        m.d.comb += strobe.eq(Mux(pkt.bytes >= cfg.flit_bytes, (1 << cfg.flit_bytes) - 1,
+                                  (Const(1, cfg.flit_bytes + 1) << pkt.bytes) - 1))
+        m.d.comb += [self.done.payload.kind.eq(pkt.kind), self.done.payload.src.eq(sender),
+                     self.done.payload.sem.eq(pkt.sem), self.done.payload.tag.eq(pkt.tag)]
+        m.d.comb += [self.write.payload.space.eq(pkt.space),
+                     self.write.payload.address.eq(pkt.address),
+                     self.write.payload.strobe.eq(strobe),
+                     self.read.payload.space.eq(pkt.space),
+                     self.read.payload.address.eq(pkt.address)]
+        reply = self.respond.payload
+        for d in range(cfg.ici.ndims):
+            m.d.comb += reply.dst[f"c{d}"].eq(origin[f"src{d}"])
+        m.d.comb += [reply.dst_port.eq(origin.src_port), reply.tag.eq(pkt.tag),
+                     reply.space.eq(pkt.space), reply.address.eq(pkt.address),
+                     reply.reply_space.eq(request.space),
+                     reply.reply_address.eq(request.address)]
+
     def _sum(self, m, arriving, present, fmt):
         """``arriving + present`` in 32-bit lanes, int32 (wrapping) or fp32."""
         lanes = []
@@ -323,23 +347,8 @@ class Receiver(wiring.Component):
         sender = Signal(range(ici.endpoints))
         request = Signal(read_request_layout(cfg))
         events = {"packets": Signal(), "seq_errors": Signal(), "dropped": Signal()}
-        strobe = Signal(cfg.flit_bytes)
-        m.d.comb += strobe.eq(Mux(pkt.bytes >= cfg.flit_bytes, (1 << cfg.flit_bytes) - 1,
-                                  (Const(1, cfg.flit_bytes + 1) << pkt.bytes) - 1))
-        m.d.comb += [self.done.payload.kind.eq(pkt.kind), self.done.payload.src.eq(sender),
-                     self.done.payload.sem.eq(pkt.sem), self.done.payload.tag.eq(pkt.tag)]
-        m.d.comb += [self.write.payload.space.eq(pkt.space),
-                     self.write.payload.address.eq(pkt.address),
-                     self.write.payload.strobe.eq(strobe),
-                     self.read.payload.space.eq(pkt.space),
-                     self.read.payload.address.eq(pkt.address)]
+        self._outputs(m, pkt, origin, sender, request)
         reply = self.respond.payload
-        for d in range(ici.ndims):
-            m.d.comb += reply.dst[f"c{d}"].eq(origin[f"src{d}"])
-        m.d.comb += [reply.dst_port.eq(origin.src_port), reply.tag.eq(pkt.tag),
-                     reply.space.eq(pkt.space), reply.address.eq(pkt.address),
-                     reply.reply_space.eq(request.space),
-                     reply.reply_address.eq(request.address)]
         advance = [pkt.address.eq(pkt.address + cfg.flit_bytes),
                    pkt.bytes.eq(Mux(pkt.bytes > cfg.flit_bytes, pkt.bytes - cfg.flit_bytes, 0))]
         with m.FSM():

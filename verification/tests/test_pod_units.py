@@ -335,8 +335,7 @@ class _Traffic:
                            0x100000 + rng.randrange(4) * 1024 + rng.randrange(4) * 16,
                            bytes=size, tag=tag, sem=sem, reply_space=rng.randrange(2),
                            reply_address=address)
-            data = self.initial[d]
-            data = bytes(data[(space, msg.address + i)] for i in range(size))
+            data = bytes(self.initial[d][(space, msg.address + i)] for i in range(size))
             _store(self.final[s], msg.reply_space, address, data)
             self._complete(s, d, Kind.READ_DATA, sem, tag, (msg.reply_space, address, data))
             self.messages[s].append(msg)
