@@ -1,14 +1,19 @@
-"""The chip's ICI endpoint, write path (docs/pod.md, "ICI endpoint"): a message, a run of
-bytes for a remote chip's memory, leaves as ICI packets from the :class:`Sender` and is
-written, packet by packet and in order, by the destination's :class:`Receiver`, which reports
-the message complete when its last byte is written.
+"""The chip's ICI endpoint (docs/pod.md, "ICI endpoint"): messages, runs of bytes for a remote
+chip's memory or requests for one, leave as ICI packets from a :class:`Sender`; the
+destination's :class:`Receiver` writes (or adds) them to memory packet by packet, in order,
+reports each message complete when its last byte is written, and hands the work it owes the
+requester (the data of a ``READ``, the ``ACK`` of an acknowledged ``WRITE``) to its
+:class:`Responder`, which sends it back as response packets.
 
-    cmd, data ─► Sender ─► inject (router) ··· eject (router) ─► Receiver ─► write (memory)
-                                                                         └─► done (semaphore)
+    cmd, data ─► Sender ──────► class 0 ··· ─► Receiver ─► write, read (memory)
+                                                   │    └─► done (completion)
+                                                   ▼ respond
+    read (memory) ◄─ Responder ─► class 1 ··· ─► Receiver (requester)
 
-A packet is a head flit (the ICI header in its low bits, the endpoint header above it) and the
-message's data in whole flits after it; the payload never shares the head flit, so no byte is
-shifted across a flit boundary. Messages are requests: ICI class 0.
+A packet is a head flit (the ICI header in its low bits, the endpoint header above it) and
+its payload in whole flits after it; the payload never shares the head flit, so no byte is
+shifted across a flit boundary. Requests (``WRITE``, ``READ``) travel in ICI class 0,
+responses (``READ_DATA``, ``ACK``) in class 1.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -17,11 +22,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.packet import coord_layout, eject_layout, header_layout
 from ..lib.counter import COUNTER_WIDTH, count_events
-from .config import ADDR_BITS, SEM_BITS, TAG_BITS
+from ..lib.fp import add_fp32
+from .config import ADDR_BITS, NO_SEM, SEM_BITS, TAG_BITS
 
-__all__ = ["Kind", "Op", "Space", "REQUEST_CLASS", "RESPONSE_CLASS", "endpoint_header_layout",
-           "write_command_layout", "write_beat_layout", "completion_layout", "Sender",
-           "Receiver"]
+__all__ = ["Kind", "Op", "Fmt", "Space", "REQUEST_CLASS", "RESPONSE_CLASS",
+           "endpoint_header_layout", "command_layout", "read_request_layout",
+           "write_beat_layout", "read_beat_layout", "completion_layout", "Sender", "Receiver",
+           "Responder"]
 
 REQUEST_CLASS = 0
 RESPONSE_CLASS = 1
@@ -42,6 +49,13 @@ class Op(enum.Enum, shape=2):
     ADD_FINAL = 2
 
 
+class Fmt(enum.Enum, shape=2):
+    """Element format of an ``ADD`` / ``ADD_FINAL``."""
+    INT32 = 0
+    FP32 = 1
+    BFLOAT16 = 2
+
+
 class Space(enum.Enum, shape=1):
     """The destination memory."""
     HBM = 0
@@ -51,20 +65,34 @@ class Space(enum.Enum, shape=1):
 def endpoint_header_layout(cfg):
     """The endpoint header, above the ICI header in a head flit (docs/pod.md, "Packets")."""
     return data.StructLayout({
-        "kind": Kind, "space": Space, "op": Op, "fmt": 2, "last": 1, "ack": 1,
+        "kind": Kind, "space": Space, "op": Op, "fmt": Fmt, "last": 1, "ack": 1,
         "tag": TAG_BITS, "sem": SEM_BITS, "bytes": range(cfg.packet_bytes + 1),
         "address": ADDR_BITS,
     })
 
 
-def write_command_layout(cfg):
-    """A message to send: ``bytes`` bytes (0 allowed: one packet that only completes) to
-    ``address`` of ``space`` at the destination's port ``dst_port``; ``sem`` is incremented
-    there when it has landed."""
+def command_layout(cfg):
+    """A message to send to the endpoint ``dst``, port ``dst_port``.
+
+    ``WRITE`` / ``READ_DATA``: ``bytes`` bytes (0 allowed: one packet that only completes)
+    from the sender's ``data`` to ``address`` of ``space`` at the destination, which
+    increments ``sem`` when they have landed; a ``WRITE`` does ``op`` in ``fmt`` there and
+    asks for an ``ACK`` (carrying ``tag``) if ``ack`` is set. ``READ``: ``bytes`` bytes at
+    ``address`` of ``space`` at the destination, to land at ``reply_address`` of
+    ``reply_space`` here, completing on ``sem`` here with ``tag``. ``ACK``: ``tag``, no
+    bytes."""
     return data.StructLayout({
-        "dst": coord_layout(cfg.ici), "dst_port": cfg.ici.port_bits, "space": Space,
-        "address": ADDR_BITS, "bytes": range(cfg.max_message + 1), "sem": SEM_BITS,
+        "kind": Kind, "dst": coord_layout(cfg.ici), "dst_port": cfg.ici.port_bits,
+        "space": Space, "address": ADDR_BITS, "bytes": range(cfg.max_message + 1),
+        "op": Op, "fmt": Fmt, "ack": 1, "tag": TAG_BITS, "sem": SEM_BITS,
+        "reply_space": Space, "reply_address": ADDR_BITS,
     })
+
+
+def read_request_layout(cfg):
+    """The payload flit of a ``READ``: where the data lands at the requester, and how much."""
+    return data.StructLayout({"space": Space, "address": ADDR_BITS,
+                              "bytes": range(cfg.max_message + 1)})
 
 
 def write_beat_layout(cfg):
@@ -73,9 +101,17 @@ def write_beat_layout(cfg):
                               "data": cfg.ici.flit_bits, "strobe": cfg.flit_bytes})
 
 
+def read_beat_layout(cfg):
+    """The address of a flit to read from memory."""
+    return data.StructLayout({"space": Space, "address": ADDR_BITS})
+
+
 def completion_layout(cfg):
-    """A message that has landed: its source endpoint and semaphore."""
-    return data.StructLayout({"src": range(cfg.ici.endpoints), "sem": SEM_BITS})
+    """A message that has completed here: a ``WRITE`` or ``READ_DATA`` message that has
+    landed (its semaphore ``sem``), or an ``ACK``; ``src`` the endpoint that sent it, ``tag``
+    the requester's slot it carried."""
+    return data.StructLayout({"kind": Kind, "src": range(cfg.ici.endpoints), "sem": SEM_BITS,
+                              "tag": TAG_BITS})
 
 
 def _endpoint_index(cfg, coords, port):
@@ -89,18 +125,23 @@ def _endpoint_index(cfg, coords, port):
 
 
 class Sender(wiring.Component):
-    """Cuts messages into ICI write packets.
+    """Cuts messages into ICI packets of one traffic class.
 
-    A command is taken in the cycle it is offered when the sender is idle; then its packets go
-    out back to back: a head flit, then up to ``max_packet - 1`` data flits taken from
-    ``data`` (``ceil(bytes / flit_bytes)`` beats per message, the last one's unused bytes
-    ignored), one flit per cycle while ``o`` and ``data`` allow. Every packet but the last
-    carries ``packet_bytes``; the last the rest (``last`` set). The head's ``seq`` counts the
-    packets sent to each destination endpoint modulo 256. One cycle is lost between messages.
+    A command is taken in the cycle it is offered when the sender is idle. A ``WRITE`` or
+    ``READ_DATA`` then goes out as packets back to back: a head flit, then up to
+    ``max_packet - 1`` data flits taken from ``data`` (``ceil(bytes / flit_bytes)`` beats per
+    message, the last one's unused bytes ignored), one flit per cycle while ``o`` and ``data``
+    allow. Every packet but the last carries ``packet_bytes``; the last the rest (``last``
+    set). A ``READ`` is one packet of two flits, the head (``bytes`` 0) and a
+    ``read_request_layout`` flit; an ``ACK`` is a head alone (``bytes`` must be 0); neither
+    takes ``data``. The head's ``seq`` counts the packets sent to each destination endpoint
+    modulo 256, so one sender serves one class: the requests of an endpoint (class 0), or,
+    with ``responses``, its :class:`Responder`'s responses (class 1). One cycle is lost
+    between messages.
 
     Members
     -------
-    cmd : In(stream of write_command_layout)
+    cmd : In(stream of command_layout)
     data : In(stream of flit_bits)
     o : Out(stream of flit_bits)
         To a router's ``inject`` port.
@@ -108,10 +149,11 @@ class Sender(wiring.Component):
         Packets sent.
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, responses=False):
         self._cfg = cfg
+        self._tclass = RESPONSE_CLASS if responses else REQUEST_CLASS
         super().__init__({
-            "cmd": In(stream.Signature(write_command_layout(cfg))),
+            "cmd": In(stream.Signature(command_layout(cfg))),
             "data": In(stream.Signature(cfg.ici.flit_bits)),
             "o": Out(stream.Signature(cfg.ici.flit_bits)),
             "packets": Out(COUNTER_WIDTH),
@@ -121,23 +163,29 @@ class Sender(wiring.Component):
         m = Module()
         cfg, ici = self._cfg, self._cfg.ici
         shift = (cfg.flit_bytes - 1).bit_length()
-        msg = Signal(write_command_layout(cfg))
+        msg = Signal(command_layout(cfg))
+        is_read = msg.kind == Kind.READ
         beats = Signal(range(ici.max_packet))
         seq = Array(Signal(8, name=f"seq{e}") for e in range(ici.endpoints))
         dst = _endpoint_index(cfg, [msg.dst[f"c{d}"] for d in range(ici.ndims)], msg.dst_port)
         size = Signal(range(cfg.packet_bytes + 1))
-        m.d.comb += size.eq(Mux(msg.bytes > cfg.packet_bytes, cfg.packet_bytes, msg.bytes))
+        m.d.comb += size.eq(Mux(is_read, 0, Mux(msg.bytes > cfg.packet_bytes,
+                                                cfg.packet_bytes, msg.bytes)))
 
         head = Signal(header_layout(ici))
         ep = Signal(endpoint_header_layout(cfg))
+        request = Signal(read_request_layout(cfg))
         for d in range(ici.ndims):
             m.d.comb += head[f"dst{d}"].eq(msg.dst[f"c{d}"])
         m.d.comb += [
-            head.dst_port.eq(msg.dst_port), head.tclass.eq(REQUEST_CLASS),
-            head.length.eq(1 + ((size + cfg.flit_bytes - 1) >> shift)), head.seq.eq(seq[dst]),
-            ep.kind.eq(Kind.WRITE), ep.space.eq(msg.space), ep.op.eq(Op.STORE),
-            ep.last.eq(msg.bytes <= cfg.packet_bytes), ep.sem.eq(msg.sem), ep.bytes.eq(size),
-            ep.address.eq(msg.address),
+            head.dst_port.eq(msg.dst_port), head.tclass.eq(self._tclass),
+            head.length.eq(Mux(is_read, 2, 1 + ((size + cfg.flit_bytes - 1) >> shift))),
+            head.seq.eq(seq[dst]),
+            ep.kind.eq(msg.kind), ep.space.eq(msg.space), ep.op.eq(msg.op), ep.fmt.eq(msg.fmt),
+            ep.ack.eq(msg.ack), ep.tag.eq(msg.tag), ep.sem.eq(msg.sem), ep.bytes.eq(size),
+            ep.last.eq(is_read | (msg.bytes <= cfg.packet_bytes)), ep.address.eq(msg.address),
+            request.space.eq(msg.reply_space), request.address.eq(msg.reply_address),
+            request.bytes.eq(msg.bytes),
         ]
         head_taken = Signal()
         with m.FSM():
@@ -154,8 +202,14 @@ class Sender(wiring.Component):
                                  msg.address.eq(msg.address + size),
                                  beats.eq(head.length - 1)]
                     m.next = "BODY"
-                    with m.If(size == 0):
+                    with m.If(is_read):
+                        m.next = "REQUEST"
+                    with m.Elif(size == 0):
                         m.next = "IDLE"
+            with m.State("REQUEST"):
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(request)]
+                with m.If(self.o.ready):
+                    m.next = "IDLE"
             with m.State("BODY"):
                 m.d.comb += [self.o.valid.eq(self.data.valid),
                              self.o.payload.eq(self.data.payload),
@@ -171,23 +225,46 @@ class Sender(wiring.Component):
 
 
 class Receiver(wiring.Component):
-    """Writes arriving write packets to memory and reports each message complete.
+    """Executes arriving packets: writes and adds to memory, completions, work for the
+    :class:`Responder`.
 
-    A head is taken in the cycle it arrives; its data flits then go to ``write`` one per cycle
-    as ``write`` allows (``i.ready`` follows ``write.ready``), at the packet's address and the
-    addresses after it, with a byte strobe covering the packet's ``bytes``. After the last flit
-    of a message's last packet has been taken by ``write``, ``done`` offers its source and
-    semaphore, and the next head waits until ``done`` is taken. Each source endpoint's ``seq``
-    is checked against the count of its packets received: a mismatch is counted in
-    ``seq_errors`` (and the count resynchronises to the packet). A packet of a kind this path
-    does not serve (anything but ``WRITE``) is consumed and counted in ``dropped``.
+    A head is taken in the cycle it arrives. Then, by kind:
+
+    - ``WRITE`` ``STORE`` and ``READ_DATA``: the data flits go to ``write`` one per cycle as
+      ``write`` allows, at the packet's address and the addresses after it, with a byte strobe
+      covering the packet's ``bytes``.
+    - ``WRITE`` ``ADD`` / ``ADD_FINAL`` in ``int32`` or ``fp32``: for each data flit, a read
+      of the flit at its address (``read``, answered in order on ``read_data``), then a write
+      of ``arriving + present`` element by element (32-bit lanes; int32 wraps, fp32 is
+      IEEE round to nearest even with NaN canonical, so the format's result of ``ADD_FINAL``
+      is the sum itself). The next read is issued only after that write is taken, so two adds
+      to one address in a row see each other (the memory must make a taken write visible to a
+      later read). At least three cycles per flit.
+    - ``READ``: the request flit is taken and the read is offered on ``respond`` (a
+      ``READ_DATA`` command for the requester); the next head waits until it is taken.
+    - ``ACK``: completes at once.
+
+    After the last flit of a ``WRITE`` or ``READ_DATA`` message, or an ``ACK``, ``done``
+    offers the completion; after a ``WRITE`` message that asked for one, ``respond`` offers
+    its ``ACK``; the next head waits until they are taken.
+
+    Each source endpoint's ``seq`` is checked per class against the count of its packets
+    received: a mismatch is counted in ``seq_errors`` (and the count resynchronises). A bad
+    packet is consumed with its body and counted in ``dropped``, without touching memory or
+    completing anything: a kind in the wrong class, a ``WRITE`` or ``READ_DATA`` whose
+    ``length`` is not ``1 + ceil(bytes / flit_bytes)``, a ``READ`` that is not two flits, an
+    ``ACK`` with a body, an ``op`` of 3, or an add in ``bfloat16`` (not built) or format 3.
 
     Members
     -------
     i : In(stream of eject_layout)
         From a router's ``eject`` port.
     write : Out(stream of write_beat_layout)
+    read : Out(stream of read_beat_layout)
+    read_data : In(stream of flit_bits)
     done : Out(stream of completion_layout)
+    respond : Out(stream of command_layout)
+        To the :class:`Responder`.
     packets, seq_errors, dropped : Out(32)
     """
 
@@ -196,11 +273,62 @@ class Receiver(wiring.Component):
         super().__init__({
             "i": In(stream.Signature(eject_layout(cfg.ici))),
             "write": Out(stream.Signature(write_beat_layout(cfg))),
+            "read": Out(stream.Signature(read_beat_layout(cfg))),
+            "read_data": In(stream.Signature(cfg.ici.flit_bits)),
             "done": Out(stream.Signature(completion_layout(cfg))),
+            "respond": Out(stream.Signature(command_layout(cfg))),
             "packets": Out(COUNTER_WIDTH),
             "seq_errors": Out(COUNTER_WIDTH),
             "dropped": Out(COUNTER_WIDTH),
         })
+
+    def _bad(self, head, ep):
+        """Whether a head starts a packet this receiver refuses (see the class docstring)."""
+        cfg = self._cfg
+        shift = (cfg.flit_bytes - 1).bit_length()
+        data_kind = (ep.kind == Kind.WRITE) | (ep.kind == Kind.READ_DATA)
+        request = (ep.kind == Kind.WRITE) | (ep.kind == Kind.READ)
+        adds = (ep.op == Op.ADD) | (ep.op == Op.ADD_FINAL)
+        return (
+            (head.tclass != Mux(request, REQUEST_CLASS, RESPONSE_CLASS))
+            | (data_kind & (head.length != 1 + ((ep.bytes + cfg.flit_bytes - 1) >> shift)))
+            | ((ep.kind == Kind.READ) & (head.length != 2))
+            | ((ep.kind == Kind.ACK) & (head.length != 1))
+            | ((ep.kind == Kind.WRITE) & (ep.op.as_value() == 3))
+            | ((ep.kind == Kind.WRITE) & adds & (ep.fmt != Fmt.INT32) & (ep.fmt != Fmt.FP32)))
+
+    def _outputs(self, m, pkt, origin, sender, request):
+        """The payloads of ``write``, ``read``, ``done`` and ``respond`` from the packet being
+        served (``pkt``, its head ``origin``, its source endpoint ``sender``) and, for a
+        ``READ``, its ``request`` flit; ``write.data`` and the kind-specific fields of
+        ``respond`` are the states' own."""
+        cfg = self._cfg
+        strobe = Signal(cfg.flit_bytes)
+        m.d.comb += strobe.eq(Mux(pkt.bytes >= cfg.flit_bytes, (1 << cfg.flit_bytes) - 1,
+                                  (Const(1, cfg.flit_bytes + 1) << pkt.bytes) - 1))
+        m.d.comb += [self.done.payload.kind.eq(pkt.kind), self.done.payload.src.eq(sender),
+                     self.done.payload.sem.eq(pkt.sem), self.done.payload.tag.eq(pkt.tag)]
+        m.d.comb += [self.write.payload.space.eq(pkt.space),
+                     self.write.payload.address.eq(pkt.address),
+                     self.write.payload.strobe.eq(strobe),
+                     self.read.payload.space.eq(pkt.space),
+                     self.read.payload.address.eq(pkt.address)]
+        reply = self.respond.payload
+        for d in range(cfg.ici.ndims):
+            m.d.comb += reply.dst[f"c{d}"].eq(origin[f"src{d}"])
+        m.d.comb += [reply.dst_port.eq(origin.src_port), reply.tag.eq(pkt.tag),
+                     reply.space.eq(pkt.space), reply.address.eq(pkt.address),
+                     reply.reply_space.eq(request.space),
+                     reply.reply_address.eq(request.address)]
+
+    def _sum(self, m, arriving, present, fmt):
+        """``arriving + present`` in 32-bit lanes, int32 (wrapping) or fp32."""
+        lanes = []
+        for k in range(self._cfg.ici.flit_bits // 32):
+            a, b = arriving[32 * k:32 * k + 32], present[32 * k:32 * k + 32]
+            lanes.append(Mux(fmt == Fmt.FP32, add_fp32(m, a, b, name=f"add{k}"),
+                             (a + b)[:32]))
+        return Cat(*lanes)
 
     def elaborate(self, platform):
         m = Module()
@@ -212,52 +340,157 @@ class Receiver(wiring.Component):
         src = Signal(range(ici.endpoints))
         m.d.comb += src.eq(_endpoint_index(cfg, [head[f"src{d}"] for d in range(ici.ndims)],
                                            head.src_port))
-        expected = Array(Signal(8, name=f"expected{e}") for e in range(ici.endpoints))
+        expected = Array(Signal(8, name=f"expected{e}_{c}")
+                         for e in range(ici.endpoints) for c in range(ici.classes))
         pkt = Signal(epl)
+        origin = Signal(header_layout(ici))     # the packet's head: its source, for responses
         sender = Signal(range(ici.endpoints))
+        request = Signal(read_request_layout(cfg))
         events = {"packets": Signal(), "seq_errors": Signal(), "dropped": Signal()}
-        strobe = Signal(cfg.flit_bytes)
-        m.d.comb += strobe.eq(Mux(pkt.bytes >= cfg.flit_bytes, (1 << cfg.flit_bytes) - 1,
-                                  (Const(1, cfg.flit_bytes + 1) << pkt.bytes) - 1))
-        m.d.comb += [self.done.payload.src.eq(sender), self.done.payload.sem.eq(pkt.sem)]
+        self._outputs(m, pkt, origin, sender, request)
+        reply = self.respond.payload
+        advance = [pkt.address.eq(pkt.address + cfg.flit_bytes),
+                   pkt.bytes.eq(Mux(pkt.bytes > cfg.flit_bytes, pkt.bytes - cfg.flit_bytes, 0))]
         with m.FSM():
             with m.State("HEAD"):
                 m.d.comb += self.i.ready.eq(1)
                 with m.If(self.i.valid):
+                    bad = self._bad(head, ep)
+                    index = src * ici.classes + head.tclass
                     m.d.comb += [events["packets"].eq(1),
-                                 events["seq_errors"].eq(head.seq != expected[src]),
-                                 events["dropped"].eq(ep.kind != Kind.WRITE)]
-                    m.d.sync += [expected[src].eq(head.seq + 1), pkt.eq(ep), sender.eq(src)]
-                    with m.If(ep.kind != Kind.WRITE):
+                                 events["seq_errors"].eq(head.seq != expected[index]),
+                                 events["dropped"].eq(bad)]
+                    m.d.sync += [expected[index].eq(head.seq + 1), pkt.eq(ep), origin.eq(head),
+                                 sender.eq(src)]
+                    with m.If(bad):
                         with m.If(~self.i.payload.last):
                             m.next = "DROP"
+                    with m.Elif(ep.kind == Kind.READ):
+                        m.next = "REQUEST"
+                    with m.Elif(ep.kind == Kind.ACK):
+                        m.next = "DONE"
                     with m.Elif(~self.i.payload.last):
                         m.next = "BODY"
+                        with m.If((ep.kind == Kind.WRITE) & (ep.op != Op.STORE)):
+                            m.next = "ADD_READ"
                     with m.Elif(ep.last):
                         m.next = "DONE"
             with m.State("BODY"):
-                m.d.comb += [
-                    self.write.valid.eq(self.i.valid), self.i.ready.eq(self.write.ready),
-                    self.write.payload.space.eq(pkt.space),
-                    self.write.payload.address.eq(pkt.address),
-                    self.write.payload.data.eq(self.i.payload.data),
-                    self.write.payload.strobe.eq(strobe),
-                ]
+                m.d.comb += [self.write.valid.eq(self.i.valid), self.i.ready.eq(self.write.ready),
+                             self.write.payload.data.eq(self.i.payload.data)]
                 with m.If(self.i.valid & self.i.ready):
-                    m.d.sync += [pkt.address.eq(pkt.address + cfg.flit_bytes),
-                                 pkt.bytes.eq(Mux(pkt.bytes > cfg.flit_bytes,
-                                                  pkt.bytes - cfg.flit_bytes, 0))]
+                    m.d.sync += advance
                     with m.If(self.i.payload.last):
                         m.next = "HEAD"
                         with m.If(pkt.last):
                             m.next = "DONE"
+            with m.State("ADD_READ"):
+                m.d.comb += self.read.valid.eq(self.i.valid)
+                with m.If(self.read.valid & self.read.ready):
+                    m.next = "ADD_WRITE"
+            with m.State("ADD_WRITE"):
+                both = self.i.valid & self.read_data.valid
+                m.d.comb += [
+                    self.write.valid.eq(both),
+                    self.write.payload.data.eq(self._sum(m, self.i.payload.data,
+                                                         self.read_data.payload, pkt.fmt)),
+                    self.i.ready.eq(self.write.ready & self.read_data.valid),
+                    self.read_data.ready.eq(self.write.ready & self.i.valid),
+                ]
+                with m.If(both & self.write.ready):
+                    m.d.sync += advance
+                    m.next = "ADD_READ"
+                    with m.If(self.i.payload.last):
+                        m.next = "HEAD"
+                        with m.If(pkt.last):
+                            m.next = "DONE"
+            with m.State("REQUEST"):
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(self.i.valid):
+                    m.d.sync += request.eq(self.i.payload.data[:len(request.as_value())])
+                    m.next = "READ"
+            with m.State("READ"):
+                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(Kind.READ_DATA),
+                             reply.bytes.eq(request.bytes), reply.sem.eq(pkt.sem)]
+                with m.If(self.respond.ready):
+                    m.next = "HEAD"
             with m.State("DONE"):
                 m.d.comb += self.done.valid.eq(1)
                 with m.If(self.done.ready):
+                    m.next = "HEAD"
+                    with m.If((pkt.kind == Kind.WRITE) & pkt.ack):
+                        m.next = "ACK"
+            with m.State("ACK"):
+                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(Kind.ACK),
+                             reply.bytes.eq(0), reply.sem.eq(NO_SEM)]
+                with m.If(self.respond.ready):
                     m.next = "HEAD"
             with m.State("DROP"):
                 m.d.comb += self.i.ready.eq(1)
                 with m.If(self.i.valid & self.i.payload.last):
                     m.next = "HEAD"
         count_events(m, self, events)
+        return m
+
+
+class Responder(wiring.Component):
+    """Sends what a :class:`Receiver` owes its requesters, as response packets (class 1).
+
+    A ``READ_DATA`` job (a ``READ`` turned round: ``space`` / ``address`` what to read here,
+    ``reply_space`` / ``reply_address`` where it lands at ``dst``) is taken when the inner
+    :class:`Sender` is idle and the reads of the previous job have all been issued; its
+    ``ceil(bytes / flit_bytes)`` flit reads then go to ``read`` one per cycle as ``read``
+    allows, and the data answered in order on ``read_data`` goes out as the job's packets. An
+    ``ACK`` job is one head-only packet.
+
+    Members
+    -------
+    job : In(stream of command_layout)
+        From the :class:`Receiver`'s ``respond``.
+    read : Out(stream of read_beat_layout)
+    read_data : In(stream of flit_bits)
+    o : Out(stream of flit_bits)
+        To a router's ``inject`` port.
+    packets : Out(32)
+    """
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "job": In(stream.Signature(command_layout(cfg))),
+            "read": Out(stream.Signature(read_beat_layout(cfg))),
+            "read_data": In(stream.Signature(cfg.ici.flit_bits)),
+            "o": Out(stream.Signature(cfg.ici.flit_bits)),
+            "packets": Out(COUNTER_WIDTH),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        shift = (cfg.flit_bytes - 1).bit_length()
+        m.submodules.sender = sender = Sender(cfg, responses=True)
+        job = self.job.payload
+        remaining = Signal(range((cfg.max_message >> shift) + 2))
+        m.d.comb += [
+            sender.cmd.payload.eq(job),
+            sender.cmd.payload.space.eq(job.reply_space),
+            sender.cmd.payload.address.eq(job.reply_address),
+            sender.cmd.valid.eq(self.job.valid & (remaining == 0)),
+            self.job.ready.eq(sender.cmd.ready & (remaining == 0)),
+            self.read.valid.eq(remaining != 0),
+            self.packets.eq(sender.packets),
+        ]
+        with m.If(self.job.valid & self.job.ready):
+            m.d.sync += [
+                remaining.eq(Mux(job.kind == Kind.READ_DATA,
+                                 (job.bytes + cfg.flit_bytes - 1) >> shift, 0)),
+                self.read.payload.space.eq(job.space),
+                self.read.payload.address.eq(job.address),
+            ]
+        with m.If(self.read.valid & self.read.ready):
+            m.d.sync += [remaining.eq(remaining - 1),
+                         self.read.payload.address.eq(self.read.payload.address
+                                                      + cfg.flit_bytes)]
+        wiring.connect(m, wiring.flipped(self.read_data), sender.data)
+        wiring.connect(m, sender.o, wiring.flipped(self.o))
         return m

@@ -1,24 +1,53 @@
-"""Unit tests of the ICI endpoint's write path (hdl/pod/endpoint.py) in Amaranth's Python
-simulator: configuration refusals; several Senders cutting random messages into packets, a
-Python network that stamps sources and delivers whole packets interleaved across sources (in
-order per source, as the ICI does), and one Receiver writing them to a byte memory, all under
-random idle and backpressure; and a Receiver fed bad packets directly."""
+"""Unit tests of the ICI endpoint (hdl/pod/endpoint.py) in Amaranth's Python simulator:
+configuration refusals; four chips, each a Sender, a Receiver and a Responder with a Python
+memory, joined by a Python network that stamps sources and delivers whole packets interleaved
+across sources and classes (in order per source and class, as the ICI does), exchanging random
+writes, adds (int32 and fp32, special values included), acknowledged writes and reads under
+random idle and backpressure; and a Receiver fed bad packets among good ones."""
 
 import random
 from collections import deque
+from dataclasses import dataclass
 
+import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module, Shape
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from hdl.config import ConfigError
 from hdl.ici.config import ICIConfig
-from hdl.pod.config import EndpointConfig
-from hdl.pod.endpoint import Kind, Receiver, Sender, endpoint_header_layout
+from hdl.pod.collective import Collective, CollectiveEngine, descriptor_layout
+from hdl.pod.config import NO_SEM, EndpointConfig
+from hdl.pod.endpoint import (
+    REQUEST_CLASS,
+    RESPONSE_CLASS,
+    Fmt,
+    Kind,
+    Op,
+    Receiver,
+    Responder,
+    Sender,
+    endpoint_header_layout,
+    read_request_layout,
+)
+from verification.models.collectives import (
+    FORMATS,
+    all_gather,
+    all_reduce,
+    coords_of,
+    reduce_scatter,
+    split_sizes,
+)
 from verification.models.ici import Header
 
 CFG = EndpointConfig(ici=ICIConfig(dims=(2, 2), classes=2, flit_bits=128, max_packet=4))
-RECEIVER = (1, 1)       # coordinates of the receiving chip (endpoint 3)
+CHIPS = [(0, 0), (1, 0), (0, 1), (1, 1)]
+FLOWS = {"fast": (1.0, 1.0), "idle": (0.4, 1.0), "backpressure": (1.0, 0.3)}
+STALL = 500
+"""Cycles without a flit sent or a beat written after which a test calls the design stuck."""
+FP32_SPECIALS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
+                 0xFFFFFFFF, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF]
 
 
 def _simulate(dut, bench):
@@ -47,18 +76,16 @@ def _coords(cfg, endpoint):
 
 def _field(cfg, word, name):
     """A field of the endpoint header of a head flit."""
-    layout = endpoint_header_layout(cfg)
-    f = layout[name]
+    f = endpoint_header_layout(cfg)[name]
     width = Shape.cast(f.shape).width
     return (word >> (cfg.ici.header_bits + f.offset)) & ((1 << width) - 1)
 
 
-def _pack_endpoint_header(cfg, **fields):
-    layout = endpoint_header_layout(cfg)
+def _pack(layout, **fields):
     word = 0
     for name, value in fields.items():
-        word |= int(value) << layout[name].offset
-    return word << cfg.ici.header_bits
+        word |= int(getattr(value, "value", value)) << layout[name].offset
+    return word
 
 
 class _Driver:
@@ -83,6 +110,10 @@ class _Driver:
             return beat
         return None
 
+    @property
+    def idle(self):
+        return self.current is None and not self.queue
+
 
 def _sink(ctx, stream, rng, rate):
     """Random backpressure on a stream; the beat taken this cycle, if any."""
@@ -91,19 +122,44 @@ def _sink(ctx, stream, rng, rate):
     return ctx.get(stream.payload) if ready and ctx.get(stream.valid) else None
 
 
-def _set_command(ctx, payload, message):
-    dst, space, address, data, sem = message
-    for d, c in enumerate(dst):
+@dataclass
+class _Message:
+    """A command for a Sender (``data`` the bytes of a WRITE, ``bytes`` of a READ)."""
+
+    kind: Kind
+    dst: tuple
+    space: int
+    address: int
+    data: bytes = b""
+    bytes: int = 0
+    op: Op = Op.STORE
+    fmt: str = "int32"
+    ack: int = 0
+    tag: int = 0
+    sem: int = 0
+    reply_space: int = 0
+    reply_address: int = 0
+
+
+def _set_command(ctx, payload, msg):
+    for d, c in enumerate(msg.dst):
         ctx.set(payload.dst[f"c{d}"], c)
-    ctx.set(payload.dst_port, 0)
-    ctx.set(payload.space, space)
-    ctx.set(payload.address, address)
-    ctx.set(payload.bytes, len(data))
-    ctx.set(payload.sem, sem)
+    fmt = Fmt.FP32 if msg.fmt == "fp32" else Fmt.INT32
+    for name, value in (("kind", msg.kind), ("dst_port", 0), ("space", msg.space),
+                        ("address", msg.address), ("op", msg.op), ("fmt", fmt),
+                        ("ack", msg.ack), ("tag", msg.tag), ("sem", msg.sem),
+                        ("reply_space", msg.reply_space),
+                        ("reply_address", msg.reply_address),
+                        ("bytes", len(msg.data) if msg.kind == Kind.WRITE else msg.bytes)):
+        ctx.set(getattr(payload, name), value)
 
 
 def _set_value(ctx, payload, value):
     ctx.set(payload, value)
+
+
+def _set_bits(ctx, payload, value):
+    ctx.set(payload.as_value(), value)
 
 
 def _set_eject(ctx, payload, flit):
@@ -122,188 +178,382 @@ def _beats(cfg, data, rng):
     return out
 
 
-class _Pair(Elaboratable):
-    def __init__(self, cfg, sources):
-        self.senders = [Sender(cfg) for _ in sources]
+def _elements(rng, fmt, count):
+    """Random int32 or fp32 elements as little-endian bytes; fp32 mixes special values,
+    subnormals and values of nearby exponents (cancellation, rounding ties)."""
+    words = []
+    for _ in range(count):
+        pick = rng.random()
+        if fmt == "int32" or pick < 0.3:
+            words.append(rng.getrandbits(32))
+        elif pick < 0.5:
+            words.append(rng.choice(FP32_SPECIALS))
+        elif pick < 0.6:
+            words.append(rng.getrandbits(1) << 31 | rng.getrandbits(23))
+        else:
+            words.append(rng.getrandbits(1) << 31 | rng.randint(120, 130) << 23
+                         | rng.getrandbits(23))
+    return np.array(words, dtype=np.uint32).tobytes()
+
+
+def _add(fmt, arriving, present):
+    """The golden model's add: arriving partial + the destination's elements."""
+    fmt = FORMATS[fmt]
+    a = np.frombuffer(arriving, dtype=np.uint32).view(fmt.dtype)
+    b = np.frombuffer(present, dtype=np.uint32).view(fmt.dtype)
+    return np.asarray(fmt.add(fmt.widen(a), fmt.widen(b))).astype(np.uint32).tobytes()
+
+
+class _Chip(Elaboratable):
+    """One chip's endpoint: its Sender, Receiver and Responder (``respond`` to ``job``)."""
+
+    def __init__(self, cfg):
+        self.sender = Sender(cfg)
         self.receiver = Receiver(cfg)
+        self.responder = Responder(cfg)
 
     def elaborate(self, platform):
         m = Module()
-        for i, s in enumerate(self.senders):
-            m.submodules[f"sender{i}"] = s
+        m.submodules.sender = self.sender
         m.submodules.receiver = self.receiver
+        m.submodules.responder = self.responder
+        wiring.connect(m, self.receiver.respond, self.responder.job)
         return m
 
 
-def _random_messages(cfg, rng, source, count):
-    """Messages of 0 to 3 packets and a bit, each in its own 1 KiB region."""
-    out = []
-    for j in range(count):
-        size = rng.choice([0, 1, cfg.flit_bytes, cfg.packet_bytes, cfg.packet_bytes + 1,
-                           rng.randint(1, 3 * cfg.packet_bytes + 5)])
-        data = bytes(rng.getrandbits(8) for _ in range(size))
-        out.append((RECEIVER, rng.randrange(2), (source * 64 + j) * 1024, data,
-                    rng.randrange(31)))
-    return out
+class _Pod(Elaboratable):
+    def __init__(self, chips):
+        self.chips = chips
+
+    def elaborate(self, platform):
+        m = Module()
+        for i, chip in enumerate(self.chips):
+            m.submodules[f"chip{i}"] = chip
+        return m
+
+
+class _Memory:
+    """A chip's HBM and VMEM as bytes, with in-order read ports answering after random
+    delays: a read returns the memory as it was when the read was taken."""
+
+    def __init__(self, cfg, contents):
+        self.cfg, self.bytes = cfg, dict(contents)
+
+    def write(self, beat):
+        for i in range(self.cfg.flit_bytes):
+            if beat.strobe >> i & 1:
+                self.bytes[(beat.space.value, beat.address + i)] = beat.data >> (8 * i) & 0xFF
+
+    def read(self, beat):
+        return sum(self.bytes.get((beat.space.value, beat.address + i), 0) << (8 * i)
+                   for i in range(self.cfg.flit_bytes))
+
+    def region(self, space, address, size):
+        return bytes(self.bytes.get((space, address + i), 0) for i in range(size))
+
+
+def _store(contents, space, address, data):
+    contents.update({(space, address + i): b for i, b in enumerate(data)})
 
 
 class _Network:
-    """Collects each sender's flits into packets, checks their headers against the message
-    they belong to, stamps the source and queues them for the receiver."""
+    """Collects each output stream's flits into packets, checks their class, destination and
+    sequence number, stamps the source and queues them for their destination, one queue per
+    source and class."""
 
-    def __init__(self, cfg, sources, messages):
-        self.cfg, self.sources = cfg, sources
-        self.partial = {s: [] for s in sources}
-        self.queues = {s: deque() for s in sources}
-        self.expect = {s: deque(self._packets(messages[s])) for s in sources}
-        self.seq = dict.fromkeys(sources, 0)
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.partial, self.seq = {}, {}
+        self.queues = {e: {} for e in range(cfg.ici.endpoints)}
 
-    def _packets(self, messages):
-        """(bytes, address, last, sem, space) of every packet of the messages, in order."""
-        p = self.cfg.packet_bytes
-        for _, space, address, data, sem in messages:
-            sizes = [min(p, len(data) - o) for o in range(0, len(data), p)] or [0]
-            for i, size in enumerate(sizes):
-                yield size, address + i * p, int(i == len(sizes) - 1), sem, space
-
-    def flit(self, source, word):
+    def flit(self, source, tclass, word):
         cfg = self.cfg
-        flits = self.partial[source]
+        flits = self.partial.setdefault((source, tclass), [])
         flits.append(word)
         head = Header.unpack(cfg.ici, flits[0])
         if len(flits) < head.length:
             return
-        self.partial[source] = []
-        size, address, last, sem, space = self.expect[source].popleft()
-        assert (head.dst, head.dst_port, head.tclass) == (RECEIVER, 0, 0)
-        assert head.seq == self.seq[source] % 256
-        self.seq[source] += 1
-        assert head.length == 1 + -(-size // cfg.flit_bytes) <= cfg.ici.max_packet
-        got = {n: _field(cfg, flits[0], n)
-               for n in ("kind", "bytes", "address", "last", "sem", "space")}
-        assert got == {"kind": Kind.WRITE.value, "bytes": size, "address": address,
-                       "last": last, "sem": sem, "space": space}
+        self.partial[(source, tclass)] = []
+        dst = _endpoint(cfg, head.dst, head.dst_port)
+        kind = Kind(_field(cfg, flits[0], "kind"))
+        assert head.tclass == tclass
+        assert tclass == (REQUEST_CLASS if kind in (Kind.WRITE, Kind.READ) else RESPONSE_CLASS)
+        assert head.length <= cfg.ici.max_packet
+        key = (source, dst, tclass)
+        assert head.seq == self.seq.get(key, 0) % 256
+        self.seq[key] = self.seq.get(key, 0) + 1
         head.src, head.src_port = _coords(cfg, source), 0
         hb = cfg.ici.header_bits
         flits[0] = (flits[0] >> hb << hb) | head.pack(cfg.ici)
-        self.queues[source].append(flits)
+        self.queues[dst].setdefault((source, tclass), deque()).append(flits)
+
+    def next_packet(self, dst, rng):
+        """A whole packet for ``dst`` from a random source and class, or None."""
+        waiting = [q for q in self.queues[dst].values() if q]
+        return rng.choice(waiting).popleft() if waiting else None
 
 
-@pytest.mark.parametrize("flow", ["fast", "idle", "backpressure"])
-def test_write_messages(seed, flow):
-    """Random messages (empty, one byte, exact packets, a byte past a packet, several packets)
-    from three chips to one: every byte lands once at its address in its memory and nowhere
-    else, every message completes once with its source and semaphore, in order per source,
-    after its last byte; packet headers as the format says; no sequence error, no drop."""
+class _Traffic:
+    """Random messages among the chips and what they must leave behind: every chip's memory,
+    the completions each receiver must report per (source, kind) in order, and the contents
+    of a message's region when it completes."""
+
+    def __init__(self, cfg, rng, count):
+        self.cfg, self.rng = cfg, rng
+        ends = [_endpoint(cfg, c) for c in CHIPS]
+        self.messages = {e: [] for e in ends}
+        self.initial = {e: {} for e in ends}
+        for e in ends:
+            for space in (0, 1):
+                for r in range(4):
+                    _store(self.initial[e], space, 0x100000 + r * 1024,
+                           bytes(rng.getrandbits(8) for _ in range(1024)))
+        self.final = {e: dict(self.initial[e]) for e in ends}
+        self.completions = {e: {} for e in ends}
+        self.snapshots = {e: {} for e in ends}
+        for s in ends:
+            for j in range(count):
+                self._message(s, rng.choice(ends), j)
+
+    def _size(self, unit):
+        cfg, rng = self.cfg, self.rng
+        return rng.choice([0, unit, cfg.flit_bytes, cfg.packet_bytes, cfg.packet_bytes + unit,
+                           unit * rng.randint(1, (3 * cfg.packet_bytes + 5) // unit)])
+
+    def _complete(self, receiver, src, kind, sem, tag, region=None):
+        self.completions[receiver].setdefault((src, kind), []).append((sem, tag))
+        self.snapshots[receiver].setdefault((src, kind), []).append(region)
+
+    def _message(self, s, d, j):
+        rng = self.rng
+        tag, sem, space = rng.randrange(16), rng.randrange(31), rng.randrange(2)
+        pick = rng.random()
+        if pick < 0.25:
+            size = self._size(1)
+            address = 0x200000 + (s * 64 + j) * 1024
+            msg = _Message(Kind.READ, _coords(self.cfg, d), space,
+                           0x100000 + rng.randrange(4) * 1024 + rng.randrange(4) * 16,
+                           bytes=size, tag=tag, sem=sem, reply_space=rng.randrange(2),
+                           reply_address=address)
+            data = bytes(self.initial[d][(space, msg.address + i)] for i in range(size))
+            _store(self.final[s], msg.reply_space, address, data)
+            self._complete(s, d, Kind.READ_DATA, sem, tag, (msg.reply_space, address, data))
+            self.messages[s].append(msg)
+            return
+        fmt = rng.choice(["int32", "fp32"])
+        op = Op.STORE if pick < 0.5 else rng.choice([Op.ADD, Op.ADD_FINAL])
+        size = self._size(1 if op == Op.STORE else 4)
+        address = (s * 64 + j) * 1024
+        repeats = 1 if op == Op.STORE else rng.choice([1, 2])
+        if op != Op.STORE:
+            present = _elements(rng, fmt, size // 4)
+            _store(self.initial[d], space, address, present)
+            _store(self.final[d], space, address, present)
+        for _ in range(repeats):
+            data = (bytes(rng.getrandbits(8) for _ in range(size)) if op == Op.STORE
+                    else _elements(rng, fmt, size // 4))
+            ack = rng.randrange(2)
+            msg = _Message(Kind.WRITE, _coords(self.cfg, d), space, address, data, op=op,
+                           fmt=fmt, ack=ack, tag=tag, sem=sem)
+            if op != Op.STORE:
+                present = bytes(self.final[d][(space, address + i)] for i in range(size))
+                data = _add(fmt, data, present)
+            _store(self.final[d], space, address, data)
+            self._complete(d, s, Kind.WRITE, sem, tag, (space, address, data))
+            if ack:
+                self._complete(s, d, Kind.ACK, NO_SEM, tag)
+            self.messages[s].append(msg)
+
+
+@pytest.mark.parametrize("flow", list(FLOWS))
+def test_endpoints(seed, flow):
+    """Four chips send each other random messages (empty, one byte or element, exact flits
+    and packets, past a packet, several packets): stores, int32 and fp32 adds (twice in a row
+    to one region, so the second add reads the first one's result), acknowledged writes and
+    reads of HBM and VMEM. Every chip's memory ends bit-exactly as the golden model says
+    (stores and read data copied, adds in the golden model's order ``arriving + present``)
+    and nothing else is written; every completion (write, read data, ack) arrives once, in
+    order per source and kind, with its semaphore and tag, and when it arrives its message's
+    bytes are in memory; the network sees requests in class 0 and responses in class 1 with
+    consecutive sequence numbers; no sequence error, no drop."""
     cfg = CFG
     rng = random.Random(seed)
-    rate, ready = {"fast": (1.0, 1.0), "idle": (0.4, 1.0), "backpressure": (1.0, 0.3)}[flow]
-    sources = [_endpoint(cfg, c) for c in ((0, 0), (1, 0), (0, 1))]
-    messages = {s: _random_messages(cfg, rng, s, 12) for s in sources}
-    dut = _Pair(cfg, sources)
-    net = _Network(cfg, sources, messages)
-    memory, completions, written = {}, {s: [] for s in sources}, {}
-    expect_done = {s: [m[4] for m in messages[s]] for s in sources}
-    for msgs in messages.values():
-        for _, space, address, data, _ in msgs:
-            memory.update({(space, address + i): b for i, b in enumerate(data)})
+    rate, ready = FLOWS[flow]
+    traffic = _Traffic(cfg, rng, 10)
+    ends = list(traffic.messages)
+    dut = _Pod([_Chip(cfg) for _ in ends])
+    net = _Network(cfg)
+    memories = {e: _Memory(cfg, traffic.initial[e]) for e in ends}
+    completions = {e: {} for e in ends}
+    total = sum(len(v) for c in traffic.completions.values() for v in c.values())
+
+    def check_completion(e, done):
+        key = (done.src, done.kind)
+        got = completions[e].setdefault(key, [])
+        got.append((done.sem, done.tag))
+        region = traffic.snapshots[e][key][len(got) - 1]
+        if region is not None:
+            space, address, data = region
+            assert memories[e].region(space, address, len(data)) == data, \
+                f"{done.kind} from {done.src} at {e} completed before its data"
 
     async def bench(ctx):
-        cmds, datas = [], []
-        for i, s in enumerate(sources):
-            cmds.append(_Driver(dut.senders[i].cmd, rng, rate, _set_command))
-            cmds[-1].queue.extend(messages[s])
-            datas.append(_Driver(dut.senders[i].data, rng, rate, _set_value))
-            for m in messages[s]:
-                datas[-1].queue.extend(_beats(cfg, m[3], rng))
-        eject = _Driver(dut.receiver.i, rng, rate, _set_eject)
-        for _ in range(20000):
-            if sum(len(c) for c in completions.values()) == sum(map(len, messages.values())):
+        ports = []
+        for e, chip in zip(ends, dut.chips, strict=True):
+            p = {
+                "cmd": _Driver(chip.sender.cmd, rng, rate, _set_command),
+                "data": _Driver(chip.sender.data, rng, rate, _set_value),
+                "eject": _Driver(chip.receiver.i, rng, rate, _set_eject),
+                "recv_data": _Driver(chip.receiver.read_data, rng, rate, _set_value),
+                "resp_data": _Driver(chip.responder.read_data, rng, rate, _set_value),
+            }
+            p["cmd"].queue.extend(traffic.messages[e])
+            for msg in traffic.messages[e]:
+                p["data"].queue.extend(_beats(cfg, msg.data, rng))
+            ports.append(p)
+        count, last = 0, 0
+        for cycle in range(40000):
+            if count == total:
                 break
-            if eject.current is None and not eject.queue:
-                waiting = [s for s in sources if net.queues[s]]
-                if waiting:
-                    packet = net.queues[rng.choice(waiting)].popleft()
-                    eject.queue.extend((f, int(i == len(packet) - 1))
-                                       for i, f in enumerate(packet))
-            for driver in cmds + datas + [eject]:
-                driver.drive(ctx)
-            outs = [_sink(ctx, dut.senders[i].o, rng, ready) for i in range(len(sources))]
-            beat = _sink(ctx, dut.receiver.write, rng, ready)
-            done = _sink(ctx, dut.receiver.done, rng, ready)
-            for driver in cmds + datas:
-                driver.taken(ctx)
-            eject.taken(ctx)
-            for s, flit in zip(sources, outs, strict=True):
-                if flit is not None:
-                    net.flit(s, flit)
-            if beat is not None:
-                for i in range(cfg.flit_bytes):
-                    if beat.strobe >> i & 1:
-                        key = (beat.space.value, beat.address + i)
-                        assert key not in written, f"byte {key} written twice"
-                        written[key] = beat.data >> (8 * i) & 0xFF
-            if done is not None:
-                completions[done.src].append(done.sem)
-                n = len(completions[done.src])
-                _, space, address, data, _ = messages[done.src][n - 1]
-                for i in range(len(data)):
-                    assert (space, address + i) in written, "completed before its data"
+            assert cycle - last < STALL, f"nothing moved for {STALL} cycles"
+            for e, chip, p in zip(ends, dut.chips, ports, strict=True):
+                if p["eject"].idle and (packet := net.next_packet(e, rng)):
+                    p["eject"].queue.extend((f, int(i == len(packet) - 1))
+                                            for i, f in enumerate(packet))
+                for driver in p.values():
+                    driver.drive(ctx)
+                outs = [(t, _sink(ctx, o, rng, ready)) for t, o in
+                        ((REQUEST_CLASS, chip.sender.o), (RESPONSE_CLASS, chip.responder.o))]
+                beat = _sink(ctx, chip.receiver.write, rng, ready)
+                reads = [(_sink(ctx, chip.receiver.read, rng, ready), p["recv_data"]),
+                         (_sink(ctx, chip.responder.read, rng, ready), p["resp_data"])]
+                done = _sink(ctx, chip.receiver.done, rng, ready)
+                for driver in p.values():
+                    driver.taken(ctx)
+                for tclass, flit in outs:
+                    if flit is not None:
+                        net.flit(e, tclass, flit)
+                for read, driver in reads:
+                    if read is not None:
+                        driver.queue.append(memories[e].read(read))
+                if beat is not None:
+                    memories[e].write(beat)
+                if done is not None:
+                    check_completion(e, done)
+                    count += 1
+                if any(x is not None for x in (beat, done, *(o for _, o in outs))):
+                    last = cycle
             await ctx.tick()
-        assert completions == expect_done
-        assert written == memory
-        r = dut.receiver
-        packets = sum(net.seq.values())
-        assert (ctx.get(r.packets), ctx.get(r.seq_errors), ctx.get(r.dropped)) == (packets, 0, 0)
-        assert sum(ctx.get(s.packets) for s in dut.senders) == packets
+        assert completions == traffic.completions
+        for e in ends:
+            assert memories[e].bytes == traffic.final[e], f"memory of endpoint {e}"
+        for e, chip in zip(ends, dut.chips, strict=True):
+            r = chip.receiver
+            packets = sum(n for (_, dst, _), n in net.seq.items() if dst == e)
+            assert (ctx.get(r.packets), ctx.get(r.seq_errors), ctx.get(r.dropped)) == \
+                (packets, 0, 0)
+        sent = sum(ctx.get(c.sender.packets) + ctx.get(c.responder.packets) for c in dut.chips)
+        assert sent == sum(net.seq.values())
 
     _simulate(dut, bench)
+
+
+class _Packets:
+    """Head flits from source (0, 1) to (1, 1), with consecutive sequence numbers per class
+    unless told otherwise."""
+
+    def __init__(self, cfg):
+        self.cfg, self.seq = cfg, {}
+
+    def head(self, tclass, length, seq=None, **fields):
+        cfg = self.cfg
+        if seq is None:
+            seq = self.seq.get(tclass, 0)
+        self.seq[tclass] = seq + 1
+        head = Header((1, 1), 0, (0, 1), 0, tclass, length, seq).pack(cfg.ici)
+        return head | _pack(endpoint_header_layout(cfg), **fields) << cfg.ici.header_bits
 
 
 def test_bad_packets(seed):
-    """Packets with a wrong sequence number are counted and still written; a kind this path
-    does not serve (a read request) is consumed with its body and counted; the good packets
-    around them land."""
+    """Bad packets among good ones: each is consumed with its body and counted in ``dropped``
+    (a write in the response class, an add in bfloat16, op 3, a write whose length does not
+    match its bytes, a read of three flits, an ack with a body) without touching memory or
+    completing; a wrong sequence number is counted and the packet still served. The good
+    packets around them work: stores, an acknowledged int32 add (read, add, write, then its
+    completion and its ACK for the source), a read (its READ_DATA job for the Responder), an
+    ACK and a READ_DATA (their completions)."""
     cfg = CFG
     rng = random.Random(seed)
     dut = Receiver(cfg)
-    src = (0, 1)
-
-    def packet(seq, kind, address, data):
-        head = Header(RECEIVER, 0, src, 0, 0, 1 + len(data), seq).pack(cfg.ici)
-        ep = _pack_endpoint_header(cfg, kind=kind, address=address, last=1,
-                                   bytes=len(data) * cfg.flit_bytes, sem=5)
-        return [head | ep] + data
-
-    words = [[rng.getrandbits(cfg.ici.flit_bits) for _ in range(2)] for _ in range(4)]
-    packets = [packet(0, Kind.WRITE.value, 0x100, words[0]),
-               packet(7, Kind.WRITE.value, 0x200, words[1]),
-               packet(8, Kind.READ.value, 0x300, words[2]),
-               packet(9, Kind.WRITE.value, 0x400, words[3])]
-    written, done = {}, []
+    fb = cfg.flit_bytes
+    words = [rng.getrandbits(cfg.ici.flit_bits) for _ in range(12)]
+    present = rng.getrandbits(cfg.ici.flit_bits)
+    hdr = _Packets(cfg)
+    write = {"kind": Kind.WRITE, "last": 1, "bytes": fb, "sem": 5}
+    request = _pack(read_request_layout(cfg), space=1, address=0x7000, bytes=100)
+    packets = [
+        [hdr.head(0, 2, address=0x100, **write), words[0]],
+        [hdr.head(0, 2, seq=7, address=0x200, **write), words[1]],
+        [hdr.head(1, 2, address=0x300, **write), words[2]],
+        [hdr.head(0, 2, address=0x300, op=Op.ADD, fmt=Fmt.BFLOAT16, **write), words[3]],
+        [hdr.head(0, 2, address=0x300, op=3, **write), words[4]],
+        [hdr.head(0, 3, address=0x300, **write), words[5], words[6]],
+        [hdr.head(0, 3, kind=Kind.READ, address=0x300, last=1), request, words[7]],
+        [hdr.head(1, 2, kind=Kind.ACK, tag=3), words[8]],
+        [hdr.head(0, 2, address=0x500, op=Op.ADD, fmt=Fmt.INT32, ack=1, tag=9,
+                  **write), words[9]],
+        [hdr.head(0, 2, kind=Kind.READ, space=0, address=0x600, last=1, tag=4, sem=6),
+         request],
+        [hdr.head(1, 1, kind=Kind.ACK, tag=11, sem=NO_SEM)],
+        [hdr.head(1, 2, kind=Kind.READ_DATA, space=1, address=0x800, last=1, bytes=3, tag=4,
+                  sem=6), words[10]],
+    ]
+    memory = {0x500: present}
+    done, jobs = [], []
 
     async def bench(ctx):
         eject = _Driver(dut.i, rng, 0.7, _set_eject)
+        read_data = _Driver(dut.read_data, rng, 0.7, _set_value)
         for p in packets:
             eject.queue.extend((f, int(i == len(p) - 1)) for i, f in enumerate(p))
-        for _ in range(200):
+        for _ in range(300):
             eject.drive(ctx)
+            read_data.drive(ctx)
             beat = _sink(ctx, dut.write, rng, 0.7)
+            read = _sink(ctx, dut.read, rng, 0.7)
             finished = _sink(ctx, dut.done, rng, 0.7)
+            job = _sink(ctx, dut.respond, rng, 0.7)
             eject.taken(ctx)
+            read_data.taken(ctx)
             if beat is not None:
-                written[beat.address] = beat.data
+                assert beat.strobe == (1 << fb) - 1 or beat.address == 0x800
+                memory[beat.address] = beat.data & int.from_bytes(
+                    bytes(0xFF * (beat.strobe >> i & 1) for i in range(fb)), "little")
+            if read is not None:
+                read_data.queue.append(memory[read.address])
             if finished is not None:
-                done.append((finished.src, finished.sem))
+                done.append((finished.kind, finished.src, finished.sem, finished.tag))
+            if job is not None:
+                fields = (job.kind, job.dst.c0, job.dst.c1, job.bytes, job.tag, job.sem)
+                if job.kind == Kind.READ_DATA:
+                    fields += (job.space.value, job.address, job.reply_space.value,
+                               job.reply_address)
+                jobs.append(fields)
             await ctx.tick()
-        assert (ctx.get(dut.packets), ctx.get(dut.seq_errors), ctx.get(dut.dropped)) == (4, 1, 1)
+        assert (ctx.get(dut.packets), ctx.get(dut.seq_errors), ctx.get(dut.dropped)) == \
+            (len(packets), 1, 6)
 
     _simulate(dut, bench)
-    fb = cfg.flit_bytes
-    assert written == {0x100: words[0][0], 0x100 + fb: words[0][1],
-                       0x200: words[1][0], 0x200 + fb: words[1][1],
-                       0x400: words[3][0], 0x400 + fb: words[3][1]}
-    assert done == [(_endpoint(cfg, src), 5)] * 3
+    src = _endpoint(cfg, (0, 1))
+    lanes = [((present >> 32 * k) + (words[9] >> 32 * k)) & 0xFFFFFFFF for k in range(fb // 4)]
+    added = sum(v << 32 * k for k, v in enumerate(lanes))
+    assert memory == {0x100: words[0], 0x200: words[1], 0x500: added,
+                      0x800: words[10] & 0xFFFFFF}
+    assert done == [(Kind.WRITE, src, 5, 0), (Kind.WRITE, src, 5, 0),
+                    (Kind.WRITE, src, 5, 9), (Kind.ACK, src, NO_SEM, 11),
+                    (Kind.READ_DATA, src, 6, 4)]
+    assert jobs == [(Kind.ACK, 0, 1, 0, 9, NO_SEM),
+                    (Kind.READ_DATA, 0, 1, 100, 4, 6, 0, 0x600, 1, 0x7000)]
 
 
 @pytest.mark.parametrize("change, name", [
@@ -319,3 +569,173 @@ def test_config_refused(change, name):
     with pytest.raises(ConfigError) as info:
         CFG.replace(**change)
     assert info.value.path == name
+
+
+class _EngineChip(Elaboratable):
+    """One chip for the collectives: a CollectiveEngine driving a Sender, and a Receiver
+    whose completions it counts."""
+
+    def __init__(self, cfg):
+        self.engine = CollectiveEngine(cfg)
+        self.sender = Sender(cfg)
+        self.receiver = Receiver(cfg)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = self.engine
+        m.submodules.sender = self.sender
+        m.submodules.receiver = self.receiver
+        wiring.connect(m, self.engine.cmd, self.sender.cmd)
+        wiring.connect(m, self.engine.data, self.sender.data)
+        wiring.connect(m, self.receiver.done, self.engine.arrived)
+        return m
+
+
+RINGS = {
+    # name: (golden model dims, golden dim, ICI dims, engine dim)
+    "1x4": ((1, 4), 1, (4,), 0),
+    "2x2-x": ((2, 2), 0, (2, 2), 0),
+    "2x2-y": ((2, 2), 1, (2, 2), 1),
+}
+
+
+def _golden_collective(op, fmt, dims, dim, length, grain, buffers):
+    """What every chip's buffer must hold after ``op``, by node: (offset, expected bytes)."""
+    dtype = FORMATS[fmt].dtype
+    arrays = [np.frombuffer(b, dtype=np.uint32).view(dtype) for b in buffers]
+    blocks = split_sizes(length, dims[dim], grain)
+    starts = np.concatenate([[0], np.cumsum(blocks)[:-1]]).astype(int)
+    positions = [coords_of(dims, node)[dim] for node in range(len(buffers))]
+    if op == Collective.REDUCE_SCATTER:
+        out = reduce_scatter(arrays, dims, dim, fmt, grain)
+        return [(int(starts[p]), np.asarray(o).view(np.uint32).tobytes())
+                for o, p in zip(out, positions, strict=True)]
+    if op == Collective.ALL_REDUCE:
+        out = all_reduce(arrays, dims, dim, fmt, grain)
+    else:
+        out = all_gather([a[starts[p]:starts[p] + blocks[p]]
+                          for a, p in zip(arrays, positions, strict=True)], dims, dim, grain)
+    return [(0, np.asarray(o).view(np.uint32).tobytes()) for o in out]
+
+
+@pytest.mark.parametrize("fmt", ["int32", "fp32"])
+@pytest.mark.parametrize("op", list(Collective))
+@pytest.mark.parametrize("ring", list(RINGS))
+def test_collective(seed, ring, op, fmt):
+    """Every chip's engine, started at a random cycle, runs its part of a ring collective
+    (lengths that do not divide evenly, empty pieces included) through Senders, a Python
+    network and Receivers under random idle and backpressure; every chip's buffer ends
+    bit-exactly as the golden model's schedule leaves it (reduce-scatter: the chip's own
+    block; all-reduce and all-gather: the whole buffer), with no error, sequence error or
+    drop, and no response asked for."""
+    dims, dim, ici_dims, engine_dim = RINGS[ring]
+    cfg = EndpointConfig(ici=ICIConfig(dims=ici_dims, classes=2, flit_bits=128, max_packet=4))
+    grain = cfg.flit_bytes // 4
+    rng = random.Random(seed)
+    length = rng.choice([1, 7, 37, 101, 150])
+    space, base = rng.randrange(2), 0x1000
+    print(f"{ring} {op.name} {fmt} length {length} space {space}")
+    chips = [tuple(c) for c in (coords_of(dims, node) for node in range(dims[0] * dims[1]))]
+    ici_coords = [_coords(cfg, node) for node in range(len(chips))]
+    buffers = [_elements(rng, fmt, length) for _ in chips]
+    expect = _golden_collective(op, fmt, dims, dim, length, grain, buffers)
+    memories = [_Memory(cfg, {}) for _ in chips]
+    for memory, buffer in zip(memories, buffers, strict=True):
+        _store(memory.bytes, space, base, buffer)
+    dut = _Pod([_EngineChip(cfg) for _ in chips])
+    net = _Network(cfg)
+    starts = [rng.randrange(60) for _ in chips]
+
+    async def bench(ctx):
+        drivers = []
+        for chip, coords in zip(dut.chips, ici_coords, strict=True):
+            for d, c in enumerate(coords):
+                ctx.set(chip.engine.coords[f"c{d}"], c)
+            drivers.append({
+                "start": _Driver(chip.engine.start, rng, 1.0, _set_bits),
+                "eject": _Driver(chip.receiver.i, rng, 0.7, _set_eject),
+                "engine_data": _Driver(chip.engine.read_data, rng, 0.7, _set_value),
+                "recv_data": _Driver(chip.receiver.read_data, rng, 0.7, _set_value),
+            })
+        descriptor = _pack(descriptor_layout(cfg), op=op, dim=engine_dim,
+                           fmt=Fmt.FP32 if fmt == "fp32" else Fmt.INT32, space=space,
+                           address=base, length=length)
+        last = 0
+        for cycle in range(30000):
+            assert cycle - last < STALL, f"nothing moved for {STALL} cycles"
+            if cycle > max(starts) + 2 and not any(ctx.get(c.engine.busy) for c in dut.chips) \
+                    and not any(net.queues[e][k] for e in net.queues for k in net.queues[e]) \
+                    and all(p["eject"].idle for p in drivers):
+                break
+            for e, (chip, p) in enumerate(zip(dut.chips, drivers, strict=True)):
+                if cycle == starts[e]:
+                    p["start"].queue.append(descriptor)
+                if p["eject"].idle and (packet := net.next_packet(e, rng)):
+                    p["eject"].queue.extend((f, int(i == len(packet) - 1))
+                                            for i, f in enumerate(packet))
+                for driver in p.values():
+                    driver.drive(ctx)
+                flit = _sink(ctx, chip.sender.o, rng, 0.7)
+                beat = _sink(ctx, chip.receiver.write, rng, 0.7)
+                reads = [(_sink(ctx, chip.engine.read, rng, 0.7), p["engine_data"]),
+                         (_sink(ctx, chip.receiver.read, rng, 0.7), p["recv_data"])]
+                assert _sink(ctx, chip.receiver.respond, rng, 1.0) is None
+                for driver in p.values():
+                    driver.taken(ctx)
+                if flit is not None:
+                    net.flit(e, REQUEST_CLASS, flit)
+                for read, driver in reads:
+                    if read is not None:
+                        driver.queue.append(memories[e].read(read))
+                if beat is not None:
+                    memories[e].write(beat)
+                if flit is not None or beat is not None:
+                    last = cycle
+            await ctx.tick()
+        else:
+            pytest.fail("the collective did not finish")
+        for chip in dut.chips:
+            r = chip.receiver
+            assert ctx.get(chip.engine.errors) == 0
+            assert (ctx.get(r.seq_errors), ctx.get(r.dropped)) == (0, 0)
+
+    _simulate(dut, bench)
+    for node, ((offset, data), memory) in enumerate(zip(expect, memories, strict=True)):
+        got = memory.region(space, base + 4 * offset, len(data))
+        assert got == data, f"chip {chips[node]}: {np.frombuffer(got, np.uint32)} != " \
+                            f"{np.frombuffer(data, np.uint32)}"
+
+
+def test_engine_refuses(seed):
+    """Descriptors the engine cannot run (bfloat16, op 3, a dimension the pod does not have,
+    a piece longer than max_message) are consumed and counted in ``errors`` without sending
+    anything; a good one after them starts sending."""
+    cfg = EndpointConfig(ici=ICIConfig(dims=(4,), classes=2, flit_bits=128, max_packet=4))
+    dut = CollectiveEngine(cfg)
+    good = {"op": Collective.ALL_REDUCE, "dim": 0, "fmt": Fmt.INT32, "address": 0,
+            "length": 100}
+    bad = [{"fmt": Fmt.BFLOAT16}, {"op": 3}, {"dim": 1}, {"length": 8 * cfg.max_message}]
+    layout = descriptor_layout(cfg)
+
+    async def bench(ctx):
+        ctx.set(dut.coords.c0, 1)
+        for change in bad:
+            ctx.set(dut.start.payload.as_value(), _pack(layout, **{**good, **change}))
+            ctx.set(dut.start.valid, 1)
+            assert ctx.get(dut.start.ready)
+            await ctx.tick()
+            ctx.set(dut.start.valid, 0)
+            for _ in range(4):
+                assert not ctx.get(dut.cmd.valid)
+                await ctx.tick()
+            assert not ctx.get(dut.busy)
+        assert ctx.get(dut.errors) == len(bad)
+        ctx.set(dut.start.payload.as_value(), _pack(layout, **good))
+        ctx.set(dut.start.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.start.valid, 0)
+        await ctx.tick()
+        assert ctx.get(dut.busy) and ctx.get(dut.cmd.valid)
+        assert ctx.get(dut.errors) == len(bad)
+
+    _simulate(dut, bench)
