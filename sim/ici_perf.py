@@ -71,12 +71,12 @@ def zero_load_model(cfg, length):
                                                 cfg.ici.link_latency, cfg.ici.switch_stage)
 
 
-def run_loads(cfg, length, loads, *, seed=1):
+def run_loads(cfg, length, loads, *, seed=1, warmup=WARMUP, window=WINDOW):
     """Measured points (dicts) at ``loads``, each on a fresh network, and the build's wall
     seconds and CPU seconds (Verilator, C++ compiler; None when not recorded). Points measured
     before on the same build with the same spec are read back (the simulation is
     deterministic)."""
-    spec = {"length": length, "loads": loads, "warmup": WARMUP, "window": WINDOW}
+    spec = {"length": length, "loads": loads, "warmup": warmup, "window": window}
     done = measure("ici_harness", cfg, "verification.tb.ici", "measure_load", spec, seed=seed,
                    reuse=True)
     cpu = BUILD / "sim" / "verilator" / done["build"] / "build_cpu.json"
@@ -91,13 +91,14 @@ def stable(point, bound):
             and point["latency"] <= bound and point["refused"] == 0)
 
 
-def saturation(cfg, length, *, coarse=COARSE):
+def saturation(cfg, length, *, coarse=COARSE, seed=1, warmup=WARMUP, window=WINDOW):
     """Saturation search on ``cfg`` with ``length``-flit packets: every point, the stable
     saturation (the highest offered load of the grid at which the network is stable, every
     lower one stable too) with the accepted rate there, the peak accepted rate, zero-load
     latency (measured at offered 0.02, and the model), and tool figures."""
     bound = LATENCY_BOUND * zero_load_model(cfg, length)
-    points, build_s, build_cpu = run_loads(cfg, length, [ZERO_LOAD, *coarse])
+    run = dict(seed=seed, warmup=warmup, window=window)
+    points, build_s, build_cpu = run_loads(cfg, length, [ZERO_LOAD, *coarse], **run)
     first_bad = next((p["load"] for p in points[1:] if not stable(p, bound)), None)
     if first_bad is not None:
         last_good = max([ZERO_LOAD] + [p["load"] for p in points[1:]
@@ -105,7 +106,7 @@ def saturation(cfg, length, *, coarse=COARSE):
         fine = [round(last_good + 0.02 * i, 2) for i in range(1, 50)
                 if last_good + 0.02 * i < first_bad - 1e-9]
         if fine:
-            points += run_loads(cfg, length, fine)[0]
+            points += run_loads(cfg, length, fine, **run)[0]
     points.sort(key=lambda p: p["load"])
     sat = None
     for p in points:

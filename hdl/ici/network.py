@@ -1,7 +1,8 @@
 """The ICI network top: a k1 x k2 [x k3] torus (or mesh) of routers and their links.
 
 Every router is the same Verilog module (emitted once, instantiated by name, see
-``hdl.lib.hier``), its coordinates tied to constants. Output port (d, +) of a router drives
+``hdl.lib.hier``), its coordinates tied to constants; above ``HIER_NODES`` routers it is also
+verilated once (a Verilator ``hier_block``). Output port (d, +) of a router drives
 input port (d, +) of its + neighbour and takes that port's reverse channel back; likewise for
 (d, -). Ports that face the edge of a mesh are tied off (an input sees no flit, an output an
 all-zero reverse message, whose CRC is valid); dimension-order routing never uses them.
@@ -27,7 +28,12 @@ from .config import node_coords, node_index
 from .packet import eject_layout, reverse_layout, wire_layout
 from .router import COUNTER_WIDTH, COUNTERS, Router
 
-__all__ = ["Network", "FaultInjector", "node_coords", "node_index"]
+__all__ = ["Network", "FaultInjector", "node_coords", "node_index", "HIER_NODES"]
+
+HIER_NODES = 16
+"""Networks of more routers than this verilate the router once, as a library
+(``hier_block``): an 8x8 torus harness then builds in 50 s instead of 190 s, and simulates
+about 12% slower (2,743 against 3,127 cycles/s, uniform traffic at 0.3, identical cycles)."""
 
 
 class FaultInjector(wiring.Component):
@@ -75,7 +81,7 @@ class Network(Top):
     def __init__(self, config, *, faults=False):
         cfg = config
         self._faults = faults
-        self._router = Submodule(cfg.router_name, Router(cfg))
+        self._router = Submodule(cfg.router_name, Router(cfg), hier_block=cfg.nodes > HIER_NODES)
         self._subs = [self._router]
         if faults:
             self._injector = Submodule(f"{cfg.router_name}_faults", FaultInjector(cfg))

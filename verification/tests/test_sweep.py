@@ -268,6 +268,36 @@ def test_sweep_on_local_cluster(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("spec", [
+    {"block": "hbm", "parameters": {"pseudo_channels": 2}, "grid": {"queue_depth": [8]},
+     "measurement": {"name": "hbm_pattern", "options": {"pattern": "rand_read"}}},
+    {"block": "ici", "parameters": {"dims": [2, 2]}, "grid": {"vcs": [2]},
+     "measurement": {"name": "ici_saturation",
+                     "options": {"loads": [0.5, 1.0], "warmup": 200, "window": 1000}}},
+    {"block": "ici", "parameters": {"dims": [2, 2]}, "grid": {"vcs": [2]},
+     "measurement": {"name": "ici_latency", "options": {"warmup": 200, "window": 1000}}},
+], ids=["hbm_pattern", "ici_saturation", "ici_latency"])
+def test_benchmark_measurements_run(tmp_path, spec):
+    """The measurements built on the HBM and ICI benchmarks run a point through the
+    benchmark's own code (serially, no synthesis) and return sane figures: a sweep must not
+    outlive a change of the benchmark it calls."""
+    spec = {"name": "bench", "synthesis": False, **spec}
+    outcome = run_sweep(parse_spec(spec), out_dir=tmp_path / "out",
+                        store_dir=tmp_path / "store", serial=True, progress=False)
+    assert not outcome.failed, outcome.failed
+    m = outcome.records[0]["metrics"]
+    if spec["block"] == "hbm":
+        assert 0 < m["efficiency"] <= m["bound"] <= 1 and m["of_bound"] > 0.5
+        assert m["cycles"] > 0 and m["acts"] > 0
+    elif "saturation" in m:
+        assert 0 < m["saturation"] <= m["peak"] + 0.02 <= m["ideal"] + 0.02
+        assert m["zero_load_latency"] > 0 and m["loads_measured"] >= 3
+    else:
+        assert m["accepted"] == pytest.approx(m["offered"], rel=0.1) and m["refused"] == 0
+        assert m["latency"] > 0
+
+
+@pytest.mark.slow
 def test_ctrl_c_on_local_cluster(tmp_path):
     """``podium sweep`` on a LocalCluster of one worker, Ctrl-C (SIGINT to the whole process
     group, as a terminal sends it) once a point is stored: exit 130, the finished points in
