@@ -51,7 +51,7 @@ def skew(m, lanes, *, enable, name, reverse=False):
 
 class DelayLine(wiring.Component):
     """``o`` is ``i`` as it was ``cycles`` cycles ago (zero for the first ``cycles`` cycles
-    after reset): a pipeline of registers; from ``SHIFT_LIMIT`` cycles on, built as a ring
+    after every reset, whatever went in before it): a pipeline of registers; from ``SHIFT_LIMIT`` cycles on, built as a ring
     buffer in a memory (one write and one read a cycle whatever the length, which is what long
     lines want in simulation).
 
@@ -85,6 +85,11 @@ class DelayLine(wiring.Component):
         m.submodules.line = line = memory.Memory(shape=self._width, depth=n - 1, init=[])
         wp, rp = line.write_port(), line.read_port(domain="comb")
         at = Signal(range(n - 1))
+        # A memory keeps its contents through a reset: until every entry has been written
+        # since, what it holds is from before the reset and the line gives zero instead.
+        primed = Signal()
         m.d.comb += [wp.addr.eq(at), rp.addr.eq(at), wp.data.eq(self.i), wp.en.eq(1)]
-        m.d.sync += [at.eq(Mux(at == n - 2, 0, at + 1)), self.o.eq(rp.data)]
+        m.d.sync += [at.eq(Mux(at == n - 2, 0, at + 1)), self.o.eq(Mux(primed, rp.data, 0))]
+        with m.If(at == n - 2):
+            m.d.sync += primed.eq(1)
         return m

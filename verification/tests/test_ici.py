@@ -26,7 +26,8 @@ TB = "verification.tb.ici"
 ROUTER_TB = "verification.tb.ici_router"
 
 # Networks of the regression, each built once with its test harness and fault injectors. The
-# 2x2 torus has the registered allocation (switch_stage), the 4x4 mesh 3-cycle links.
+# 2x2 torus has the registered allocation (switch_stage), the 4x4 mesh 5-cycle links (delay
+# lines in memories, which keep their contents through the resets between tests).
 def _harness(faults=True, **params):
     return ICIHarnessConfig(ici=ICIConfig(**params), faults=faults)
 
@@ -36,7 +37,7 @@ CONFIGS = {
                      local_ports=2, switch_stage=True),
     "4x4t": _harness(dims=(4, 4), vcs=4, buffer_depth=8, max_packet=8),
     "4x4m": _harness(dims=(4, 4), wrap=(False, False), classes=2, vcs=2, buffer_depth=4,
-                     max_packet=6, link_latency=3),
+                     max_packet=6, link_latency=5, retry_depth=16),
     "2x2x2t": _harness(dims=(2, 2, 2), vcs=2, buffer_depth=4, max_packet=4, retry_depth=4),
 }
 ROUTER = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)

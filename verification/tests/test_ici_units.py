@@ -8,7 +8,7 @@ import random
 from collections import deque
 
 import pytest
-from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
 from hdl.ici.allocator import Allocator
@@ -404,17 +404,29 @@ def test_ejection(seed):
 @pytest.mark.parametrize("cycles", [1, 2, 3, DelayLine.SHIFT_LIMIT, 9, 64])
 def test_delay_line(seed, cycles):
     """A link's delay line gives every input value back exactly ``cycles`` cycles later (zero
-    before), as registers (short lines) or as a ring buffer in a memory (long ones)."""
+    before), as registers (short lines) or as a ring buffer in a memory (long ones); a reset
+    in the middle of a stream starts it afresh: zero again for ``cycles`` cycles, nothing
+    from before the reset."""
     rng = random.Random(seed)
     dut = DelayLine(89, cycles)
-    values = [rng.getrandbits(89) for _ in range(3 * cycles + 20)]
-    got = []
+    runs = [[rng.getrandbits(89) for _ in range(3 * cycles + 20 + extra)]
+            for extra in (0, rng.randrange(cycles + 1))]
+    got = [[], []]
+    top = Module()
+    top.domains.sync = sync = ClockDomain("sync")
+    top.submodules.dut = dut
 
     async def bench(ctx):
-        for v in values:
-            ctx.set(dut.i, v)
-            got.append(ctx.get(dut.o))
-            await ctx.tick()
+        for n, values in enumerate(runs):
+            if n:
+                ctx.set(sync.rst, 1)
+                await ctx.tick()
+                ctx.set(sync.rst, 0)
+            for v in values:
+                ctx.set(dut.i, v)
+                got[n].append(ctx.get(dut.o))
+                await ctx.tick()
 
-    _simulate(dut, bench)
-    assert got == [0] * cycles + values[: len(values) - cycles]
+    _simulate(top, bench)
+    for values, out in zip(runs, got, strict=True):
+        assert out == [0] * cycles + values[: len(values) - cycles]
