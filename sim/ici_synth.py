@@ -45,13 +45,16 @@ def logic_depth(cfg):
     (first to last)."""
     design = generate("ici_router", cfg)
     with tempfile.TemporaryDirectory() as tmp:
+        # Relative names, run from the directory: YoWASP's Yosys sees only its working
+        # directory (an absolute path under /tmp is "not found").
         verilog = design.write(tmp)
         script = Path(tmp) / "depth.ys"
-        script.write_text(SCRIPT.format(verilog=verilog, top=design.name))
-        log = Path(tmp) / "depth.log"
-        subprocess.run([_yosys(), "-q", "-l", str(log), str(script)], check=True,
-                       capture_output=True, text=True)
-        text = log.read_text()
+        script.write_text(SCRIPT.format(verilog=Path(verilog).name, top=design.name))
+        done = subprocess.run([_yosys(), "-q", "-l", "depth.log", "depth.ys"], cwd=tmp,
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"Yosys failed on {design.name}: {done.stdout}{done.stderr}")
+        text = (Path(tmp) / "depth.log").read_text()
     depth = int(re.search(r"Longest topological path in \S+ \(length=(\d+)\)", text).group(1))
     stat = text[text.rindex("Printing statistics"):]
     cells = int(re.search(r"^\s+(\d+) cells$", stat, re.M).group(1))

@@ -170,3 +170,14 @@ def test_cli_generate(tmp_path):
     assert sidecar["parameters"]["dims"] == [3, 3]
     ports = {p["name"] for p in sidecar["ports"]}
     assert {"inject__8__payload", "eject__8__valid", "crc_errors", "retries"} <= ports
+
+
+@pytest.mark.slow
+def test_router_logic_depth():
+    """sim/ici_synth.py (the benchmark's timing evidence) synthesizes a router with Yosys and
+    reads its longest path, size and the path's ends from the log."""
+    from sim.ici_synth import logic_depth
+
+    r = logic_depth(ICIConfig(dims=(2, 2), vcs=2, max_packet=4))
+    assert r["depth"] > 10 and r["cells"] > r["flip_flops"] > 1000
+    assert len(r["path"]) >= 2
