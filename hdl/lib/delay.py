@@ -51,9 +51,9 @@ def skew(m, lanes, *, enable, name, reverse=False):
 
 class DelayLine(wiring.Component):
     """``o`` is ``i`` as it was ``cycles`` cycles ago (zero for the first ``cycles`` cycles
-    after every reset, whatever went in before it): a pipeline of registers; from ``SHIFT_LIMIT`` cycles on, built as a ring
-    buffer in a memory (one write and one read a cycle whatever the length, which is what long
-    lines want in simulation).
+    after every reset, whatever went in before it): a pipeline of registers; from
+    ``SHIFT_LIMIT`` cycles on, built as a ring buffer in a memory (one write and one read a
+    cycle whatever the length, which is what long lines want in simulation).
 
     Parameters
     ----------
