@@ -329,11 +329,19 @@ async def test_generated_traffic(dut, traffic):
     at every ejection port, link faults, then a full drain; the checkers find no error."""
     tb = TrafficBench(dut)
     await tb.start()
-    c = await tb.run(traffic=traffic, load=0.4, cycles=2500, stall=0.3,
-                     fault_rate=500 if tb.faults else 0, hot_fraction=0.3)
+    cycles, stall, hot = 2500, 0.3, 0.3
+    c = await tb.run(traffic=traffic, load=0.4, cycles=cycles, stall=stall,
+                     fault_rate=500 if tb.faults else 0, hot_fraction=hot)
     dut._log.info("%s: %s", traffic, c)
     check_clean(tb, c)
-    assert c["ej_packets"] > 50 * tb.E, c
+    # Progress: 50 packets per endpoint, or for the hotspot half of what its one ejection
+    # port lets through (a fraction ``hot`` of all packets goes there, at 1 - stall flits per
+    # cycle), which is less on a network of hundreds of endpoints.
+    mean_length = (tb.cfg.max_packet + 1) / 2
+    need = 50 * tb.E
+    if traffic == "hotspot":
+        need = min(need, cycles * (1 - stall) / (hot * mean_length) / 2)
+    assert c["ej_packets"] > need, c
 
 
 @cocotb.test()
