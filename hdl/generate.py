@@ -23,6 +23,8 @@ from .lib.fp import FloatUnits, FloatUnitsConfig
 from .mxu.config import MXUConfig
 from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
+from .pod.config import PodConfig
+from .pod.pod import Pod
 from .sparsecore.config import SparseCoreSystemConfig
 from .sparsecore.system import SparseCoreSystem
 from .tensorcore.config import TensorCoreConfig
@@ -43,6 +45,7 @@ BLOCKS = {
     "fp_units": (FloatUnitsConfig, FloatUnits),
     "vpu": (VPUTopConfig, VPUTop),
     "sparsecore": (SparseCoreSystemConfig, SparseCoreSystem),
+    "pod": (PodConfig, Pod),
 }
 
 

@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.packet import coord_layout
 from ..lib.counter import COUNTER_WIDTH, count_events
-from .config import ADDR_BITS, NO_SEM
+from .config import ADDR_BITS, COLLECTIVE_SEM
 from .endpoint import Fmt, Kind, Op, Space, command_layout, completion_layout, read_beat_layout
 
 __all__ = ["Collective", "LENGTH_BITS", "descriptor_layout", "CollectiveEngine"]
@@ -60,8 +60,9 @@ class CollectiveEngine(wiring.Component):
     answered in order on ``read_data``) passed on to ``data``. An empty piece is still sent,
     as a 0-byte message, so that the neighbour counts it. The message of step ``k`` in a
     direction waits until ``k`` messages of that direction have arrived (``arrived``, the
-    :class:`~.endpoint.Receiver`'s completions, always taken). ``busy`` falls when every
-    message has been sent and every arrival of the collective counted.
+    :class:`~.endpoint.Receiver`'s completions, always taken; the engine's messages carry
+    semaphore ``COLLECTIVE_SEM`` and only completions carrying it count). ``busy`` falls when
+    every message has been sent and every arrival of the collective counted.
 
     A descriptor the engine cannot run is consumed and counted in ``errors``: a ring of one
     chip, an ``op`` or ``fmt`` it does not know (``bfloat16`` needs an fp32 staging area, not
@@ -160,8 +161,9 @@ class CollectiveEngine(wiring.Component):
                      self.read.payload.space.eq(desc.space)]
         wiring.connect(m, wiring.flipped(self.read_data), wiring.flipped(self.data))
 
-        landed = [self.arrived.valid & (self.arrived.payload.kind == Kind.WRITE)
-                  & (self.arrived.payload.tag == h) for h in range(2)]
+        arrived = self.arrived.payload
+        landed = [self.arrived.valid & (arrived.kind == Kind.WRITE) & (arrived.tag == h)
+                  & (arrived.sem == COLLECTIVE_SEM) for h in range(2)]
         finished = Signal()
         for h in range(2):
             m.d.sync += arrivals[h].eq(arrivals[h] + landed[h] - Mux(finished, steps, 0))
@@ -213,5 +215,5 @@ class CollectiveEngine(wiring.Component):
             cmd.kind.eq(Kind.WRITE), cmd.dst_port.eq(0), cmd.space.eq(desc.space),
             cmd.address.eq(address), cmd.bytes.eq(count << 2), cmd.fmt.eq(desc.fmt),
             cmd.op.eq(Mux(reducing, Mux(step == n - 2, Op.ADD_FINAL, Op.ADD), Op.STORE)),
-            cmd.tag.eq(minus), cmd.sem.eq(NO_SEM),
+            cmd.tag.eq(minus), cmd.sem.eq(COLLECTIVE_SEM),
         ]

@@ -2,10 +2,11 @@
 
 from dataclasses import dataclass
 
-from ..config import Config, ConfigError, check_int
+from ..config import Config, ConfigError, check_bool, check_int
 from ..ici.config import ICIConfig
 
-__all__ = ["EndpointConfig", "ADDR_BITS", "TAG_BITS", "SEM_BITS", "NO_SEM", "FLIT_BITS"]
+__all__ = ["EndpointConfig", "PodConfig", "ADDR_BITS", "TAG_BITS", "SEM_BITS", "NO_SEM",
+           "COLLECTIVE_SEM", "FLIT_BITS", "REQUEST_PORT", "RESPONSE_PORT"]
 
 ADDR_BITS = 32
 """Byte address of a message in the destination's HBM or VMEM."""
@@ -15,6 +16,12 @@ SEM_BITS = 5
 """Semaphore number a message increments at its destination (the TensorCore's 0..30)."""
 NO_SEM = 2 ** SEM_BITS - 1
 """Semaphore number meaning: none."""
+COLLECTIVE_SEM = NO_SEM - 1
+"""Semaphore of the collective engine's messages: their completions go to the engine."""
+REQUEST_PORT = 0
+"""Local port of a pod router that injects and ejects requests (ICI class 0)."""
+RESPONSE_PORT = 1
+"""Local port of a pod router that injects and ejects responses (ICI class 1)."""
 FLIT_BITS = (64, 128, 256, 512, 1024)
 """Flit widths the endpoint takes: a power-of-two number of bytes, so a packet's beat count
 and a beat's byte strobe are shifts and masks."""
@@ -75,3 +82,56 @@ class EndpointConfig(Config):
         """Bits of the endpoint header (kind 2, space 1, op 2, fmt 2, last 1, ack 1, tag,
         sem, bytes, address)."""
         return 9 + TAG_BITS + SEM_BITS + self.packet_bytes.bit_length() + ADDR_BITS
+
+
+@dataclass(frozen=True)
+class PodConfig(Config):
+    """Parameters of a pod: simulation chips (endpoint, collective engine, message unit and a
+    local memory) on an ICI torus (docs/pod.md, "Pod top").
+
+    Parameters
+    ----------
+    endpoint : EndpointConfig
+        The chips' endpoint; its ``ici`` is the pod's network, with 2 local ports per router
+        (requests on port 0, responses on port 1, so neither waits behind the other at an
+        ejection port).
+    memory_words : int
+        Flits of each chip's local memory (its VMEM; the simulation chip has no HBM): a power
+        of two, 16..65536.
+    faults : bool
+        A fault injector on every link (test only: bit flips the link layer must repair).
+    """
+
+    KIND = "pod"
+
+    endpoint: EndpointConfig = EndpointConfig(ici=ICIConfig(
+        dims=(2, 2), classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
+        local_ports=2))
+    memory_words: int = 1024
+    faults: bool = False
+
+    def validate(self):
+        ports = self.endpoint.ici.local_ports
+        if ports != 2:
+            raise ConfigError("endpoint.ici.local_ports", f"must be 2 (requests on port "
+                                                          f"{REQUEST_PORT}, responses on port "
+                                                          f"{RESPONSE_PORT}), got {ports}")
+        check_int("memory_words", self.memory_words, 16, 65536)
+        if self.memory_words & (self.memory_words - 1):
+            raise ConfigError("memory_words", f"must be a power of two, got "
+                                              f"{self.memory_words}")
+        check_bool("faults", self.faults)
+
+    @property
+    def ici(self):
+        return self.endpoint.ici
+
+    @property
+    def chips(self):
+        return self.ici.nodes
+
+    @property
+    def name(self):
+        """Verilog module name of the pod top."""
+        return (f"podium_pod_{self.ici.suffix}_e{self.endpoint.max_message}"
+                f"_m{self.memory_words}" + ("_fi" if self.faults else ""))

@@ -42,7 +42,7 @@ __all__ = ["Format", "FORMATS", "split_sizes", "node_of", "coords_of", "rings", 
            "Transfer", "Step", "reduce_scatter_schedule", "all_gather_schedule",
            "all_reduce_schedule", "all_reduce_2d_schedule", "all_to_all_schedule",
            "reduce_scatter", "all_gather", "all_reduce", "all_reduce_2d", "all_to_all",
-           "PLUS", "MINUS"]
+           "ring_collective", "add_bytes", "random_elements", "FP32_SPECIALS", "PLUS", "MINUS"]
 
 PLUS, MINUS = 1, -1
 """Ring directions: + sends to the next coordinate, - to the previous one."""
@@ -425,3 +425,62 @@ def all_to_all(sends, dims):
     starts = [_offsets(sizes[:, dst]) for dst in range(nodes)]
     return [[outputs[dst][starts[dst][src]:starts[dst][src] + sizes[src, dst]]
              for src in range(nodes)] for dst in range(nodes)]
+
+
+def ring_collective(op, fmt, dims, dim, length, grain, buffers):
+    """What every chip's buffer holds after ring collective ``op`` (``reduce_scatter``,
+    ``all_gather`` or ``all_reduce``) of ``fmt`` along ``dim``, each chip starting with the
+    little-endian bytes ``buffers[node]`` of ``length`` elements (for an all-gather, only its
+    own block counts): per node, ``(element offset, bytes)`` of the part the collective
+    defines (a reduce-scatter: the node's own block; otherwise the whole buffer)."""
+    dtype = _format(fmt).dtype
+    arrays = [np.frombuffer(b, dtype=np.uint32).view(dtype) for b in buffers]
+    blocks = split_sizes(length, dims[dim], grain)
+    starts = _offsets(blocks)
+    positions = [coords_of(dims, node)[dim] for node in range(len(buffers))]
+    if op == "reduce_scatter":
+        out = reduce_scatter(arrays, dims, dim, fmt, grain)
+        return [(int(starts[p]), np.asarray(o).view(np.uint32).tobytes())
+                for o, p in zip(out, positions, strict=True)]
+    if op == "all_reduce":
+        out = all_reduce(arrays, dims, dim, fmt, grain)
+    elif op == "all_gather":
+        out = all_gather([a[starts[p]:starts[p] + blocks[p]]
+                          for a, p in zip(arrays, positions, strict=True)], dims, dim, grain)
+    else:
+        raise ConfigError("op", f"must be one of reduce_scatter, all_gather, all_reduce, "
+                                f"got {op!r}")
+    return [(0, np.asarray(o).view(np.uint32).tobytes()) for o in out]
+
+
+FP32_SPECIALS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
+                 0xFFFFFFFF, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF]
+"""fp32 values every reduction test mixes in: zeros, infinities, NaNs, subnormals, extremes."""
+
+
+def random_elements(rng, fmt, count):
+    """``count`` random int32 or fp32 elements (``rng`` a ``random.Random``) as little-endian
+    bytes; fp32 mixes :data:`FP32_SPECIALS`, subnormals and values of nearby exponents
+    (cancellation, rounding ties)."""
+    words = []
+    for _ in range(count):
+        pick = rng.random()
+        if fmt == "int32" or pick < 0.3:
+            words.append(rng.getrandbits(32))
+        elif pick < 0.5:
+            words.append(rng.choice(FP32_SPECIALS))
+        elif pick < 0.6:
+            words.append(rng.getrandbits(1) << 31 | rng.getrandbits(23))
+        else:
+            words.append(rng.getrandbits(1) << 31 | rng.randint(120, 130) << 23
+                         | rng.getrandbits(23))
+    return np.array(words, dtype=np.uint32).tobytes()
+
+
+def add_bytes(fmt, arriving, present):
+    """One add of the reductions on little-endian bytes (int32 or fp32 elements): the
+    arriving partial + the destination's elements, as bytes."""
+    fmt = _format(fmt)
+    a = np.frombuffer(arriving, dtype=np.uint32).view(fmt.dtype)
+    b = np.frombuffer(present, dtype=np.uint32).view(fmt.dtype)
+    return np.asarray(fmt.add(fmt.widen(a), fmt.widen(b))).astype(np.uint32).tobytes()

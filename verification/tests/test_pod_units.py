@@ -32,12 +32,10 @@ from hdl.pod.endpoint import (
     read_request_layout,
 )
 from verification.models.collectives import (
-    FORMATS,
-    all_gather,
-    all_reduce,
+    add_bytes,
     coords_of,
-    reduce_scatter,
-    split_sizes,
+    random_elements,
+    ring_collective,
 )
 from verification.models.ici import Header
 
@@ -46,10 +44,6 @@ CHIPS = [(0, 0), (1, 0), (0, 1), (1, 1)]
 FLOWS = {"fast": (1.0, 1.0), "idle": (0.4, 1.0), "backpressure": (1.0, 0.3)}
 STALL = 500
 """Cycles without a flit sent or a beat written after which a test calls the design stuck."""
-FP32_SPECIALS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
-                 0xFFFFFFFF, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF]
-
-
 def _simulate(dut, bench):
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -176,32 +170,6 @@ def _beats(cfg, data, rng):
         chunk = chunk + bytes(rng.getrandbits(8) for _ in range(fb - len(chunk)))
         out.append(int.from_bytes(chunk, "little"))
     return out
-
-
-def _elements(rng, fmt, count):
-    """Random int32 or fp32 elements as little-endian bytes; fp32 mixes special values,
-    subnormals and values of nearby exponents (cancellation, rounding ties)."""
-    words = []
-    for _ in range(count):
-        pick = rng.random()
-        if fmt == "int32" or pick < 0.3:
-            words.append(rng.getrandbits(32))
-        elif pick < 0.5:
-            words.append(rng.choice(FP32_SPECIALS))
-        elif pick < 0.6:
-            words.append(rng.getrandbits(1) << 31 | rng.getrandbits(23))
-        else:
-            words.append(rng.getrandbits(1) << 31 | rng.randint(120, 130) << 23
-                         | rng.getrandbits(23))
-    return np.array(words, dtype=np.uint32).tobytes()
-
-
-def _add(fmt, arriving, present):
-    """The golden model's add: arriving partial + the destination's elements."""
-    fmt = FORMATS[fmt]
-    a = np.frombuffer(arriving, dtype=np.uint32).view(fmt.dtype)
-    b = np.frombuffer(present, dtype=np.uint32).view(fmt.dtype)
-    return np.asarray(fmt.add(fmt.widen(a), fmt.widen(b))).astype(np.uint32).tobytes()
 
 
 class _Chip(Elaboratable):
@@ -346,18 +314,18 @@ class _Traffic:
         address = (s * 64 + j) * 1024
         repeats = 1 if op == Op.STORE else rng.choice([1, 2])
         if op != Op.STORE:
-            present = _elements(rng, fmt, size // 4)
+            present = random_elements(rng, fmt, size // 4)
             _store(self.initial[d], space, address, present)
             _store(self.final[d], space, address, present)
         for _ in range(repeats):
             data = (bytes(rng.getrandbits(8) for _ in range(size)) if op == Op.STORE
-                    else _elements(rng, fmt, size // 4))
+                    else random_elements(rng, fmt, size // 4))
             ack = rng.randrange(2)
             msg = _Message(Kind.WRITE, _coords(self.cfg, d), space, address, data, op=op,
                            fmt=fmt, ack=ack, tag=tag, sem=sem)
             if op != Op.STORE:
                 present = bytes(self.final[d][(space, address + i)] for i in range(size))
-                data = _add(fmt, data, present)
+                data = add_bytes(fmt, data, present)
             _store(self.final[d], space, address, data)
             self._complete(d, s, Kind.WRITE, sem, tag, (space, address, data))
             if ack:
@@ -599,25 +567,6 @@ RINGS = {
 }
 
 
-def _golden_collective(op, fmt, dims, dim, length, grain, buffers):
-    """What every chip's buffer must hold after ``op``, by node: (offset, expected bytes)."""
-    dtype = FORMATS[fmt].dtype
-    arrays = [np.frombuffer(b, dtype=np.uint32).view(dtype) for b in buffers]
-    blocks = split_sizes(length, dims[dim], grain)
-    starts = np.concatenate([[0], np.cumsum(blocks)[:-1]]).astype(int)
-    positions = [coords_of(dims, node)[dim] for node in range(len(buffers))]
-    if op == Collective.REDUCE_SCATTER:
-        out = reduce_scatter(arrays, dims, dim, fmt, grain)
-        return [(int(starts[p]), np.asarray(o).view(np.uint32).tobytes())
-                for o, p in zip(out, positions, strict=True)]
-    if op == Collective.ALL_REDUCE:
-        out = all_reduce(arrays, dims, dim, fmt, grain)
-    else:
-        out = all_gather([a[starts[p]:starts[p] + blocks[p]]
-                          for a, p in zip(arrays, positions, strict=True)], dims, dim, grain)
-    return [(0, np.asarray(o).view(np.uint32).tobytes()) for o in out]
-
-
 @pytest.mark.parametrize("fmt", ["int32", "fp32"])
 @pytest.mark.parametrize("op", list(Collective))
 @pytest.mark.parametrize("ring", list(RINGS))
@@ -637,8 +586,8 @@ def test_collective(seed, ring, op, fmt):
     print(f"{ring} {op.name} {fmt} length {length} space {space}")
     chips = [tuple(c) for c in (coords_of(dims, node) for node in range(dims[0] * dims[1]))]
     ici_coords = [_coords(cfg, node) for node in range(len(chips))]
-    buffers = [_elements(rng, fmt, length) for _ in chips]
-    expect = _golden_collective(op, fmt, dims, dim, length, grain, buffers)
+    buffers = [random_elements(rng, fmt, length) for _ in chips]
+    expect = ring_collective(op.name.lower(), fmt, dims, dim, length, grain, buffers)
     memories = [_Memory(cfg, {}) for _ in chips]
     for memory, buffer in zip(memories, buffers, strict=True):
         _store(memory.bytes, space, base, buffer)
