@@ -12,11 +12,11 @@ __all__ = ["main"]
 
 def _benches():
     from podium.model import report
-    from sim import hbm_perf, ici_perf, mxu_perf, sparsecore_perf, tensorcore_perf
+    from sim import hbm_perf, ici_perf, mxu_perf, pod_perf, sparsecore_perf, tensorcore_perf
 
     return {"mxu": mxu_perf.bench, "hbm": hbm_perf.bench, "ici": ici_perf.bench,
             "tensorcore": tensorcore_perf.bench, "sparsecore": sparsecore_perf.bench,
-            "model": report.bench}
+            "pod": pod_perf.bench, "model": report.bench}
 
 
 def main(argv=None):

@@ -28,10 +28,13 @@ from .config import ADDR_BITS, NO_SEM, SEM_BITS, TAG_BITS
 __all__ = ["Kind", "Op", "Fmt", "Space", "REQUEST_CLASS", "RESPONSE_CLASS",
            "endpoint_header_layout", "command_layout", "read_request_layout",
            "write_beat_layout", "read_beat_layout", "completion_layout", "Sender", "Receiver",
-           "Responder"]
+           "Responder", "ADD_AHEAD"]
 
 REQUEST_CLASS = 0
 RESPONSE_CLASS = 1
+ADD_AHEAD = 3
+"""Flits a Receiver reads ahead of its writes in an add (what keeps it at a flit per cycle
+through the memory's latency)."""
 
 
 class Kind(enum.Enum, shape=2):
@@ -233,13 +236,15 @@ class Receiver(wiring.Component):
     - ``WRITE`` ``STORE`` and ``READ_DATA``: the data flits go to ``write`` one per cycle as
       ``write`` allows, at the packet's address and the addresses after it, with a byte strobe
       covering the packet's ``bytes``.
-    - ``WRITE`` ``ADD`` / ``ADD_FINAL`` in ``int32`` or ``fp32``: for each data flit, a read
-      of the flit at its address (``read``, answered in order on ``read_data``), then a write
-      of ``arriving + present`` element by element (32-bit lanes; int32 wraps, fp32 is
-      IEEE round to nearest even with NaN canonical, so the format's result of ``ADD_FINAL``
-      is the sum itself). The next read is issued only after that write is taken, so two adds
-      to one address in a row see each other (the memory must make a taken write visible to a
-      later read). At least three cycles per flit.
+    - ``WRITE`` ``ADD`` / ``ADD_FINAL`` in ``int32`` or ``fp32``: the packet's flits are read
+      at their addresses (``read``, answered in order on ``read_data``), up to
+      ``ADD_AHEAD`` ahead of the writes, and each arriving flit is written back as
+      ``arriving + present`` element by element (32-bit lanes; int32 wraps, fp32 is IEEE
+      round to nearest even with NaN canonical, so the format's result of ``ADD_FINAL`` is the
+      sum itself): one flit per cycle when the memory answers in time. A packet's flits are
+      distinct addresses, and the next packet's reads start after this one's last write is
+      taken, so two adds to one address in a row see each other (the memory must make a taken
+      write visible to a later read).
     - ``READ``: the request flit is taken and the read is offered on ``respond`` (a
       ``READ_DATA`` command for the requester); the next head waits until it is taken.
     - ``ACK``: completes at once.
@@ -311,8 +316,7 @@ class Receiver(wiring.Component):
         m.d.comb += [self.write.payload.space.eq(pkt.space),
                      self.write.payload.address.eq(pkt.address),
                      self.write.payload.strobe.eq(strobe),
-                     self.read.payload.space.eq(pkt.space),
-                     self.read.payload.address.eq(pkt.address)]
+                     self.read.payload.space.eq(pkt.space)]
         reply = self.respond.payload
         for d in range(cfg.ici.ndims):
             m.d.comb += reply.dst[f"c{d}"].eq(origin[f"src{d}"])
@@ -347,6 +351,10 @@ class Receiver(wiring.Component):
         sender = Signal(range(ici.endpoints))
         request = Signal(read_request_layout(cfg))
         events = {"packets": Signal(), "seq_errors": Signal(), "dropped": Signal()}
+        to_read = Signal(ici.length_bits)           # an add's flits not yet read
+        read_address = Signal(ADDR_BITS)
+        ahead = Signal(range(ADD_AHEAD + 1))        # flits read and not yet written back
+        m.d.comb += self.read.payload.address.eq(read_address)
         self._outputs(m, pkt, origin, sender, request)
         reply = self.respond.payload
         advance = [pkt.address.eq(pkt.address + cfg.flit_bytes),
@@ -372,7 +380,9 @@ class Receiver(wiring.Component):
                     with m.Elif(~self.i.payload.last):
                         m.next = "BODY"
                         with m.If((ep.kind == Kind.WRITE) & (ep.op != Op.STORE)):
-                            m.next = "ADD_READ"
+                            m.next = "ADD"
+                            m.d.sync += [to_read.eq(head.length - 1),
+                                         read_address.eq(ep.address)]
                     with m.Elif(ep.last):
                         m.next = "DONE"
             with m.State("BODY"):
@@ -384,22 +394,24 @@ class Receiver(wiring.Component):
                         m.next = "HEAD"
                         with m.If(pkt.last):
                             m.next = "DONE"
-            with m.State("ADD_READ"):
-                m.d.comb += self.read.valid.eq(self.i.valid)
-                with m.If(self.read.valid & self.read.ready):
-                    m.next = "ADD_WRITE"
-            with m.State("ADD_WRITE"):
+            with m.State("ADD"):
                 both = self.i.valid & self.read_data.valid
+                wrote = both & self.write.ready
                 m.d.comb += [
+                    self.read.valid.eq((to_read != 0) & (ahead < ADD_AHEAD)),
                     self.write.valid.eq(both),
                     self.write.payload.data.eq(self._sum(m, self.i.payload.data,
                                                          self.read_data.payload, pkt.fmt)),
                     self.i.ready.eq(self.write.ready & self.read_data.valid),
                     self.read_data.ready.eq(self.write.ready & self.i.valid),
                 ]
-                with m.If(both & self.write.ready):
+                issued = self.read.valid & self.read.ready
+                with m.If(issued):
+                    m.d.sync += [to_read.eq(to_read - 1),
+                                 read_address.eq(read_address + cfg.flit_bytes)]
+                m.d.sync += ahead.eq(ahead + issued - wrote)
+                with m.If(wrote):
                     m.d.sync += advance
-                    m.next = "ADD_READ"
                     with m.If(self.i.payload.last):
                         m.next = "HEAD"
                         with m.If(pkt.last):

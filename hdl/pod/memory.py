@@ -2,11 +2,11 @@
 flit per word, shared by the endpoint, the collective engine, the message unit and the host.
 
     writers[i] ─► round robin ─► SRAM write port
-    readers[i] ─► round robin ─► SRAM read port ─► read_data[i] (a queue per reader)
+    readers[i] ─► round robin per group ─► SRAM read port p ─► read_data[i] (a queue per reader)
 
-Every cycle the memory takes one write and one read. A reader is granted only while its
-response queue has room for every read it has in flight, so its reads are answered in order
-and never lost whatever its ``read_data`` backpressure; the others go on meanwhile. A write
+Every cycle the memory takes one write and one read per read port. A reader is granted only
+while its response queue has room for every read it has in flight, so its reads are answered
+in order and never lost whatever its ``read_data`` backpressure; the others go on meanwhile. A write
 taken in one cycle is seen by every read granted in a later cycle (the SRAM is read-first
 within a cycle, and a client that needs its own write back, the Receiver's add, reads only
 after its write is taken). An access outside the memory (``space`` HBM, an address that is
@@ -21,6 +21,7 @@ from amaranth.lib.wiring import In, Out
 from ..lib.arbiter import RoundRobin
 from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.queue import Queue
+from ..lib.tree import tree_sum
 from .endpoint import Space, read_beat_layout, write_beat_layout
 
 __all__ = ["LocalMemory", "RESPONSE_DEPTH"]
@@ -33,8 +34,10 @@ read every cycle."""
 class LocalMemory(wiring.Component):
     """``words`` flits of memory with ``writers`` write clients and ``readers`` read clients.
 
-    ``sram`` is the :class:`~hdl.lib.sram.SRAM` macro to instantiate (``byte_enable``, one
-    read port, ``words`` deep, a flit wide), emitted once by the top.
+    ``sram`` is the :class:`~hdl.lib.sram.SRAM` macro to instantiate (``byte_enable``, a read
+    port per group of ``read_groups``, ``words`` deep, a flit wide), emitted once by the top.
+    ``read_groups``: the readers (indices) each read port serves, every reader in one group;
+    by default one port serves all.
 
     Members
     -------
@@ -45,9 +48,10 @@ class LocalMemory(wiring.Component):
         Accesses outside the memory.
     """
 
-    def __init__(self, cfg, sram, *, words, writers, readers):
+    def __init__(self, cfg, sram, *, words, writers, readers, read_groups=None):
         self._cfg, self._sram, self._words = cfg, sram, words
         self._writers, self._readers = writers, readers
+        self._groups = read_groups or [list(range(readers))]
         super().__init__({
             "write": In(stream.Signature(write_beat_layout(cfg))).array(writers),
             "read": In(stream.Signature(read_beat_layout(cfg))).array(readers),
@@ -81,30 +85,38 @@ class LocalMemory(wiring.Component):
                 m.d.comb += [wbeat.eq(w.payload), w.ready.eq(1)]
         waddr, wok = self._word(m, wbeat, "w")
 
-        # Reads: one per cycle among the readers whose queues have room.
+        # Reads: per read port, one per cycle among its readers whose queues have room.
         queues = [Queue(width, RESPONSE_DEPTH) for _ in range(self._readers)]
         inflight = [Signal(name=f"inflight{i}") for i in range(self._readers)]
-        can = Signal(self._readers)
-        for i, (q, r) in enumerate(zip(queues, self.read, strict=True)):
+        for i, q in enumerate(queues):
             m.submodules[f"rq{i}"] = q
             wiring.connect(m, q.o, wiring.flipped(self.read_data[i]))
-            m.d.comb += can[i].eq(r.valid & (q.level + inflight[i] < RESPONSE_DEPTH))
-        m.submodules.rarb = rarb = RoundRobin(self._readers)
-        m.d.comb += [rarb.requests.eq(can), rarb.advance.eq(1)]
-        rbeat = Signal(read_beat_layout(cfg))
-        for i, r in enumerate(self.read):
-            granted = rarb.valid & (rarb.grant == i)
-            with m.If(granted):
-                m.d.comb += [rbeat.eq(r.payload), r.ready.eq(1)]
-            m.d.sync += inflight[i].eq(granted)
-        raddr, rok = self._word(m, rbeat, "r")
-        rdata = Signal(width)
-        valid_data = Signal()
-        m.d.sync += valid_data.eq(rok)
+        raddrs, rdatas, bad_reads = [], [], []
+        for port, group in enumerate(self._groups):
+            can = Signal(len(group), name=f"can{port}")
+            for j, i in enumerate(group):
+                m.d.comb += can[j].eq(self.read[i].valid
+                                      & (queues[i].level + inflight[i] < RESPONSE_DEPTH))
+            m.submodules[f"rarb{port}"] = rarb = RoundRobin(len(group))
+            m.d.comb += [rarb.requests.eq(can), rarb.advance.eq(1)]
+            rbeat = Signal(read_beat_layout(cfg), name=f"rbeat{port}")
+            for j, i in enumerate(group):
+                granted = rarb.valid & (rarb.grant == j)
+                with m.If(granted):
+                    m.d.comb += [rbeat.eq(self.read[i].payload), self.read[i].ready.eq(1)]
+                m.d.sync += inflight[i].eq(granted)
+            raddr, rok = self._word(m, rbeat, f"r{port}")
+            rdata = Signal(width, name=f"rdata{port}")
+            valid_data = Signal(name=f"valid_data{port}")
+            m.d.sync += valid_data.eq(rok)
+            for i in group:
+                m.d.comb += [queues[i].i.valid.eq(inflight[i]),
+                             queues[i].i.payload.eq(Mux(valid_data, rdata, 0))]
+            raddrs.append(raddr)
+            rdatas.append(rdata)
+            bad_reads.append(rarb.valid & ~rok)
         self._sram.instance(m, "mem", we=warb.valid & wok, waddr=waddr,
-                            wdata=wbeat.data, wstrb=wbeat.strobe, raddr=[raddr], rdata=[rdata])
-        for i, q in enumerate(queues):
-            m.d.comb += [q.i.valid.eq(inflight[i]), q.i.payload.eq(Mux(valid_data, rdata, 0))]
+                            wdata=wbeat.data, wstrb=wbeat.strobe, raddr=raddrs, rdata=rdatas)
 
-        count_events(m, self, {"errors": (warb.valid & ~wok) + (rarb.valid & ~rok)})
+        count_events(m, self, {"errors": tree_sum([warb.valid & ~wok, *bad_reads])})
         return m

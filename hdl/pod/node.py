@@ -37,10 +37,12 @@ from .endpoint import (
 )
 from .memory import LocalMemory
 
-__all__ = ["MessageUnit", "PodNode", "COMPLETION_DEPTH"]
+__all__ = ["MessageUnit", "PodNode", "COMPLETION_DEPTH", "READ_GROUPS"]
 
 COMPLETION_DEPTH = 16
 """Completions a chip holds for its host before its Receivers wait."""
+READ_GROUPS = [[0, 1, 2], [3, 4]]
+"""The local memory's two read ports and the readers each serves (see ``elaborate``)."""
 
 
 class MessageUnit(wiring.Component):
@@ -161,10 +163,13 @@ class PodNode(wiring.Component):
         m.submodules.engine = engine = CollectiveEngine(cfg)
         m.submodules.messages = messages = MessageUnit(cfg)
         m.submodules.memory = memory = LocalMemory(
-            cfg, self._sram, words=self._cfg.memory_words, writers=3, readers=5)
+            cfg, self._sram, words=self._cfg.memory_words, writers=3, readers=5,
+            read_groups=READ_GROUPS)
 
         # Memory clients: writers host, requests, responses; readers host, engine, message
-        # unit, requests (adds), responder.
+        # unit (port 0: what the Sender sends, and the host), requests (adds) and responder
+        # (port 1: what arrives), so a reduce-scatter's sends and adds each read a flit per
+        # cycle.
         for i, w in enumerate([wiring.flipped(self.host_write), requests.write,
                                responses.write]):
             wiring.connect(m, w, memory.write[i])

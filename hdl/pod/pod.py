@@ -22,7 +22,7 @@ from ..lib.tree import tree_sum
 from ..top import Top
 from .collective import descriptor_layout
 from .endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
-from .node import PodNode
+from .node import READ_GROUPS, PodNode
 
 __all__ = ["Pod", "CHIP_COUNTERS"]
 
@@ -56,7 +56,7 @@ class Pod(Top):
         ep, ici, n = cfg.endpoint, cfg.ici, cfg.chips
         self._net = Network(ici, faults=cfg.faults)
         sram = SRAM(f"{cfg.name}_mem", width=ici.flit_bits, depth=cfg.memory_words,
-                    byte_enable=True)
+                    read_ports=len(READ_GROUPS), byte_enable=True)
         self._node = Submodule(f"{cfg.name}_chip", PodNode(cfg, sram), children=[sram])
         members = {
             "host_write": In(stream.Signature(write_beat_layout(ep))).array(n),

@@ -10,7 +10,8 @@ buffers bit for bit, every message's bytes and completions, and nothing else wri
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
 from hdl.pod.config import NO_SEM, REQUEST_PORT, RESPONSE_PORT, PodConfig
 from verification.models.collectives import (
@@ -18,7 +19,17 @@ from verification.models.collectives import (
     random_elements,
     ring_collective,
 )
-from verification.tb.bench import FLOWS, flow_pauses, new_rng, only_if, pause, start
+from verification.tb.bench import (
+    FLOWS,
+    flow_pauses,
+    measurement,
+    new_rng,
+    only_if,
+    pause,
+    perf_spec,
+    start,
+    write_report,
+)
 from verification.tb.packing import Port, load_sidecar
 from verification.tb.streams import StreamBench
 
@@ -29,6 +40,8 @@ COLLECTIVE_BASE = 0
 """Byte address of the collective buffers; messages use slots above ``MESSAGE_BASE``."""
 MESSAGE_BASE = 0x1000
 SLOT = 0x200
+PERIOD_NS = 10
+"""The testbench's clock period (verification/tb/bench.py's default)."""
 
 
 class PodBench:
@@ -52,14 +65,27 @@ class PodBench:
                              for name in ("host_read_data", "done")})
         self.taken = [0] * self.chips       # host_read_data beats consumed per chip
         self.faults = hasattr(dut, "fault_rate")
+        self._loop = None
 
-    async def start(self, *, fault_rate=0):
+    async def start(self, *, fault_rate=0, clock_impl=None):
         if self.faults:
             self.dut.fault_rate.value = fault_rate
             self.dut.fault_seed.value = random.getrandbits(32)
         self.bench.quiesce()
-        await start(self.dut)
-        cocotb.start_soon(self.bench.run())
+        await start(self.dut, clock_impl=clock_impl)
+        self.resume()
+
+    def resume(self):
+        """Drive the host streams every cycle (the default)."""
+        self._loop = cocotb.start_soon(self.bench.run())
+
+    async def pause(self):
+        """Stop driving the host streams, every queued beat taken: the simulation then runs
+        with no Python per cycle (for timing long collectives)."""
+        await self.drained()
+        self._loop.cancel()
+        await FallingEdge(self.dut.clk)
+        self.bench.quiesce()
 
     def flow(self, flow):
         """Idle and backpressure of every stream for the next operations."""
@@ -171,6 +197,68 @@ async def _run_collective(tb, rng, op, dim, fmt, length):
         got = await tb.read(c, COLLECTIVE_BASE + 4 * offset, len(want))
         assert got == want, (f"chip {c} ({tb.coords(c)}): {op} {fmt} length {length} along "
                              f"{dim}: buffer differs from the golden model")
+
+
+async def _timed_collective(tb, op, dim, fmt, length):
+    """Cycles of ``op`` started on every chip in the same cycle, from the descriptors' handshake
+    to the cycle the last chip's ``busy`` falls (host streams paused)."""
+    await tb.pause()
+    word = tb.ports["collective"].pack(op=op.upper(), dim=dim, fmt=fmt.upper(), space="VMEM",
+                                       address=COLLECTIVE_BASE, length=length)
+    for c in range(tb.chips):
+        getattr(tb.dut, f"collective__{c}__payload").value = word
+        getattr(tb.dut, f"collective__{c}__valid").value = 1
+    await RisingEdge(tb.dut.clk)
+    await ReadOnly()
+    assert all(int(getattr(tb.dut, f"collective__{c}__ready").value) for c in range(tb.chips))
+    t0 = get_sim_time("ns")
+    await FallingEdge(tb.dut.clk)
+    for c in range(tb.chips):
+        getattr(tb.dut, f"collective__{c}__valid").value = 0
+    end = t0
+    for c in range(tb.chips):
+        busy = getattr(tb.dut, f"busy__{c}")
+        if int(busy.value):
+            await FallingEdge(busy)
+            end = max(end, get_sim_time("ns"))
+    tb.resume()
+    return round((end - t0) / PERIOD_NS)
+
+
+@measurement
+@cocotb.test()
+async def measure_collectives(dut):
+    """Cycles of ring collectives (spec ``ops``, ``sizes`` in bytes per chip, ``dim``,
+    ``fmt``) started on every chip at once; every run with a buffer of at most ``verify``
+    bytes is loaded with random data and checked against the golden model (the RTL's timing
+    does not depend on the data)."""
+    spec = perf_spec()
+    tb = PodBench(dut)
+    await tb.start(clock_impl="gpi")
+    rng = new_rng()
+    dims, shift = tb.golden_dims()
+    grain = tb.fb // 4
+    rows = []
+    for op in spec["ops"]:
+        for size in spec["sizes"]:
+            length = size // 4
+            check = size <= spec["verify"]
+            if check:
+                buffers = [random_elements(rng, spec["fmt"], length) for _ in range(tb.chips)]
+                for c, b in enumerate(buffers):
+                    tb.write(c, COLLECTIVE_BASE, b)
+            cycles = await _timed_collective(tb, op, spec["dim"], spec["fmt"], length)
+            if check:
+                expect = ring_collective(op, spec["fmt"], dims, spec["dim"] + shift, length,
+                                         grain, buffers)
+                for c, (offset, want) in enumerate(expect):
+                    got = await tb.read(c, COLLECTIVE_BASE + 4 * offset, len(want))
+                    assert got == want, f"chip {c}: {op} of {size} B differs from the golden model"
+            dut._log.info(f"{op} {size} B per chip: {cycles} cycles"
+                          + (" (checked)" if check else ""))
+            rows.append({"op": op, "bytes": size, "cycles": cycles, "checked": check})
+    assert tb.counters()["errors"] == 0, tb.counters()
+    write_report(spec, {"rows": rows, "counters": tb.counters()})
 
 
 def _dims_to_test(tb):

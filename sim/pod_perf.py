@@ -1,0 +1,239 @@
+"""Collective benchmark for ``make bench``: ring reduce-scatter, all-gather and all-reduce on
+the RTL pod (hdl/pod/pod.py), bus bandwidth by NCCL's definition against the link bound, an
+alpha-beta model fitted on the smallest and largest messages and checked in between;
+writes docs/results/collectives.md, collectives.json and collectives.png.
+
+Definitions (sim/collectives_model.py): ``busbw = S / t * 2(n - 1)/n`` for all-reduce and
+``S / t * (n - 1)/n`` for reduce-scatter and all-gather, ``S`` the buffer in bytes per chip
+(nccl-tests' ``busbw``); the **link bound** is the busbw of the ring bound with every link at
+its raw rate (``flit_bits / 8`` bytes per cycle; packet heads count against us): 2 links per
+chip on a ring of more than 2 chips. Every message up to ``VERIFY`` bytes is checked bit for bit
+against the golden model.
+"""
+
+import math
+
+from hdl.ici.config import ICIConfig
+from hdl.pod.config import EndpointConfig, PodConfig
+from sim.collectives_model import Network, busbw, busbw_bound, ring_bound, schedule_time
+from sim.measure import (
+    environment,
+    environment_line,
+    measure,
+    results_directory,
+    table,
+    write_results,
+)
+from verification.models.collectives import (
+    all_gather_schedule,
+    all_reduce_schedule,
+    reduce_scatter_schedule,
+)
+
+__all__ = ["bench", "pod_config", "TOPOLOGIES", "SIZES", "fit_alpha_beta"]
+
+SIZES = [1 << k for k in range(10, 21, 2)]
+"""Bytes per chip: 1 KiB to 1 MiB."""
+QUICK_SIZES = [1 << 10, 1 << 14]
+VERIFY = 1 << 16
+"""Messages up to this size are loaded with random data and checked."""
+OPS = ("all_reduce", "reduce_scatter", "all_gather")
+FMT = "fp32"
+TARGET = 0.90
+"""Issue 17's target: busbw of large messages at least this fraction of the link bound."""
+
+TOPOLOGIES = {"1x4": (4,), "4x4": (4, 4)}
+"""Pods measured; collectives along X (dimension 0): on the 4x4, four rings at once."""
+
+_SCHEDULES = {"all_reduce": all_reduce_schedule, "reduce_scatter": reduce_scatter_schedule,
+              "all_gather": all_gather_schedule}
+
+
+def pod_config(dims, *, max_bytes=None):
+    """The benchmark pod: 128-bit flits, 32-flit packets (31 of payload), 8-flit VC buffers,
+    memories and messages large enough for ``max_bytes`` per chip."""
+    max_bytes = max_bytes or max(SIZES)
+    words = max(16, 1 << math.ceil(math.log2(max_bytes // 16)))
+    return PodConfig(
+        endpoint=EndpointConfig(
+            ici=ICIConfig(dims=dims, classes=2, vcs=2 if len(dims) == 1 else 4,
+                          buffer_depth=8, flit_bits=128, max_packet=32, local_ports=2),
+            max_message=max(4096, 1 << math.ceil(math.log2(max_bytes))) // 2),
+        memory_words=words)
+
+
+def _golden_dims(dims):
+    return ((1, dims[0]), 1) if len(dims) == 1 else (tuple(dims), 0)
+
+
+def _network(cfg, alpha, inject_bw):
+    gdims, _ = _golden_dims(cfg.ici.dims)
+    return Network(dims=gdims, alpha=alpha, per_hop=2, link_bw=cfg.endpoint.flit_bytes,
+                   inject_bw=inject_bw)
+
+
+def _model_cycles(cfg, op, size, alpha, inject_bw):
+    gdims, shift = _golden_dims(cfg.ici.dims)
+    steps = _SCHEDULES[op](gdims, shift, size // 4, cfg.endpoint.flit_bytes // 4)
+    return schedule_time(_network(cfg, alpha, inject_bw), steps, FMT)
+
+
+def fit_alpha_beta(cfg, op, small, large):
+    """``alpha`` (cycles per step) and the chip's effective injection rate (bytes per cycle)
+    of the alpha-beta model (per-hop 2 cycles, links at their raw rate) that reproduce the
+    measured cycles of the smallest and largest messages, ``small`` and ``large`` as
+    (bytes, cycles)."""
+    alpha, bw = 0.0, float(cfg.endpoint.flit_bytes)
+    for _ in range(50):
+        # The small message fixes alpha (its time is mostly steps), the large one the rate.
+        base = _model_cycles(cfg, op, small[0], 0.0, bw)
+        per_alpha = _model_cycles(cfg, op, small[0], 1.0, bw) - base
+        alpha = max(0.0, (small[1] - base) / per_alpha)
+        lo, hi = 1e-3, 4.0 * cfg.endpoint.flit_bytes
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if _model_cycles(cfg, op, large[0], alpha, mid) > large[1]:
+                lo = mid
+            else:
+                hi = mid
+        bw = (lo + hi) / 2
+    return alpha, bw
+
+
+def _crossover(cfg, op, alpha, bw):
+    """Bytes per chip at which the model's bandwidth time equals its latency time."""
+    gdims, shift = _golden_dims(cfg.ici.dims)
+    steps = len(_SCHEDULES[op](gdims, shift, 1024, cfg.endpoint.flit_bytes // 4))
+    latency = steps * (alpha + 2)
+    n = cfg.ici.dims[0]
+    per_byte = ring_bound(op.replace("_", "-"), n, 1.0, FMT, _network(cfg, alpha, bw))
+    return latency / per_byte
+
+
+def _plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for (topo, op) in sorted({(r["topology"], r["collective"]) for r in rows}):
+        pts = [r for r in rows if r["topology"] == topo and r["collective"] == op]
+        ax.plot([r["bytes_per_chip"] for r in pts], [r["busbw"] for r in pts], marker="o",
+                label=f"{topo} {op}")
+    bound = rows[0]["link_bound"]
+    ax.axhline(bound, color="k", ls="--", lw=1, label=f"link bound ({bound:g} B/cycle)")
+    ax.axhline(TARGET * bound, color="gray", ls=":", lw=1, label="90% of the link bound")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("bytes per chip")
+    ax.set_ylabel("bus bandwidth, bytes/cycle")
+    ax.set_title("Ring collectives on the RTL pod (fp32, NCCL busbw)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def bench(quick=False):
+    """Measure every op on every topology at every size; tables, fit and plot."""
+    env = environment()
+    sizes = QUICK_SIZES if quick else SIZES
+    topologies = {"1x4": TOPOLOGIES["1x4"]} if quick else TOPOLOGIES
+    rows, fits, cost = [], [], []
+    for topo, dims in topologies.items():
+        cfg = pod_config(dims, max_bytes=max(sizes))
+        n = dims[0]
+        spec = {"ops": list(OPS), "sizes": sizes, "dim": 0, "fmt": FMT, "verify": VERIFY}
+        done = measure("pod", cfg, "verification.tb.pod", "measure_collectives", spec,
+                       reuse=True)
+        report = done["report"]
+        cycles_total = sum(r["cycles"] for r in report["rows"])
+        cost.append({"topology": topo, "build_seconds": round(done["build_seconds"], 1),
+                     "run_seconds": round(done.get("run_seconds", float("nan")), 1),
+                     "cycles": cycles_total})
+        for r in report["rows"]:
+            op = r["op"].replace("_", "-")
+            bw = busbw(op, r["bytes"], r["cycles"], n)
+            link = busbw_bound(op, n, FMT, _network(cfg, 0.0, 1e9))
+            rows.append({"collective": r["op"], "topology": topo, "chips": cfg.chips,
+                         "ring": n, "bytes_per_chip": r["bytes"], "cycles": r["cycles"],
+                         "busbw": round(bw, 3), "link_bound": link,
+                         "efficiency": round(bw / link, 4), "checked": r["checked"]})
+            print(topo, r["op"], r["bytes"], r["cycles"], f"{bw:.2f}", flush=True)
+        for op in OPS:
+            pts = sorted((r["bytes"], r["cycles"]) for r in report["rows"] if r["op"] == op)
+            alpha, bw = fit_alpha_beta(cfg, op, pts[0], pts[-1])
+            errors = [(s, _model_cycles(cfg, op, s, alpha, bw) / c - 1) for s, c in pts[1:-1]]
+            fits.append({"topology": topo, "collective": op, "alpha_cycles": round(alpha, 2),
+                         "per_hop_cycles": 2, "bytes_per_cycle": round(bw, 3),
+                         "link_bytes_per_cycle": cfg.endpoint.flit_bytes,
+                         "worst_error": round(max((abs(e) for _, e in errors), default=0), 4),
+                         "errors": {str(s): round(e, 4) for s, e in errors},
+                         "crossover_bytes": round(_crossover(cfg, op, alpha, bw))})
+    text = _report(rows, fits, cost, env, sizes)
+    write_results("collectives", text, {"busbw": rows, "alpha_beta": fits, "cost": cost}, env,
+                  quick=quick)
+    _plot(rows, results_directory(quick) / "collectives.png")
+
+
+def _report(rows, fits, cost, env, sizes):
+    large = [r for r in rows if r["bytes_per_chip"] == max(sizes)]
+    lines = [
+        "# Collectives on the RTL pod",
+        "",
+        f"Measured by `sim/pod_perf.py` (`make bench`, `python -m sim.bench pod`) on "
+        f"{environment_line(env)}.",
+        "",
+        "Pods of simulation chips (docs/pod.md: the ICI endpoint, the collective engine and a "
+        "local memory per chip) on the RTL ICI torus: 128-bit flits, 32-flit packets, 8-flit "
+        "VC buffers, one-cycle links. Collectives along X, fp32, started on every chip in the "
+        "same cycle; cycles from the descriptors' handshake until the last chip's engine is "
+        "done (every byte landed). Messages up to "
+        f"{VERIFY // 1024} KiB per chip are checked bit for bit against the golden model; the "
+        "larger ones are timed only (the RTL's timing does not depend on the data).",
+        "",
+        "**Bus bandwidth** is NCCL's (nccl-tests doc/PERFORMANCE.md): busbw = S / t x 2(n-1)/n "
+        "for all-reduce, x (n-1)/n for reduce-scatter and all-gather, S the bytes per chip, n "
+        "the ring size. The **link bound** is the busbw a ring reaches with both of a chip's "
+        "ring links busy every cycle at their raw rate (16 B per cycle each; packet heads "
+        "count against the measurement): 32 B/cycle.",
+        "",
+        "## Bus bandwidth",
+        "",
+        table(["pod", "collective", "bytes per chip", "cycles", "busbw, B/cycle",
+               "of link bound", "checked"],
+              [[r["topology"], r["collective"], r["bytes_per_chip"], r["cycles"], r["busbw"],
+                f"{100 * r['efficiency']:.1f}%", "yes" if r["checked"] else "timed"]
+               for r in rows]),
+        "",
+        f"Largest messages ({max(sizes) // 1024} KiB per chip) against the target of "
+        f"{TARGET:.0%} of the link bound: "
+        + "; ".join(f"{r['topology']} {r['collective']} {100 * r['efficiency']:.1f}%"
+                    for r in large) + ". "
+        + ("Target met." if all(r["efficiency"] >= TARGET for r in large) else
+           "**Target not met**: the chip injects one flit per cycle (one Sender for both ring "
+           "directions) while a bidirectional ring needs two, and a reduce-scatter's adds "
+           "share one memory port per chip (see docs/pod.md, Limits)."),
+        "",
+        "## Alpha-beta model",
+        "",
+        "sim/collectives_model.py's model (every step: alpha + 2 cycles per hop + its bytes "
+        "over the busiest resource: a link at 16 B/cycle, or the chip's injection at the "
+        "fitted rate), with alpha and the injection rate fitted on the smallest and the "
+        "largest message of each row, predicting the sizes in between; the crossover is "
+        "the size per chip at which the bandwidth time equals the latency time.",
+        "",
+        table(["pod", "collective", "alpha, cycles", "injection, B/cycle",
+               "worst error between", "crossover, bytes"],
+              [[f["topology"], f["collective"], f["alpha_cycles"], f["bytes_per_cycle"],
+                f"{100 * f['worst_error']:.1f}%", f["crossover_bytes"]] for f in fits]),
+        "",
+        "## Cost of the measurement",
+        "",
+        table(["pod", "build, s", "simulation, s", "simulated cycles"],
+              [[c["topology"], c["build_seconds"], c["run_seconds"], c["cycles"]]
+               for c in cost]),
+        "",
+        "![busbw](collectives.png)",
+        "",
+    ]
+    return "\n".join(lines)
