@@ -208,9 +208,9 @@ async def _timed_collective(tb, op, dim, fmt, length):
     for c in range(tb.chips):
         getattr(tb.dut, f"collective__{c}__payload").value = word
         getattr(tb.dut, f"collective__{c}__valid").value = 1
-    await RisingEdge(tb.dut.clk)
     await ReadOnly()
     assert all(int(getattr(tb.dut, f"collective__{c}__ready").value) for c in range(tb.chips))
+    await RisingEdge(tb.dut.clk)
     t0 = get_sim_time("ns")
     await FallingEdge(tb.dut.clk)
     for c in range(tb.chips):
