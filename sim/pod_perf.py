@@ -14,7 +14,7 @@ against the golden model.
 import math
 
 from hdl.ici.config import ICIConfig
-from hdl.pod.config import EndpointConfig, PodConfig
+from hdl.pod.config import LOCAL_PORTS, EndpointConfig, PodConfig
 from sim.collectives_model import Network, busbw, busbw_bound, ring_bound, schedule_time
 from sim.measure import (
     environment,
@@ -57,7 +57,8 @@ def pod_config(dims, *, max_bytes=None):
     return PodConfig(
         endpoint=EndpointConfig(
             ici=ICIConfig(dims=dims, classes=2, vcs=2 if len(dims) == 1 else 4,
-                          buffer_depth=8, flit_bits=128, max_packet=32, local_ports=2),
+                          buffer_depth=8, flit_bits=128, max_packet=32,
+                          local_ports=LOCAL_PORTS),
             max_message=max(4096, 1 << math.ceil(math.log2(max_bytes))) // 2),
         memory_words=words)
 

@@ -21,15 +21,18 @@ __all__ = ["SRAM"]
 
 
 class SRAM:
-    """A ``depth`` x ``width`` memory macro with one write port and ``read_ports`` read ports.
+    """A ``depth`` x ``width`` memory macro with ``write_ports`` write ports (one by default;
+    two writes to one row in a cycle: the higher port wins) and ``read_ports`` read ports.
 
     ``name`` is the Verilog module name (unique within a design); ``modules()`` gives its text
     for ``hdl.lib.hier.convert_hierarchy``, ``instance()`` adds one to an Amaranth module.
     """
 
-    def __init__(self, name, *, width, depth, read_ports=1, byte_enable=False):
+    def __init__(self, name, *, width, depth, read_ports=1, write_ports=1, byte_enable=False):
         self._name, self._width, self._depth = name, width, depth
-        self._reads = read_ports
+        self._reads, self._writes = read_ports, write_ports
+        if write_ports > 1 and not byte_enable:
+            raise ValueError("SRAM write_ports > 1 needs byte_enable (read-first read ports)")
         self._strb = byte_enable
         self._abits = max(1, (depth - 1).bit_length())
 
@@ -58,6 +61,17 @@ class SRAM:
             decl.append(f"  input [{w // 8 - 1}:0] wstrb;")
             body = [f"    if (we) for (j = 0; j < {w // 8}; j = j + 1)",
                     "      if (wstrb[j]) mem[waddr][j * 8 +: 8] <= wdata[j * 8 +: 8];"]
+        for k in range(1, self._writes):
+            ports += [f"we{k}", f"waddr{k}", f"wdata{k}"]
+            decl += [f"  input we{k};", f"  input [{a - 1}:0] waddr{k};",
+                     f"  input [{w - 1}:0] wdata{k};"]
+            if self._strb:
+                ports.append(f"wstrb{k}")
+                decl.append(f"  input [{w // 8 - 1}:0] wstrb{k};")
+                body += [f"    if (we{k}) for (j = 0; j < {w // 8}; j = j + 1)",
+                         f"      if (wstrb{k}[j]) mem[waddr{k}][j * 8 +: 8] <= "
+                         f"wdata{k}[j * 8 +: 8];"]
+
         for i in range(self._reads):
             ports += [f"raddr{i}", f"rdata{i}"]
             decl += [f"  input [{a - 1}:0] raddr{i};", f"  output reg [{w - 1}:0] rdata{i};"]
@@ -83,11 +97,17 @@ class SRAM:
 
     def instance(self, m, name, *, we, waddr, wdata, raddr, rdata, wstrb=None):
         """Add an instance; ``raddr`` and ``rdata`` are lists, one entry per read port;
-        ``wstrb`` with ``byte_enable``."""
-        ports = {"i_clk": ClockSignal(), "i_we": we, "i_waddr": waddr[: self._abits],
-                 "i_wdata": wdata}
-        if self._strb:
-            ports["i_wstrb"] = wstrb
+        ``wstrb`` with ``byte_enable``. With several write ports, ``we``, ``waddr``,
+        ``wdata`` and ``wstrb`` are lists too, one entry per write port."""
+        if self._writes == 1:
+            we, waddr, wdata, wstrb = [we], [waddr], [wdata], [wstrb]
+        ports = {"i_clk": ClockSignal()}
+        for k in range(self._writes):
+            suffix = str(k) if k else ""
+            ports.update({f"i_we{suffix}": we[k], f"i_waddr{suffix}": waddr[k][: self._abits],
+                          f"i_wdata{suffix}": wdata[k]})
+            if self._strb:
+                ports[f"i_wstrb{suffix}"] = wstrb[k]
         for i, (addr, data) in enumerate(zip(raddr, rdata, strict=True)):
             ports[f"i_raddr{i}"] = addr[: self._abits]
             ports[f"o_rdata{i}"] = data

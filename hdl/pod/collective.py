@@ -3,7 +3,7 @@ endpoint; runs this chip's part of a ring reduce-scatter, all-gather or all-redu
 torus dimension by walking the golden model's schedule (verification/models/collectives.py)
 and sending each of its transfers as one message to a ring neighbour.
 
-    start ─► CollectiveEngine ─► cmd, data ─► Sender ···► neighbours' Receivers
+    start ─► CollectiveEngine ─► cmd[h], data[h] ─► Sender (one per direction) ···► neighbours
                  ▲   └─► read (memory)
                  └── arrived ◄─ Receiver ◄··· neighbours' Senders
 
@@ -13,7 +13,7 @@ message of step ``k - 1`` in that direction has landed here (what is sent at ste
 what arrived at step ``k - 1``): that data dependency is the only synchronisation.
 """
 
-from amaranth.hdl import Array, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -49,17 +49,18 @@ class CollectiveEngine(wiring.Component):
     """Runs one chip's part of a ring collective.
 
     A descriptor is taken on ``start`` when the engine is idle. With ``n`` the ring size along
-    ``dim`` and ``p`` this chip's coordinate there (``coords``), the engine then walks the
-    steps of the golden model's schedule (``n - 1`` for a reduce-scatter or an all-gather,
-    ``2(n - 1)`` for an all-reduce); in each it sends, + direction first, one message to each
-    ring neighbour: on the + ring piece ``(p - s - 1, 0)`` (reduce-scatter step ``s``) or
-    ``(p - s, 0)`` (all-gather step ``s``) to ``p + 1``, on the - ring ``(p + s + 1, 1)`` or
-    ``(p + s, 1)`` to ``p - 1``: ``WRITE`` ``ADD`` in a reduce-scatter (``ADD_FINAL`` in its
-    last step), ``STORE`` in an all-gather, ``tag`` the direction (0 +, 1 -). A message is
-    one ``cmd`` to the :class:`~.endpoint.Sender` and its flits read from memory (``read``,
-    answered in order on ``read_data``) passed on to ``data``. An empty piece is still sent,
-    as a 0-byte message, so that the neighbour counts it. The message of step ``k`` in a
-    direction waits until ``k`` messages of that direction have arrived (``arrived``, the
+    ``dim`` and ``p`` this chip's coordinate there (``coords``), the engine then walks the steps
+    of the golden model's schedule (``n - 1`` for a reduce-scatter or an all-gather,
+    ``2(n - 1)`` for an all-reduce); in each it sends one message to each ring neighbour, the two
+    directions independently of each other: on the + ring piece ``(p - s - 1, 0)``
+    (reduce-scatter step ``s``) or ``(p - s, 0)`` (all-gather step ``s``) to ``p + 1``, on the -
+    ring ``(p + s + 1, 1)`` or ``(p + s, 1)`` to ``p - 1``: ``WRITE`` ``ADD`` in a
+    reduce-scatter (``ADD_FINAL`` in its last step), ``STORE`` in an all-gather, ``tag`` the
+    direction (0 +, 1 -). A message of direction ``h`` is one ``cmd[h]`` to a
+    :class:`~.endpoint.Sender` and its flits read from memory (``read[h]``, answered in order on
+    ``read_data[h]``) passed on to ``data[h]``. An empty piece is still sent, as a 0-byte
+    message, so that the neighbour counts it. The message of step ``k`` in a direction waits
+    until ``k`` messages of that direction have arrived (``arrived``, the
     :class:`~.endpoint.Receiver`'s completions, always taken; the engine's messages carry
     semaphore ``COLLECTIVE_SEM`` and only completions carrying it count). ``busy`` falls when
     every message has been sent and every arrival of the collective counted.
@@ -73,12 +74,12 @@ class CollectiveEngine(wiring.Component):
     start : In(stream of descriptor_layout)
     coords : In(coord_layout)
         This chip's coordinates.
-    cmd : Out(stream of command_layout)
-        To the :class:`~.endpoint.Sender`.
-    data : Out(stream of flit_bits)
-        To the :class:`~.endpoint.Sender`.
-    read : Out(stream of read_beat_layout)
-    read_data : In(stream of flit_bits)
+    cmd : Out(stream of command_layout).array(2)
+        Per direction (+, -), to a :class:`~.endpoint.Sender`.
+    data : Out(stream of flit_bits).array(2)
+        Per direction, to the same :class:`~.endpoint.Sender`.
+    read : Out(stream of read_beat_layout).array(2)
+    read_data : In(stream of flit_bits).array(2)
     arrived : In(stream of completion_layout)
         From the :class:`~.endpoint.Receiver`'s ``done``.
     busy : Out(1)
@@ -91,29 +92,27 @@ class CollectiveEngine(wiring.Component):
         super().__init__({
             "start": In(stream.Signature(descriptor_layout(cfg))),
             "coords": In(coord_layout(ici)),
-            "cmd": Out(stream.Signature(command_layout(cfg))),
-            "data": Out(stream.Signature(ici.flit_bits)),
-            "read": Out(stream.Signature(read_beat_layout(cfg))),
-            "read_data": In(stream.Signature(ici.flit_bits)),
+            "cmd": Out(stream.Signature(command_layout(cfg))).array(2),
+            "data": Out(stream.Signature(ici.flit_bits)).array(2),
+            "read": Out(stream.Signature(read_beat_layout(cfg))).array(2),
+            "read_data": In(stream.Signature(ici.flit_bits)).array(2),
             "arrived": In(stream.Signature(completion_layout(cfg))),
             "busy": Out(1),
             "errors": Out(COUNTER_WIDTH),
         })
 
-    def _piece(self, m, desc, n, grains, index, half):
+    def _piece(self, m, desc, quotient, remainder, index, half):
         """(element offset, element count) of piece ``(index, half)`` of the buffer split for
-        a ring of ``n`` with a grain of one flit (``split_sizes`` of the golden model)."""
+        a ring of ``n`` with a grain of one flit (``split_sizes`` of the golden model), from
+        the buffer's grains divided by ``n`` (``quotient``, ``remainder``)."""
         grain = self._cfg.flit_bytes // 4
-        quotient = Signal(LENGTH_BITS, name="quotient")
-        remainder = Signal(range(max(self._cfg.ici.dims)), name="remainder")
-        m.d.comb += [quotient.eq(grains // n), remainder.eq(grains % n)]
         block = quotient + (index < remainder)
         first = Mux(index < remainder, index, remainder) + index * quotient
         lower = (block + 1) >> 1
-        start = Signal(LENGTH_BITS, name="piece_start")
-        count = Signal(LENGTH_BITS, name="piece_grains")
-        m.d.comb += [start.eq(first + Mux(half, lower, 0)),
-                     count.eq(Mux(half, block >> 1, lower))]
+        start = Signal(LENGTH_BITS, name=f"piece_start{half}")
+        count = Signal(LENGTH_BITS, name=f"piece_grains{half}")
+        m.d.comb += [start.eq(first + (lower if half else 0)),
+                     count.eq((block >> 1) if half else lower)]
         offset = start * grain
         end = (start + count) * grain
         end = Mux(end > desc.length, desc.length, end)
@@ -137,45 +136,57 @@ class CollectiveEngine(wiring.Component):
             grains.eq((desc.length + cfg.flit_bytes // 4 - 1) >> (shift - 2)),
             steps.eq(Mux(desc.op == Collective.ALL_REDUCE, 2 * (n - 1), n - 1)),
         ]
+        quotient = Signal(LENGTH_BITS)
+        remainder = Signal(range(max(ici.dims)))
+        m.d.comb += [quotient.eq(grains // n), remainder.eq(grains % n)]
 
-        step = Signal(width)                    # the step being sent
-        minus = Signal()                        # and its direction
-        arrivals = Array(Signal(width, name=f"arrivals{h}") for h in range(2))
-        reducing = (desc.op != Collective.ALL_GATHER) & (step < n - 1)
-        s = Mux((desc.op == Collective.ALL_REDUCE) & ~reducing, step - (n - 1), step)
-        lag = Mux(reducing, 1, 0)
-        unwrapped = Mux(minus, p + s + lag, p + n - s - lag)
-        index = Signal(width)
-        m.d.comb += index.eq(Mux(unwrapped >= n, unwrapped - n, unwrapped))
-        offset, count = self._piece(m, desc, n, grains, index, minus)
-        address = Signal(ADDR_BITS)
-        m.d.comb += address.eq(desc.address + (offset << 2))
-        self._command(m, desc, n, p, step, minus, reducing, address, count)
-
-        remaining = Signal(range((cfg.max_message >> shift) + 2))
-        with m.If(self.read.valid & self.read.ready):
-            m.d.sync += [remaining.eq(remaining - 1),
-                         self.read.payload.address.eq(self.read.payload.address
-                                                      + cfg.flit_bytes)]
-        m.d.comb += [self.read.valid.eq(remaining != 0),
-                     self.read.payload.space.eq(desc.space)]
-        wiring.connect(m, wiring.flipped(self.read_data), wiring.flipped(self.data))
-
+        running = Signal()                      # the directions are sending
         arrived = self.arrived.payload
-        landed = [self.arrived.valid & (arrived.kind == Kind.WRITE) & (arrived.tag == h)
-                  & (arrived.sem == COLLECTIVE_SEM) for h in range(2)]
         finished = Signal()
+        sent, idle = [], []
         for h in range(2):
-            m.d.sync += arrivals[h].eq(arrivals[h] + landed[h] - Mux(finished, steps, 0))
+            step = Signal(width, name=f"step{h}")
+            arrivals = Signal(width, name=f"arrivals{h}")
+            landed = (self.arrived.valid & (arrived.kind == Kind.WRITE) & (arrived.tag == h)
+                      & (arrived.sem == COLLECTIVE_SEM))
+            m.d.sync += arrivals.eq(arrivals + landed - Mux(finished, steps, 0))
+            reducing = (desc.op != Collective.ALL_GATHER) & (step < n - 1)
+            s = Mux((desc.op == Collective.ALL_REDUCE) & ~reducing, step - (n - 1), step)
+            lag = Mux(reducing, 1, 0)
+            unwrapped = (p + s + lag) if h else (p + n - s - lag)
+            index = Signal(width, name=f"index{h}")
+            m.d.comb += index.eq(Mux(unwrapped >= n, unwrapped - n, unwrapped))
+            offset, count = self._piece(m, desc, quotient, remainder, index, h)
+            address = Signal(ADDR_BITS, name=f"address{h}")
+            m.d.comb += address.eq(desc.address + (offset << 2))
+            cmd, read = self.cmd[h], self.read[h]
+            self._command(m, cmd.payload, desc, n, p, step, h, reducing, address, count)
+
+            remaining = Signal(range((cfg.max_message >> shift) + 2), name=f"remaining{h}")
+            with m.If(read.valid & read.ready):
+                m.d.sync += [remaining.eq(remaining - 1),
+                             read.payload.address.eq(read.payload.address + cfg.flit_bytes)]
+            m.d.comb += [read.valid.eq(remaining != 0), read.payload.space.eq(desc.space),
+                         cmd.valid.eq(running & (step < steps) & (remaining == 0)
+                                      & ((step == 0) | (arrivals >= step)))]
+            wiring.connect(m, wiring.flipped(self.read_data[h]), wiring.flipped(self.data[h]))
+            with m.If(cmd.valid & cmd.ready):
+                m.d.sync += [step.eq(step + 1),
+                             remaining.eq((count + (1 << (shift - 2)) - 1) >> (shift - 2)),
+                             read.payload.address.eq(address)]
+            with m.If(self.start.valid & self.start.ready):
+                m.d.sync += step.eq(0)
+            sent.append((step >= steps) & (remaining == 0))
+            idle.append(arrivals >= steps)
         m.d.comb += self.arrived.ready.eq(1)
 
         error = Signal()
-        largest = ((grains // n + (grains % n != 0) + 1) >> 1) << shift
+        largest = ((quotient + (remainder != 0) + 1) >> 1) << shift
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.start.ready.eq(1)
                 with m.If(self.start.valid):
-                    m.d.sync += [desc.eq(self.start.payload), step.eq(0), minus.eq(0)]
+                    m.d.sync += desc.eq(self.start.payload)
                     m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.comb += [self.busy.eq(1),
@@ -186,29 +197,17 @@ class CollectiveEngine(wiring.Component):
                 with m.If(error):
                     m.next = "IDLE"
             with m.State("SEND"):
-                m.d.comb += [self.busy.eq(1),
-                             self.cmd.valid.eq((remaining == 0)
-                                               & ((step == 0) | (arrivals[minus] >= step)))]
-                with m.If(self.cmd.valid & self.cmd.ready):
-                    m.d.sync += [minus.eq(~minus), step.eq(step + minus),
-                                 remaining.eq((count + (1 << (shift - 2)) - 1) >> (shift - 2)),
-                                 self.read.payload.address.eq(address)]
-                    with m.If(minus & (step == steps - 1)):
-                        m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.comb += [self.busy.eq(1),
-                             finished.eq((remaining == 0) & (arrivals[0] >= steps)
-                                         & (arrivals[1] >= steps))]
+                m.d.comb += [self.busy.eq(1), running.eq(1),
+                             finished.eq(sent[0] & sent[1] & idle[0] & idle[1])]
                 with m.If(finished):
                     m.next = "IDLE"
         count_events(m, self, {"errors": error})
         return m
 
-    def _command(self, m, desc, n, p, step, minus, reducing, address, count):
-        """The message of ``step`` in direction ``minus`` on ``cmd``."""
+    def _command(self, m, cmd, desc, n, p, step, minus, reducing, address, count):
+        """The message of ``step`` in direction ``minus`` (0 +, 1 -) on ``cmd``."""
         ici = self._cfg.ici
-        cmd = self.cmd.payload
-        neighbour = Mux(minus, Mux(p == 0, n - 1, p - 1), Mux(p == n - 1, 0, p + 1))
+        neighbour = (Mux(p == 0, n - 1, p - 1) if minus else Mux(p == n - 1, 0, p + 1))
         for d in range(ici.ndims):
             m.d.comb += cmd.dst[f"c{d}"].eq(Mux(desc.dim == d, neighbour, self.coords[f"c{d}"]))
         m.d.comb += [

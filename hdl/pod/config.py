@@ -6,7 +6,8 @@ from ..config import Config, ConfigError, check_bool, check_int
 from ..ici.config import ICIConfig
 
 __all__ = ["EndpointConfig", "PodConfig", "ADDR_BITS", "TAG_BITS", "SEM_BITS", "NO_SEM",
-           "COLLECTIVE_SEM", "FLIT_BITS", "REQUEST_PORT", "RESPONSE_PORT"]
+           "COLLECTIVE_SEM", "FLIT_BITS", "REQUEST_PORT", "RESPONSE_PORT", "MINUS_PORT",
+           "LOCAL_PORTS"]
 
 ADDR_BITS = 32
 """Byte address of a message in the destination's HBM or VMEM."""
@@ -19,9 +20,14 @@ NO_SEM = 2 ** SEM_BITS - 1
 COLLECTIVE_SEM = NO_SEM - 1
 """Semaphore of the collective engine's messages: their completions go to the engine."""
 REQUEST_PORT = 0
-"""Local port of a pod router that injects and ejects requests (ICI class 0)."""
+"""Local port of a pod router that injects and ejects requests (ICI class 0): the messages
+of the host and of the collectives' + ring."""
 RESPONSE_PORT = 1
 """Local port of a pod router that injects and ejects responses (ICI class 1)."""
+MINUS_PORT = 2
+"""Local port of a pod router that injects and ejects the requests of the collectives' - ring,
+so that a chip sends and takes a flit per cycle on each ring direction."""
+LOCAL_PORTS = 3
 FLIT_BITS = (64, 128, 256, 512, 1024)
 """Flit widths the endpoint takes: a power-of-two number of bytes, so a packet's beat count
 and a beat's byte strobe are shifts and masks."""
@@ -92,9 +98,9 @@ class PodConfig(Config):
     Parameters
     ----------
     endpoint : EndpointConfig
-        The chips' endpoint; its ``ici`` is the pod's network, with 2 local ports per router
+        The chips' endpoint; its ``ici`` is the pod's network, with 3 local ports per router
         (requests on port 0, responses on port 1, so neither waits behind the other at an
-        ejection port).
+        ejection port; the requests of the collectives' - ring on port 2).
     memory_words : int
         Flits of each chip's local memory (its VMEM; the simulation chip has no HBM): a power
         of two, 16..65536.
@@ -106,16 +112,17 @@ class PodConfig(Config):
 
     endpoint: EndpointConfig = EndpointConfig(ici=ICIConfig(
         dims=(2, 2), classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
-        local_ports=2))
+        local_ports=LOCAL_PORTS))
     memory_words: int = 1024
     faults: bool = False
 
     def validate(self):
         ports = self.endpoint.ici.local_ports
-        if ports != 2:
-            raise ConfigError("endpoint.ici.local_ports", f"must be 2 (requests on port "
-                                                          f"{REQUEST_PORT}, responses on port "
-                                                          f"{RESPONSE_PORT}), got {ports}")
+        if ports != LOCAL_PORTS:
+            raise ConfigError("endpoint.ici.local_ports",
+                              f"must be {LOCAL_PORTS} (requests on port {REQUEST_PORT}, "
+                              f"responses on port {RESPONSE_PORT}, the - ring's requests on "
+                              f"port {MINUS_PORT}), got {ports}")
         check_int("memory_words", self.memory_words, 16, 65536)
         if self.memory_words & (self.memory_words - 1):
             raise ConfigError("memory_words", f"must be a power of two, got "

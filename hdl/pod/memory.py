@@ -1,17 +1,17 @@
 """The pod chip's local memory (docs/pod.md, "Pod top"): the VMEM of a simulation chip, one
 flit per word, shared by the endpoint, the collective engine, the message unit and the host.
 
-    writers[i] ─► round robin ─► SRAM write port
+    writers[i] ─► round robin per group ─► SRAM write port p
     readers[i] ─► round robin per group ─► SRAM read port p ─► read_data[i] (a queue per reader)
 
-Every cycle the memory takes one write and one read per read port. A reader is granted only
-while its response queue has room for every read it has in flight, so its reads are answered
-in order and never lost whatever its ``read_data`` backpressure; the others go on meanwhile. A write
-taken in one cycle is seen by every read granted in a later cycle (the SRAM is read-first
-within a cycle, and a client that needs its own write back, the Receiver's add, reads only
-after its write is taken). An access outside the memory (``space`` HBM, an address that is
-not a multiple of the flit bytes, or past ``words`` flits) is counted in ``errors``: a write
-is dropped, a read answered with zeros.
+Every cycle the memory takes one write per write port and one read per read port. A reader is
+granted only while its response queue has room for every read it has in flight, so its reads are
+answered in order and never lost whatever its ``read_data`` backpressure; the others go on
+meanwhile. A write taken in one cycle is seen by every read granted in a later cycle (the SRAM
+is read-first within a cycle, and a client that needs its own write back, the Receiver's add,
+reads only after its write is taken). An access outside the memory (``space`` HBM, an address
+that is not a multiple of the flit bytes, or past ``words`` flits) is counted in ``errors``: a
+write is dropped, a read answered with zeros.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -35,9 +35,10 @@ class LocalMemory(wiring.Component):
     """``words`` flits of memory with ``writers`` write clients and ``readers`` read clients.
 
     ``sram`` is the :class:`~hdl.lib.sram.SRAM` macro to instantiate (``byte_enable``, a read
-    port per group of ``read_groups``, ``words`` deep, a flit wide), emitted once by the top.
-    ``read_groups``: the readers (indices) each read port serves, every reader in one group;
-    by default one port serves all.
+    port per group of ``read_groups`` and a write port per group of ``write_groups``,
+    ``words`` deep, a flit wide), emitted once by the top. ``read_groups`` /
+    ``write_groups``: the readers / writers (indices) each port serves, every client in one
+    group; by default one port serves all.
 
     Members
     -------
@@ -48,10 +49,12 @@ class LocalMemory(wiring.Component):
         Accesses outside the memory.
     """
 
-    def __init__(self, cfg, sram, *, words, writers, readers, read_groups=None):
+    def __init__(self, cfg, sram, *, words, writers, readers, read_groups=None,
+                 write_groups=None):
         self._cfg, self._sram, self._words = cfg, sram, words
         self._writers, self._readers = writers, readers
         self._groups = read_groups or [list(range(readers))]
+        self._write_groups = write_groups or [list(range(writers))]
         super().__init__({
             "write": In(stream.Signature(write_beat_layout(cfg))).array(writers),
             "read": In(stream.Signature(read_beat_layout(cfg))).array(readers),
@@ -76,14 +79,22 @@ class LocalMemory(wiring.Component):
         cfg = self._cfg
         width = cfg.ici.flit_bits
 
-        # Writes: one per cycle, round robin.
-        m.submodules.warb = warb = RoundRobin(self._writers)
-        m.d.comb += [warb.requests.eq(Cat(*(w.valid for w in self.write))), warb.advance.eq(1)]
-        wbeat = Signal(write_beat_layout(cfg))
-        for i, w in enumerate(self.write):
-            with m.If(warb.grant == i):
-                m.d.comb += [wbeat.eq(w.payload), w.ready.eq(1)]
-        waddr, wok = self._word(m, wbeat, "w")
+        # Writes: per write port, one per cycle among its writers, round robin.
+        wes, waddrs, wdatas, wstrbs, bad_writes = [], [], [], [], []
+        for port, group in enumerate(self._write_groups):
+            m.submodules[f"warb{port}"] = warb = RoundRobin(len(group))
+            m.d.comb += [warb.requests.eq(Cat(*(self.write[i].valid for i in group))),
+                         warb.advance.eq(1)]
+            wbeat = Signal(write_beat_layout(cfg), name=f"wbeat{port}")
+            for j, i in enumerate(group):
+                with m.If(warb.grant == j):
+                    m.d.comb += [wbeat.eq(self.write[i].payload), self.write[i].ready.eq(1)]
+            waddr, wok = self._word(m, wbeat, f"w{port}")
+            wes.append(warb.valid & wok)
+            waddrs.append(waddr)
+            wdatas.append(wbeat.data)
+            wstrbs.append(wbeat.strobe)
+            bad_writes.append(warb.valid & ~wok)
 
         # Reads: per read port, one per cycle among its readers whose queues have room.
         queues = [Queue(width, RESPONSE_DEPTH) for _ in range(self._readers)]
@@ -115,8 +126,10 @@ class LocalMemory(wiring.Component):
             raddrs.append(raddr)
             rdatas.append(rdata)
             bad_reads.append(rarb.valid & ~rok)
-        self._sram.instance(m, "mem", we=warb.valid & wok, waddr=waddr,
-                            wdata=wbeat.data, wstrb=wbeat.strobe, raddr=raddrs, rdata=rdatas)
+        if len(wes) == 1:
+            wes, waddrs, wdatas, wstrbs = wes[0], waddrs[0], wdatas[0], wstrbs[0]
+        self._sram.instance(m, "mem", we=wes, waddr=waddrs, wdata=wdatas, wstrb=wstrbs,
+                            raddr=raddrs, rdata=rdatas)
 
-        count_events(m, self, {"errors": tree_sum([warb.valid & ~wok, *bad_reads])})
+        count_events(m, self, {"errors": tree_sum([*bad_writes, *bad_reads])})
         return m

@@ -1,20 +1,23 @@
 """A pod's simulation chip (docs/pod.md, "Pod top"): the ICI endpoint, the collective engine
-and a message unit around a local memory, on a router's two local ports.
+and a message unit around a local memory, on a router's three local ports.
 
-    message ─► MessageUnit ─┐                      ┌─► inject[0] (requests)
-    collective ─► engine ───┴─► Sender ────────────┘
+    message ─► MessageUnit ─┐
+    collective ─► engine[+] ┴─► MessageMux ─► Sender ─► inject[0] (requests)
+                  engine[-] ──────────────► Sender ─► inject[2] (the - ring's requests)
                   ▲ arrived (its semaphore)
     eject[0] ─► Receiver ─► done ─┬─► completion queue ─► done
-                  └─► respond ─► Responder ─► inject[1] (responses)
+    eject[2] ─► Receiver ─► done ─┤
     eject[1] ─► Receiver ─► done ─┘
+    eject[0]'s Receiver ─► respond ─► Responder ─► inject[1] (responses)
     host_write, host_read ─► LocalMemory ◄─ every reader and writer above
 
 Requests leave on local port 0 for port 0 of their destination, responses on port 1 for
 port 1: each class has an ejection port and a Receiver of its own, so a response never
-waits behind a request (docs/pod.md, "Traffic classes").
+waits behind a request (docs/pod.md, "Traffic classes"). The collectives' - ring has port 2
+at both ends, so a chip sends and takes a flit per cycle in each ring direction.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -24,7 +27,7 @@ from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.queue import Queue
 from ..lib.tree import tree_sum
 from .collective import CollectiveEngine, descriptor_layout
-from .config import COLLECTIVE_SEM, REQUEST_PORT, RESPONSE_PORT
+from .config import COLLECTIVE_SEM, LOCAL_PORTS, MINUS_PORT, REQUEST_PORT, RESPONSE_PORT
 from .endpoint import (
     Kind,
     Receiver,
@@ -37,12 +40,18 @@ from .endpoint import (
 )
 from .memory import LocalMemory
 
-__all__ = ["MessageUnit", "PodNode", "COMPLETION_DEPTH", "READ_GROUPS"]
+__all__ = ["MessageUnit", "MessageMux", "PodNode", "COMPLETION_DEPTH", "READ_GROUPS",
+           "WRITE_GROUPS"]
 
 COMPLETION_DEPTH = 16
 """Completions a chip holds for its host before its Receivers wait."""
-READ_GROUPS = [[0, 1, 2], [3, 4]]
-"""The local memory's two read ports and the readers each serves (see ``elaborate``)."""
+READ_GROUPS = [[0, 1, 3], [2], [4, 6], [5]]
+"""The local memory's read ports and the readers each serves (see ``elaborate``): the host,
+the + ring's sends and the message unit; the - ring's sends; the + ring's adds and the
+Responder; the - ring's adds."""
+WRITE_GROUPS = [[0, 1, 3], [2]]
+"""The local memory's write ports and the writers each serves: the host, the + ring's
+arrivals and the responses; the - ring's arrivals."""
 
 
 class MessageUnit(wiring.Component):
@@ -53,8 +62,8 @@ class MessageUnit(wiring.Component):
     local side: where a ``WRITE``'s bytes are read here, where a ``READ``'s land here. It is
     taken when the previous one's reads are all issued, and offered on ``cmd``; once taken
     there, a ``WRITE``'s ``ceil(bytes / flit_bytes)`` flits are read (``read``, in order on
-    ``read_data``) and passed on to ``data``. Any other kind is consumed and counted in
-    ``errors``.
+    ``read_data``) and passed on to ``data``. Any other kind, or a message carrying the
+    collective engine's semaphore ``COLLECTIVE_SEM``, is consumed and counted in ``errors``.
 
     Members
     -------
@@ -84,7 +93,7 @@ class MessageUnit(wiring.Component):
         msg = self.message.payload
         remaining = Signal(range((cfg.max_message >> shift) + 2))
         held = Signal()
-        bad = (msg.kind != Kind.WRITE) & (msg.kind != Kind.READ)
+        bad = ((msg.kind != Kind.WRITE) & (msg.kind != Kind.READ)) | (msg.sem == COLLECTIVE_SEM)
         m.d.comb += [self.message.ready.eq(~held & (remaining == 0)),
                      self.cmd.valid.eq(held), self.read.valid.eq(~held & (remaining != 0))]
         with m.If(self.message.valid & self.message.ready & ~bad):
@@ -107,15 +116,65 @@ class MessageUnit(wiring.Component):
         return m
 
 
+class MessageMux(wiring.Component):
+    """Shares one :class:`~.endpoint.Sender` between ``count`` message sources, a message at a
+    time: a command is chosen round robin among the valid ones when the Sender takes one, and
+    the Sender's data then comes from its source until the next command.
+
+    Members
+    -------
+    cmd : In(stream of command_layout).array(count)
+    data : In(stream of flit_bits).array(count)
+    o_cmd : Out(stream of command_layout)
+    o_data : Out(stream of flit_bits)
+    """
+
+    def __init__(self, cfg, count):
+        self._count = count
+        super().__init__({
+            "cmd": In(stream.Signature(command_layout(cfg))).array(count),
+            "data": In(stream.Signature(cfg.ici.flit_bits)).array(count),
+            "o_cmd": Out(stream.Signature(command_layout(cfg))),
+            "o_data": Out(stream.Signature(cfg.ici.flit_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.arb = arb = RoundRobin(self._count)
+        owner = Signal(range(max(2, self._count)))
+        m.d.comb += [arb.requests.eq(Cat(*(c.valid for c in self.cmd))),
+                     arb.advance.eq(self.o_cmd.ready), self.o_cmd.valid.eq(arb.valid)]
+        for i, (cmd, data) in enumerate(zip(self.cmd, self.data, strict=True)):
+            with m.If(arb.grant == i):
+                m.d.comb += [self.o_cmd.payload.eq(cmd.payload), cmd.ready.eq(self.o_cmd.ready)]
+            with m.If(owner == i):
+                m.d.comb += [self.o_data.valid.eq(data.valid),
+                             self.o_data.payload.eq(data.payload),
+                             data.ready.eq(self.o_data.ready)]
+        with m.If(self.o_cmd.valid & self.o_cmd.ready):
+            m.d.sync += owner.eq(arb.grant)
+        return m
+
+
+def _merge(m, name, sources, sink):
+    """Beats of the streams ``sources`` onto ``sink``, one per cycle, round robin."""
+    m.submodules[name] = arb = RoundRobin(len(sources))
+    m.d.comb += [arb.requests.eq(Cat(*(s.valid for s in sources))), arb.advance.eq(sink.ready),
+                 sink.valid.eq(arb.valid)]
+    for i, src in enumerate(sources):
+        with m.If(arb.grant == i):
+            m.d.comb += [sink.payload.eq(src.payload), src.ready.eq(sink.ready)]
+
+
 class PodNode(wiring.Component):
     """One chip of a pod: see the module docstring.
 
     Members
     -------
     coords : In(coord_layout)
-    inject : Out(stream of flit_bits).array(2)
-        To the router's local ports (0 requests, 1 responses).
-    eject : In(stream of eject_layout).array(2)
+    inject : Out(stream of flit_bits).array(3)
+        To the router's local ports (0 requests, 1 responses, 2 the - ring's requests).
+    eject : In(stream of eject_layout).array(3)
     host_write : In(stream of write_beat_layout)
     host_read : In(stream of read_beat_layout)
     host_read_data : Out(stream of flit_bits)
@@ -139,8 +198,8 @@ class PodNode(wiring.Component):
         ep, ici = cfg.endpoint, cfg.ici
         super().__init__({
             "coords": In(coord_layout(ici)),
-            "inject": Out(stream.Signature(ici.flit_bits)).array(2),
-            "eject": In(stream.Signature(eject_layout(ici))).array(2),
+            "inject": Out(stream.Signature(ici.flit_bits)).array(LOCAL_PORTS),
+            "eject": In(stream.Signature(eject_layout(ici))).array(LOCAL_PORTS),
             "host_write": In(stream.Signature(write_beat_layout(ep))),
             "host_read": In(stream.Signature(read_beat_layout(ep))),
             "host_read_data": Out(stream.Signature(ici.flit_bits)),
@@ -157,83 +216,87 @@ class PodNode(wiring.Component):
         m = Module()
         cfg = self._cfg.endpoint
         m.submodules.sender = sender = Sender(cfg)
+        m.submodules.minus_sender = minus_sender = Sender(cfg)
         m.submodules.requests = requests = Receiver(cfg)
+        m.submodules.minus_requests = minus_requests = Receiver(cfg)
         m.submodules.responses = responses = Receiver(cfg)
         m.submodules.responder = responder = Responder(cfg)
         m.submodules.engine = engine = CollectiveEngine(cfg)
         m.submodules.messages = messages = MessageUnit(cfg)
         m.submodules.memory = memory = LocalMemory(
-            cfg, self._sram, words=self._cfg.memory_words, writers=3, readers=5,
-            read_groups=READ_GROUPS)
+            cfg, self._sram, words=self._cfg.memory_words, writers=4, readers=7,
+            read_groups=READ_GROUPS, write_groups=WRITE_GROUPS)
 
-        # Memory clients: writers host, requests, responses; readers host, engine, message
-        # unit (port 0: what the Sender sends, and the host), requests (adds) and responder
-        # (port 1: what arrives), so a reduce-scatter's sends and adds each read a flit per
-        # cycle.
-        for i, w in enumerate([wiring.flipped(self.host_write), requests.write,
-                               responses.write]):
+        # Memory clients (READ_GROUPS, WRITE_GROUPS): each ring direction's sends and arrivals
+        # have read and write ports of their own, so a collective moves a flit per cycle each
+        # way; the host, the message unit and the responses share them with the + ring.
+        writers = [wiring.flipped(self.host_write), requests.write, minus_requests.write,
+                   responses.write]
+        for i, w in enumerate(writers):
             wiring.connect(m, w, memory.write[i])
         readers = [(wiring.flipped(self.host_read), wiring.flipped(self.host_read_data)),
-                   (engine.read, engine.read_data), (messages.read, messages.read_data),
-                   (requests.read, requests.read_data), (responder.read, responder.read_data)]
+                   (engine.read[0], engine.read_data[0]), (engine.read[1], engine.read_data[1]),
+                   (messages.read, messages.read_data), (requests.read, requests.read_data),
+                   (minus_requests.read, minus_requests.read_data),
+                   (responder.read, responder.read_data)]
         for i, (read, data) in enumerate(readers):
             wiring.connect(m, read, memory.read[i])
             wiring.connect(m, memory.read_data[i], data)
         m.d.comb += [responses.read.ready.eq(0), responses.read_data.valid.eq(0)]
 
-        # Requests: the engine and the message unit share the Sender a message at a time.
+        # Requests: the + ring and the message unit share a Sender a message at a time; the
+        # - ring has its own.
         m.d.comb += engine.coords.eq(self.coords)
         wiring.connect(m, wiring.flipped(self.collective), engine.start)
         wiring.connect(m, wiring.flipped(self.message), messages.message)
-        m.submodules.cmd_arb = arb = RoundRobin(2)
-        owner = Signal()
-        sources = [(engine.cmd, engine.data), (messages.cmd, messages.data)]
-        m.d.comb += [arb.requests.eq(Cat(engine.cmd.valid, messages.cmd.valid)),
-                     arb.advance.eq(sender.cmd.ready), sender.cmd.valid.eq(arb.valid)]
-        for i, (cmd, data) in enumerate(sources):
-            with m.If(arb.grant == i):
-                m.d.comb += [sender.cmd.payload.eq(cmd.payload), cmd.ready.eq(sender.cmd.ready)]
-            with m.If(owner == i):
-                m.d.comb += [sender.data.valid.eq(data.valid),
-                             sender.data.payload.eq(data.payload),
-                             data.ready.eq(sender.data.ready)]
-        m.d.comb += sender.cmd.payload.dst_port.eq(REQUEST_PORT)
-        with m.If(sender.cmd.valid & sender.cmd.ready):
-            m.d.sync += owner.eq(arb.grant)
-        wiring.connect(m, sender.o, wiring.flipped(self.inject[REQUEST_PORT]))
+        m.submodules.mux = mux = MessageMux(cfg, 2)
+        wiring.connect(m, engine.cmd[0], mux.cmd[0])
+        wiring.connect(m, engine.data[0], mux.data[0])
+        wiring.connect(m, messages.cmd, mux.cmd[1])
+        wiring.connect(m, messages.data, mux.data[1])
+        for s, cmd, data, port in ((sender, mux.o_cmd, mux.o_data, REQUEST_PORT),
+                                   (minus_sender, engine.cmd[1], engine.data[1], MINUS_PORT)):
+            m.d.comb += [s.cmd.valid.eq(cmd.valid), cmd.ready.eq(s.cmd.ready),
+                         s.cmd.payload.eq(cmd.payload), s.cmd.payload.dst_port.eq(port)]
+            wiring.connect(m, data, s.data)
+            wiring.connect(m, s.o, wiring.flipped(self.inject[port]))
 
-        # Arrivals: requests and responses each on their own port and Receiver.
-        wiring.connect(m, wiring.flipped(self.eject[REQUEST_PORT]), requests.i)
-        wiring.connect(m, wiring.flipped(self.eject[RESPONSE_PORT]), responses.i)
+        # Arrivals: each on its port's Receiver.
+        for rx, port in ((requests, REQUEST_PORT), (minus_requests, MINUS_PORT),
+                         (responses, RESPONSE_PORT)):
+            wiring.connect(m, wiring.flipped(self.eject[port]), rx.i)
         m.d.comb += [responder.job.payload.eq(requests.respond.payload),
                      responder.job.payload.dst_port.eq(RESPONSE_PORT),
                      responder.job.valid.eq(requests.respond.valid),
                      requests.respond.ready.eq(responder.job.ready),
-                     responses.respond.ready.eq(1)]   # a response asks for nothing
+                     # Only the engine's stores and adds arrive on port 2, and a response asks
+                     # for nothing.
+                     minus_requests.respond.ready.eq(1), responses.respond.ready.eq(1)]
         wiring.connect(m, responder.o, wiring.flipped(self.inject[RESPONSE_PORT]))
 
         # Completions: the engine's to the engine, the rest queued for the host.
-        mine = requests.done.payload.sem == COLLECTIVE_SEM
-        m.d.comb += [engine.arrived.payload.eq(requests.done.payload),
-                     engine.arrived.valid.eq(requests.done.valid & mine)]
+        to_engine, to_host = [], []
+        for i, rx in enumerate((requests, minus_requests, responses)):
+            sig = stream.Signature(completion_layout(cfg))
+            mine, other = sig.create(path=(f"engine{i}",)), sig.create(path=(f"host{i}",))
+            is_mine = rx.done.payload.sem == COLLECTIVE_SEM
+            m.d.comb += [mine.payload.eq(rx.done.payload), other.payload.eq(rx.done.payload),
+                         mine.valid.eq(rx.done.valid & is_mine),
+                         other.valid.eq(rx.done.valid & ~is_mine),
+                         rx.done.ready.eq(Mux(is_mine, mine.ready, other.ready))]
+            to_engine.append(mine)
+            to_host.append(other)
+        _merge(m, "arrived_arb", to_engine[:2], engine.arrived)
+        m.d.comb += to_engine[2].ready.eq(1)
         m.submodules.done_queue = queue = Queue(completion_layout(cfg), COMPLETION_DEPTH)
-        m.submodules.done_arb = darb = RoundRobin(2)
-        m.d.comb += [darb.requests.eq(Cat(requests.done.valid & ~mine, responses.done.valid)),
-                     darb.advance.eq(queue.i.ready), queue.i.valid.eq(darb.valid)]
-        with m.If(darb.grant == 0):
-            m.d.comb += [queue.i.payload.eq(requests.done.payload),
-                         requests.done.ready.eq(queue.i.ready)]
-        with m.Else():
-            m.d.comb += [queue.i.payload.eq(responses.done.payload),
-                         responses.done.ready.eq(queue.i.ready)]
-        with m.If(mine):
-            m.d.comb += requests.done.ready.eq(engine.arrived.ready)
+        _merge(m, "done_arb", to_host, queue.i)
         wiring.connect(m, queue.o, wiring.flipped(self.done))
 
+        rxs = (requests, minus_requests, responses)
         m.d.comb += [
             self.busy.eq(engine.busy),
-            self.dropped.eq(requests.dropped + responses.dropped),
-            self.seq_errors.eq(requests.seq_errors + responses.seq_errors),
+            self.dropped.eq(tree_sum([rx.dropped for rx in rxs])),
+            self.seq_errors.eq(tree_sum([rx.seq_errors for rx in rxs])),
             self.errors.eq(tree_sum([engine.errors, messages.errors, memory.errors])),
         ]
         return m

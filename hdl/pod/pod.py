@@ -21,8 +21,9 @@ from ..lib.sram import SRAM
 from ..lib.tree import tree_sum
 from ..top import Top
 from .collective import descriptor_layout
+from .config import LOCAL_PORTS
 from .endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
-from .node import READ_GROUPS, PodNode
+from .node import READ_GROUPS, WRITE_GROUPS, PodNode
 
 __all__ = ["Pod", "CHIP_COUNTERS"]
 
@@ -56,7 +57,8 @@ class Pod(Top):
         ep, ici, n = cfg.endpoint, cfg.ici, cfg.chips
         self._net = Network(ici, faults=cfg.faults)
         sram = SRAM(f"{cfg.name}_mem", width=ici.flit_bits, depth=cfg.memory_words,
-                    read_ports=len(READ_GROUPS), byte_enable=True)
+                    read_ports=len(READ_GROUPS), write_ports=len(WRITE_GROUPS),
+                    byte_enable=True)
         self._node = Submodule(f"{cfg.name}_chip", PodNode(cfg, sram), children=[sram])
         members = {
             "host_write": In(stream.Signature(write_beat_layout(ep))).array(n),
@@ -89,9 +91,9 @@ class Pod(Top):
             chip = self._node.instance(m, f"chip{'_'.join(map(str, coords))}")
             for d, k in enumerate(coords):
                 m.d.comb += chip.coords[f"c{d}"].eq(k)
-            for port in range(2):
-                wiring.connect(m, chip.inject[port], net.inject[2 * c + port])
-                wiring.connect(m, net.eject[2 * c + port], chip.eject[port])
+            for port in range(LOCAL_PORTS):
+                wiring.connect(m, chip.inject[port], net.inject[LOCAL_PORTS * c + port])
+                wiring.connect(m, net.eject[LOCAL_PORTS * c + port], chip.eject[port])
             for name in ("host_write", "host_read", "message", "collective"):
                 wiring.connect(m, wiring.flipped(getattr(self, name)[c]), getattr(chip, name))
             for name in ("host_read_data", "done"):

@@ -13,7 +13,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
-from hdl.pod.config import NO_SEM, REQUEST_PORT, RESPONSE_PORT, PodConfig
+from hdl.pod.config import LOCAL_PORTS, NO_SEM, REQUEST_PORT, RESPONSE_PORT, PodConfig
 from verification.models.collectives import (
     add_bytes,
     random_elements,
@@ -329,12 +329,12 @@ async def _run_messages(tb, rng, count, *, during=None):
             if msg["op"] != "STORE":
                 data = add_bytes(msg["fmt"].lower(), data, bytes(image[d][base:base + n]))
             image[d][base:base + n] = data
-            expect[d].append(("WRITE", s * 2 + REQUEST_PORT, msg["sem"], msg["tag"]))
+            expect[d].append(("WRITE", s * LOCAL_PORTS + REQUEST_PORT, msg["sem"], msg["tag"]))
             if msg["ack"]:
-                expect[s].append(("ACK", d * 2 + RESPONSE_PORT, NO_SEM, msg["tag"]))
+                expect[s].append(("ACK", d * LOCAL_PORTS + RESPONSE_PORT, NO_SEM, msg["tag"]))
         else:
             image[s][base:base + n] = image[d][base:base + n]
-            expect[s].append(("READ_DATA", d * 2 + RESPONSE_PORT, msg["sem"], msg["tag"]))
+            expect[s].append(("READ_DATA", d * LOCAL_PORTS + RESPONSE_PORT, msg["sem"], msg["tag"]))
         tb.message(s, kind=msg["kind"], dst=tb.dst(d), space="VMEM",
                    address=MESSAGE_BASE + base, bytes=n, op=msg["op"], fmt=msg["fmt"],
                    ack=msg["ack"], tag=msg["tag"], sem=msg["sem"], reply_space="VMEM",

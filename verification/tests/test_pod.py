@@ -6,14 +6,15 @@ import pytest
 
 from hdl.config import ConfigError
 from hdl.ici.config import ICIConfig
-from hdl.pod.config import EndpointConfig, PodConfig
+from hdl.pod.config import LOCAL_PORTS, EndpointConfig, PodConfig
 from verification.tests.suite import cases
 
 TB = "verification.tb.pod"
 
 
 def _pod(dims, *, faults=False, **ici):
-    params = dict(classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8, local_ports=2)
+    params = dict(classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
+                  local_ports=LOCAL_PORTS)
     params.update(ici)
     return PodConfig(endpoint=EndpointConfig(ici=ICIConfig(dims=dims, **params)),
                      faults=faults)
@@ -38,8 +39,8 @@ def test_pod(cocotb_run, pod, test):
 
 
 @pytest.mark.parametrize("change, path", [
-    ({"endpoint": {"ici": {"local_ports": 1}}}, "endpoint.ici.local_ports"),
-    ({"endpoint": {"ici": {"local_ports": 2, "classes": 1}}}, "endpoint.ici.classes"),
+    ({"endpoint": {"ici": {"local_ports": 2}}}, "endpoint.ici.local_ports"),
+    ({"endpoint": {"ici": {"classes": 1}}}, "endpoint.ici.classes"),
     ({"memory_words": 1000}, "memory_words"),
     ({"memory_words": 8}, "memory_words"),
     ({"faults": 1}, "faults"),

@@ -31,6 +31,7 @@ from hdl.pod.endpoint import (
     endpoint_header_layout,
     read_request_layout,
 )
+from hdl.pod.node import MessageMux
 from verification.models.collectives import (
     add_bytes,
     coords_of,
@@ -540,21 +541,26 @@ def test_config_refused(change, name):
 
 
 class _EngineChip(Elaboratable):
-    """One chip for the collectives: a CollectiveEngine driving a Sender, and a Receiver
-    whose completions it counts."""
+    """One chip for the collectives: a CollectiveEngine whose two ring directions share a
+    Sender (a MessageMux), and a Receiver whose completions it counts."""
 
     def __init__(self, cfg):
         self.engine = CollectiveEngine(cfg)
+        self.mux = MessageMux(cfg, 2)
         self.sender = Sender(cfg)
         self.receiver = Receiver(cfg)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.engine = self.engine
+        m.submodules.mux = self.mux
         m.submodules.sender = self.sender
         m.submodules.receiver = self.receiver
-        wiring.connect(m, self.engine.cmd, self.sender.cmd)
-        wiring.connect(m, self.engine.data, self.sender.data)
+        for h in range(2):
+            wiring.connect(m, self.engine.cmd[h], self.mux.cmd[h])
+            wiring.connect(m, self.engine.data[h], self.mux.data[h])
+        wiring.connect(m, self.mux.o_cmd, self.sender.cmd)
+        wiring.connect(m, self.mux.o_data, self.sender.data)
         wiring.connect(m, self.receiver.done, self.engine.arrived)
         return m
 
@@ -603,7 +609,8 @@ def test_collective(seed, ring, op, fmt):
             drivers.append({
                 "start": _Driver(chip.engine.start, rng, 1.0, _set_bits),
                 "eject": _Driver(chip.receiver.i, rng, 0.7, _set_eject),
-                "engine_data": _Driver(chip.engine.read_data, rng, 0.7, _set_value),
+                "engine_data0": _Driver(chip.engine.read_data[0], rng, 0.7, _set_value),
+                "engine_data1": _Driver(chip.engine.read_data[1], rng, 0.7, _set_value),
                 "recv_data": _Driver(chip.receiver.read_data, rng, 0.7, _set_value),
             })
         descriptor = _pack(descriptor_layout(cfg), op=op, dim=engine_dim,
@@ -626,7 +633,8 @@ def test_collective(seed, ring, op, fmt):
                     driver.drive(ctx)
                 flit = _sink(ctx, chip.sender.o, rng, 0.7)
                 beat = _sink(ctx, chip.receiver.write, rng, 0.7)
-                reads = [(_sink(ctx, chip.engine.read, rng, 0.7), p["engine_data"]),
+                reads = [(_sink(ctx, chip.engine.read[0], rng, 0.7), p["engine_data0"]),
+                         (_sink(ctx, chip.engine.read[1], rng, 0.7), p["engine_data1"]),
                          (_sink(ctx, chip.receiver.read, rng, 0.7), p["recv_data"])]
                 assert _sink(ctx, chip.receiver.respond, rng, 1.0) is None
                 for driver in p.values():
@@ -675,7 +683,7 @@ def test_engine_refuses(seed):
             await ctx.tick()
             ctx.set(dut.start.valid, 0)
             for _ in range(4):
-                assert not ctx.get(dut.cmd.valid)
+                assert not ctx.get(dut.cmd[0].valid) and not ctx.get(dut.cmd[1].valid)
                 await ctx.tick()
             assert not ctx.get(dut.busy)
         assert ctx.get(dut.errors) == len(bad)
@@ -684,7 +692,7 @@ def test_engine_refuses(seed):
         await ctx.tick()
         ctx.set(dut.start.valid, 0)
         await ctx.tick()
-        assert ctx.get(dut.busy) and ctx.get(dut.cmd.valid)
+        assert ctx.get(dut.busy) and ctx.get(dut.cmd[0].valid) and ctx.get(dut.cmd[1].valid)
         assert ctx.get(dut.errors) == len(bad)
 
     _simulate(dut, bench)
