@@ -28,6 +28,15 @@ def test_sparsecore(cocotb_run, name, test):
     cocotb_run("sparsecore", CONFIGS[name], TB, test)
 
 
+ONE_ROW_ID = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(row_ids=1))
+"""Every row read on one ID (the default configuration uses two)."""
+
+
+@pytest.mark.parametrize("test", ["test_zipf_batches", "test_scatter_duplicates"])
+def test_sparsecore_one_row_id(cocotb_run, test):
+    cocotb_run("sparsecore", ONE_ROW_ID, TB, test)
+
+
 @pytest.mark.parametrize("params, path, allowed", [
     ({"max_dim": 12}, "max_dim", "a multiple of 8"),
     ({"axi_id_width": 1}, "axi_id_width", "2..8"),
