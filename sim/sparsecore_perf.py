@@ -23,11 +23,13 @@ from verification.models.sparsecore import Batch, Limits, minibatches
 
 __all__ = ["bench", "BENCH", "PEAK"]
 
-BENCH = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(inflight_beats=128, list_beats=16,
-                                                           max_burst=8),
+BENCH = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(inflight_beats=256, row_ids=2,
+                                                           list_beats=16, max_burst=8),
                                hbm=BENCH_CONFIG)
-"""The SparseCore with 128 row beats in flight (eight 512 B rows, 64 rows of 64 B) on the HBM
-controller's benchmark configuration."""
+"""The SparseCore with 256 row beats in flight on two row IDs (128 beats each: eight 512 B rows,
+64 rows of 64 B per ID) on the HBM controller's benchmark configuration, whose port keeps 128
+read beats per reorder lane (``rob_depth`` 256 over ``id_lanes`` 2): IDs 0 and 1 are in
+different lanes, so the rows can have both lanes' beats in flight."""
 
 TARGET = 0.80
 """The issue's gather target for 512 B rows: this fraction of the HBM benchmark's random 512 B

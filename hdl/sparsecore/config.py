@@ -22,16 +22,23 @@ class SparseCoreConfig(Config):
     axi_data_width, axi_addr_width, axi_id_width : int
         Its AXI4 manager bus (an HBM controller port): data 64..1024 bits (a power of two; the
         fp32 combiner has ``axi_data_width / 32`` lanes), address 12..48, ID 2..8 bits (it uses
-        IDs 0..3: rows, offsets, ids, weights).
+        IDs 0..``row_ids - 1`` for rows, then one each for offsets, ids and weights).
     max_dim : int
         Largest row the accumulator holds, in fp32 elements: a multiple of the lanes, at most
         1024 (the accumulator is ``4 * max_dim`` bytes of registers).
     tables : int
         Table descriptors in the register file, 1..16.
     inflight_beats : int
-        Row data beats the gather may have in flight (the row data buffer), 4..256; a row of
-        ``r`` beats is issued only when ``r`` of them are free, so ``inflight_beats`` must hold
-        the largest row (``max_dim`` fp32 elements).
+        Row data beats the gather may have in flight (the row data buffer), 4..256, split
+        evenly between the row IDs; a row of ``r`` beats is issued on an ID only when ``r`` of
+        its beats are free, so each ID's share must hold the largest row (``max_dim`` fp32
+        elements).
+    row_ids : int
+        AXI IDs the row reads use, 1..4 (at most ``2**axi_id_width - 3``): a row goes to the
+        next ID in turn that has room. The memory may answer different IDs out of order (an
+        HBM controller port keeps one reorder lane per ID's low bits, each with a share of its
+        reorder buffer), so with more than one ID more rows can be in flight; each ID has its
+        own row buffer and the combiner takes a row from the buffer of the ID it was read on.
     list_beats : int
         Beats buffered for each of the offsets, ids and weights lists, 2..64.
     max_burst : int
@@ -53,6 +60,7 @@ class SparseCoreConfig(Config):
     max_dim: int = 128
     tables: int = 4
     inflight_beats: int = 32
+    row_ids: int = 2
     list_beats: int = 8
     max_burst: int = 4
     max_ids: int = 16
@@ -68,10 +76,14 @@ class SparseCoreConfig(Config):
               f"a multiple of {lanes} (the lanes) in {lanes}..1024", self.max_dim)
         check_int("tables", self.tables, 1, 16)
         check_int("inflight_beats", self.inflight_beats, 4, 256)
-        if self.inflight_beats < self.max_row_beats:
+        check_int("row_ids", self.row_ids, 1, min(4, 2**self.axi_id_width - 3))
+        if self.inflight_beats % self.row_ids:
+            raise ConfigError("inflight_beats", f"must be a multiple of row_ids "
+                                                f"({self.row_ids}), got {self.inflight_beats}")
+        if self.id_beats < self.max_row_beats:
             raise ConfigError("inflight_beats", f"must hold the largest row "
-                                                f"({self.max_row_beats} beats), got "
-                                                f"{self.inflight_beats}")
+                                                f"({self.max_row_beats} beats) per row ID "
+                                                f"({self.row_ids}), got {self.inflight_beats}")
         check_int("list_beats", self.list_beats, 2, 64)
         check_int("max_burst", self.max_burst, 1, min(64, self.list_beats))
         check_int("max_ids", self.max_ids, 2, 256)
@@ -85,6 +97,11 @@ class SparseCoreConfig(Config):
     def lanes(self):
         """fp32 combiner lanes: the elements of one fp32 beat."""
         return self.axi_data_width // 32
+
+    @property
+    def id_beats(self):
+        """Row buffer beats of each row ID."""
+        return self.inflight_beats // self.row_ids
 
     @property
     def max_row_beats(self):

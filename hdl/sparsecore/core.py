@@ -2,8 +2,9 @@
 is in docs/sparsecore.md).
 
     csr ─► registers ─► control: descriptor check ─► offsets check ─► ids check ─► gather
-    offsets / ids / weights ─► ListReaders (AXI IDs 1, 2, 3) ─► BagWalker ─► tokens
-    tokens ─► Gather (row reads, AXI ID 0, credits) ─► pending ─► Combiner ◄─ rows
+    offsets / ids / weights ─► ListReaders (AXI IDs R, R+1, R+2) ─► BagWalker ─► tokens
+    tokens ─► Gather (row reads, AXI IDs 0..R-1, credits) ─► pending ─► Combiner ◄─ rows
+    (R = row_ids; a row buffer per row ID, the combiner takes each row from its token's)
     Combiner ◄─► ScaleUnit;  Combiner ─► AW / W (one output row per bag) ─► B counted
 
 An operation checks everything that could refuse it before it writes anything: the descriptors
@@ -149,7 +150,9 @@ class SparseCore(Top):
         m.submodules.combiner = comb = Combiner(cfg)
         m.submodules.scale = scale = ScaleUnit()
         m.submodules.sorter = sorter = Sorter(cfg)
-        m.submodules.rows = rowq = Queue(cfg.axi_data_width, cfg.inflight_beats)
+        rowqs = [Queue(cfg.axi_data_width, cfg.id_beats) for _ in range(cfg.row_ids)]
+        for k, q in enumerate(rowqs):
+            m.submodules[f"rows{k}"] = q
 
         with m.If(scatter):
             wiring.connect(m, walker.token, sorter.i)
@@ -157,7 +160,13 @@ class SparseCore(Top):
         with m.Else():
             wiring.connect(m, walker.token, gather.token)
         wiring.connect(m, gather.pending, comb.pending)
-        wiring.connect(m, rowq.o, comb.rows)
+        # The combiner takes its token's row from the buffer of the ID the row was read on.
+        rid = comb.pending.payload.rid
+        m.d.comb += [comb.rows.valid.eq(Array(q.o.valid for q in rowqs)[rid]),
+                     comb.rows.payload.eq(Array(q.o.payload for q in rowqs)[rid])]
+        for k, q in enumerate(rowqs):
+            m.d.comb += [q.o.ready.eq(comb.rows.ready & (rid == k)),
+                         gather.freed[k].eq(comb.freed & (rid == k))]
         m.d.comb += [
             walker.rows.eq(rows), walker.weighted.eq(weighted), walker.pad_en.eq(pad_en),
             walker.pad.eq(regs["PADDING"]), walker.bags.eq(regs["BAGS"]),
@@ -167,7 +176,6 @@ class SparseCore(Top):
             gather.row_beats.eq(Mux(scatter, out_beats, row_beats)), comb.lr.eq(regs["LR"]),
             gather.urow_beats.eq(row_beats), comb.ubf16.eq(bf16),
             sorter.walker_busy.eq(walker.busy),
-            gather.freed.eq(comb.freed),
             comb.out.eq(regs["OUT"]), comb.out_pitch.eq(regs["OUT_PITCH"]),
             comb.bf16.eq(bf16 & ~scatter),
             comb.row_beats.eq(row_beats), comb.out_beats.eq(out_beats),
@@ -176,8 +184,10 @@ class SparseCore(Top):
             scale.bag_end.eq(comb.bag_end),
         ]
 
-        # AR: the readers (IDs 1..3) before the gather (ID 0); a grant holds until taken.
-        requests = [(offs_r.ar, 1), (ids_r.ar, 2), (w_r.ar, 3), (gather.ar, 0)]
+        # AR: the readers (IDs row_ids..row_ids + 2) before the gather (IDs 0..row_ids - 1);
+        # a grant holds until taken.
+        n = cfg.row_ids
+        requests = [(offs_r.ar, n), (ids_r.ar, n + 1), (w_r.ar, n + 2), (gather.ar, gather.ar_id)]
         held = Signal()
         grant = Signal(range(4))
         pick = Signal(range(4))
@@ -195,9 +205,10 @@ class SparseCore(Top):
 
         # R: by ID, always accepted (every destination reserved room for its beats).
         ok = axi.rresp == AxiResp.OKAY
-        m.d.comb += [axi.rready.eq(1), rowq.i.payload.eq(axi.rdata),
-                     rowq.i.valid.eq(axi.rvalid & (axi.rid == 0))]
-        for r, ident in ((offs_r, 1), (ids_r, 2), (w_r, 3)):
+        m.d.comb += axi.rready.eq(1)
+        for k, q in enumerate(rowqs):
+            m.d.comb += [q.i.payload.eq(axi.rdata), q.i.valid.eq(axi.rvalid & (axi.rid == k))]
+        for r, ident in ((offs_r, n), (ids_r, n + 1), (w_r, n + 2)):
             m.d.comb += [r.r_data.eq(axi.rdata), r.r_valid.eq(axi.rvalid & (axi.rid == ident)),
                          r.r_ok.eq(ok)]
 

@@ -28,10 +28,22 @@ def test_sparsecore(cocotb_run, name, test):
     cocotb_run("sparsecore", CONFIGS[name], TB, test)
 
 
+ONE_ROW_ID = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(row_ids=1))
+"""Every row read on one ID (the default configuration uses two)."""
+
+
+@pytest.mark.parametrize("test", ["test_zipf_batches", "test_scatter_duplicates"])
+def test_sparsecore_one_row_id(cocotb_run, test):
+    cocotb_run("sparsecore", ONE_ROW_ID, TB, test)
+
+
 @pytest.mark.parametrize("params, path, allowed", [
     ({"max_dim": 12}, "max_dim", "a multiple of 8"),
     ({"axi_id_width": 1}, "axi_id_width", "2..8"),
     ({"inflight_beats": 8}, "inflight_beats", "largest row"),
+    ({"inflight_beats": 33}, "inflight_beats", "multiple of row_ids"),
+    ({"row_ids": 5}, "row_ids", "1..4"),
+    ({"axi_id_width": 2}, "row_ids", "1..1"),
     ({"bad_ids": "ignore"}, "bad_ids", "'stop', 'drop'"),
     ({"max_burst": 16, "list_beats": 8}, "max_burst", "1..8"),
     ({"tables": 0}, "tables", "1..16"),
