@@ -211,9 +211,8 @@ def _report(rows, fits, cost, env, sizes):
         + "; ".join(f"{r['topology']} {r['collective']} {100 * r['efficiency']:.1f}%"
                     for r in large) + ". "
         + ("Target met." if all(r["efficiency"] >= TARGET for r in large) else
-           "**Target not met**: the chip injects one flit per cycle (one Sender for both ring "
-           "directions) while a bidirectional ring needs two, and a reduce-scatter's adds "
-           "share one memory port per chip (see docs/pod.md, Limits)."),
+           "**Target not met** (see docs/pod.md, Limits: a message's last step waits on the "
+           "previous step's arrival, and the packet heads cost 1 flit in 32)."),
         "",
         "## Alpha-beta model",
         "",
