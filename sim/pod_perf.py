@@ -211,8 +211,8 @@ def _report(rows, fits, cost, env, sizes):
         + "; ".join(f"{r['topology']} {r['collective']} {100 * r['efficiency']:.1f}%"
                     for r in large) + ". "
         + ("Target met." if all(r["efficiency"] >= TARGET for r in large) else
-           "**Target not met** (see docs/pod.md, Limits: a message's last step waits on the "
-           "previous step's arrival, and the packet heads cost 1 flit in 32)."),
+           "**Target not met**; where the remaining cycles go has not been analysed (packet "
+           "heads alone cost 1 flit in 32)."),
         "",
         "## Alpha-beta model",
         "",

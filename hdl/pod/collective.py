@@ -20,7 +20,16 @@ from amaranth.lib.wiring import In, Out
 from ..ici.packet import coord_layout
 from ..lib.counter import COUNTER_WIDTH, count_events
 from .config import ADDR_BITS, COLLECTIVE_SEM
-from .endpoint import Fmt, Kind, Op, Space, command_layout, completion_layout, read_beat_layout
+from .endpoint import (
+    Fmt,
+    Kind,
+    Op,
+    Space,
+    command_layout,
+    completion_layout,
+    flit_reads,
+    read_beat_layout,
+)
 
 __all__ = ["Collective", "LENGTH_BITS", "descriptor_layout", "CollectiveEngine"]
 
@@ -162,11 +171,8 @@ class CollectiveEngine(wiring.Component):
             cmd, read = self.cmd[h], self.read[h]
             self._command(m, cmd.payload, desc, n, p, step, h, reducing, address, count)
 
-            remaining = Signal(range((cfg.max_message >> shift) + 2), name=f"remaining{h}")
-            with m.If(read.valid & read.ready):
-                m.d.sync += [remaining.eq(remaining - 1),
-                             read.payload.address.eq(read.payload.address + cfg.flit_bytes)]
-            m.d.comb += [read.valid.eq(remaining != 0), read.payload.space.eq(desc.space),
+            remaining = flit_reads(m, cfg, read, name=f"remaining{h}")
+            m.d.comb += [read.payload.space.eq(desc.space),
                          cmd.valid.eq(running & (step < steps) & (remaining == 0)
                                       & ((step == 0) | (arrivals >= step)))]
             wiring.connect(m, wiring.flipped(self.read_data[h]), wiring.flipped(self.data[h]))

@@ -28,7 +28,7 @@ from .config import ADDR_BITS, NO_SEM, SEM_BITS, TAG_BITS
 __all__ = ["Kind", "Op", "Fmt", "Space", "REQUEST_CLASS", "RESPONSE_CLASS",
            "endpoint_header_layout", "command_layout", "read_request_layout",
            "write_beat_layout", "read_beat_layout", "completion_layout", "Sender", "Receiver",
-           "Responder", "ADD_AHEAD"]
+           "Responder", "ADD_AHEAD", "flit_reads"]
 
 REQUEST_CLASS = 0
 RESPONSE_CLASS = 1
@@ -125,6 +125,19 @@ def _endpoint_index(cfg, coords, port):
         node = node + coords[d] * stride
         stride *= k
     return node * ici.local_ports + port
+
+
+def flit_reads(m, cfg, read, *, name="remaining"):
+    """The flit reads of one message on ``read``: returns the count of flits still to read;
+    while it is not zero ``read`` offers the next flit's address, a flit further per read
+    taken. A user starts a message by loading the count and ``read.payload``'s address."""
+    shift = (cfg.flit_bytes - 1).bit_length()
+    remaining = Signal(range((cfg.max_message >> shift) + 2), name=name)
+    m.d.comb += read.valid.eq(remaining != 0)
+    with m.If(read.valid & read.ready):
+        m.d.sync += [remaining.eq(remaining - 1),
+                     read.payload.address.eq(read.payload.address + cfg.flit_bytes)]
+    return remaining
 
 
 class Sender(wiring.Component):
@@ -482,14 +495,13 @@ class Responder(wiring.Component):
         shift = (cfg.flit_bytes - 1).bit_length()
         m.submodules.sender = sender = Sender(cfg, responses=True)
         job = self.job.payload
-        remaining = Signal(range((cfg.max_message >> shift) + 2))
+        remaining = flit_reads(m, cfg, self.read)
         m.d.comb += [
             sender.cmd.payload.eq(job),
             sender.cmd.payload.space.eq(job.reply_space),
             sender.cmd.payload.address.eq(job.reply_address),
             sender.cmd.valid.eq(self.job.valid & (remaining == 0)),
             self.job.ready.eq(sender.cmd.ready & (remaining == 0)),
-            self.read.valid.eq(remaining != 0),
             self.packets.eq(sender.packets),
         ]
         with m.If(self.job.valid & self.job.ready):
@@ -499,10 +511,6 @@ class Responder(wiring.Component):
                 self.read.payload.space.eq(job.space),
                 self.read.payload.address.eq(job.address),
             ]
-        with m.If(self.read.valid & self.read.ready):
-            m.d.sync += [remaining.eq(remaining - 1),
-                         self.read.payload.address.eq(self.read.payload.address
-                                                      + cfg.flit_bytes)]
         wiring.connect(m, wiring.flipped(self.read_data), sender.data)
         wiring.connect(m, sender.o, wiring.flipped(self.o))
         return m

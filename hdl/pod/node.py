@@ -35,6 +35,7 @@ from .endpoint import (
     Sender,
     command_layout,
     completion_layout,
+    flit_reads,
     read_beat_layout,
     write_beat_layout,
 )
@@ -91,11 +92,11 @@ class MessageUnit(wiring.Component):
         cfg = self._cfg
         shift = (cfg.flit_bytes - 1).bit_length()
         msg = self.message.payload
-        remaining = Signal(range((cfg.max_message >> shift) + 2))
+        remaining = flit_reads(m, cfg, self.read)
         held = Signal()
         bad = ((msg.kind != Kind.WRITE) & (msg.kind != Kind.READ)) | (msg.sem == COLLECTIVE_SEM)
         m.d.comb += [self.message.ready.eq(~held & (remaining == 0)),
-                     self.cmd.valid.eq(held), self.read.valid.eq(~held & (remaining != 0))]
+                     self.cmd.valid.eq(held)]
         with m.If(self.message.valid & self.message.ready & ~bad):
             m.d.sync += [self.cmd.payload.eq(msg), held.eq(1)]
         with m.If(self.cmd.valid & self.cmd.ready):
@@ -107,10 +108,6 @@ class MessageUnit(wiring.Component):
                 self.read.payload.space.eq(cmd.reply_space),
                 self.read.payload.address.eq(cmd.reply_address),
             ]
-        with m.If(self.read.valid & self.read.ready):
-            m.d.sync += [remaining.eq(remaining - 1),
-                         self.read.payload.address.eq(self.read.payload.address
-                                                      + cfg.flit_bytes)]
         wiring.connect(m, wiring.flipped(self.read_data), wiring.flipped(self.data))
         count_events(m, self, {"errors": self.message.valid & self.message.ready & bad})
         return m
