@@ -15,7 +15,15 @@ import math
 
 from hdl.ici.config import ICIConfig
 from hdl.pod.config import LOCAL_PORTS, EndpointConfig, PodConfig
-from sim.collectives_model import Network, busbw, busbw_bound, ring_bound, schedule_time
+from sim.collectives_model import (
+    Network,
+    bisection_bound,
+    busbw,
+    busbw_bound,
+    injection_bound,
+    ring_bound,
+    schedule_time,
+)
 from sim.measure import (
     environment,
     environment_line,
@@ -35,6 +43,11 @@ __all__ = ["bench", "pod_config", "TOPOLOGIES", "SIZES", "fit_alpha_beta"]
 SIZES = [1 << k for k in range(10, 21, 2)]
 """Bytes per chip: 1 KiB to 1 MiB."""
 QUICK_SIZES = [1 << 10, 1 << 14]
+A2A_LARGEST = 1 << 18
+"""Largest all-to-all measured, bytes sent per chip (its send and receive buffers share the
+chip's memory)."""
+A2A_TARGET = 0.80
+"""Issue 17's target: a uniform all-to-all at least this fraction of the bisection bound."""
 VERIFY = 1 << 16
 """Messages up to this size are loaded with random data and checked."""
 OPS = ("all_reduce", "reduce_scatter", "all_gather")
@@ -111,12 +124,12 @@ def _crossover(cfg, op, alpha, bw):
     return latency / per_byte
 
 
-def _plot(rows, path):
+def _plot(rows, a2a, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
     for (topo, op) in sorted({(r["topology"], r["collective"]) for r in rows}):
         pts = [r for r in rows if r["topology"] == topo and r["collective"] == op]
         ax.plot([r["bytes_per_chip"] for r in pts], [r["busbw"] for r in pts], marker="o",
@@ -129,6 +142,17 @@ def _plot(rows, path):
     ax.set_ylabel("bus bandwidth, bytes/cycle")
     ax.set_title("Ring collectives on the RTL pod (fp32, NCCL busbw)")
     ax.legend(fontsize=7)
+    for topo in sorted({r["topology"] for r in a2a}):
+        pts = [r for r in a2a if r["topology"] == topo]
+        ax2.plot([r["bytes_per_chip"] for r in pts], [r["of_bisection_bound"] for r in pts],
+                 marker="o", label=f"{topo} all-to-all")
+    ax2.axhline(A2A_TARGET, color="gray", ls=":", lw=1, label="80% of the bisection bound")
+    ax2.set_xscale("log", base=2)
+    ax2.set_ylim(0, 1.05)
+    ax2.set_xlabel("bytes sent per chip (uniform)")
+    ax2.set_ylabel("bisection bound / measured cycles")
+    ax2.set_title("All-to-all on the RTL pod")
+    ax2.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -139,11 +163,14 @@ def bench(quick=False):
     env = environment()
     sizes = QUICK_SIZES if quick else SIZES
     topologies = {"1x4": TOPOLOGIES["1x4"]} if quick else TOPOLOGIES
-    rows, fits, cost = [], [], []
+    rows, fits, cost, a2a = [], [], [], []
     for topo, dims in topologies.items():
-        cfg = pod_config(dims, max_bytes=max(sizes))
+        a2a_sizes = [s for s in sizes if s <= A2A_LARGEST]
+        # An all-to-all needs its send and receive buffers and its table in memory.
+        cfg = pod_config(dims, max_bytes=max(max(sizes), 4 * max(a2a_sizes)))
         n = dims[0]
-        spec = {"ops": list(OPS), "sizes": sizes, "dim": 0, "fmt": FMT, "verify": VERIFY}
+        spec = {"ops": list(OPS) + ["all_to_all"], "sizes": sizes, "a2a_sizes": a2a_sizes,
+                "dim": 0, "fmt": FMT, "verify": VERIFY}
         done = measure("pod", cfg, "verification.tb.pod", "measure_collectives", spec,
                        reuse=True)
         report = done["report"]
@@ -152,6 +179,9 @@ def bench(quick=False):
                      "run_seconds": round(done.get("run_seconds", float("nan")), 1),
                      "cycles": cycles_total})
         for r in report["rows"]:
+            if r["op"] == "all_to_all":
+                a2a.append(_all_to_all_row(cfg, topo, r))
+                continue
             op = r["op"].replace("_", "-")
             bw = busbw(op, r["bytes"], r["cycles"], n)
             link = busbw_bound(op, n, FMT, _network(cfg, 0.0, 1e9))
@@ -170,13 +200,42 @@ def bench(quick=False):
                          "worst_error": round(max((abs(e) for _, e in errors), default=0), 4),
                          "errors": {str(s): round(e, 4) for s, e in errors},
                          "crossover_bytes": round(_crossover(cfg, op, alpha, bw))})
-    text = _report(rows, fits, cost, env, sizes)
-    write_results("collectives", text, {"busbw": rows, "alpha_beta": fits, "cost": cost}, env,
-                  quick=quick)
-    _plot(rows, results_directory(quick) / "collectives.png")
+    text = _report(rows, fits, a2a, cost, env, sizes)
+    write_results("collectives", text, {"busbw": rows, "alpha_beta": fits, "all_to_all": a2a,
+                                        "cost": cost}, env, quick=quick)
+    _plot(rows, a2a, results_directory(quick) / "collectives.png")
 
 
-def _report(rows, fits, cost, env, sizes):
+def _all_to_all_row(cfg, topo, r):
+    """A uniform all-to-all's measurement against the torus bisection bound (and the
+    injection bound: two request ports of a flit per cycle each)."""
+    gdims, _ = _golden_dims(cfg.ici.dims)
+    chips = cfg.chips
+    sizes = [[r["bytes"] // chips] * chips for _ in range(chips)]
+    net = _network(cfg, 0.0, 2 * cfg.endpoint.flit_bytes)
+    bisection = bisection_bound(sizes, 1, net)
+    row = {"collective": "all_to_all", "topology": topo, "chips": chips,
+           "bytes_per_chip": r["bytes"], "cycles": r["cycles"],
+           "busbw": round(busbw("all-to-all", r["bytes"], r["cycles"], chips), 3),
+           "bisection_bound_cycles": round(bisection, 1),
+           "injection_bound_cycles": round(injection_bound(sizes, 1, net), 1),
+           "of_bisection_bound": round(bisection / r["cycles"], 4), "checked": r["checked"]}
+    print(topo, "all_to_all", r["bytes"], r["cycles"], f"{row['of_bisection_bound']:.3f}",
+          flush=True)
+    return row
+
+
+def _a2a_verdict(a2a):
+    largest = max(r["bytes_per_chip"] for r in a2a)
+    big = [r for r in a2a if r["bytes_per_chip"] == largest]
+    return (f"Largest all-to-all ({largest // 1024} KiB per chip) against the target of "
+            f"{A2A_TARGET:.0%} of the bisection bound: "
+            + "; ".join(f"{r['topology']} {100 * r['of_bisection_bound']:.1f}%" for r in big)
+            + (". Target met." if all(r["of_bisection_bound"] >= A2A_TARGET for r in big)
+               else ". **Target not met**."))
+
+
+def _report(rows, fits, a2a, cost, env, sizes):
     large = [r for r in rows if r["bytes_per_chip"] == max(sizes)]
     lines = [
         "# Collectives on the RTL pod",
@@ -226,6 +285,24 @@ def _report(rows, fits, cost, env, sizes):
                "worst error between", "crossover, bytes"],
               [[f["topology"], f["collective"], f["alpha_cycles"], f["bytes_per_cycle"],
                 f"{100 * f['worst_error']:.1f}%", f["crossover_bytes"]] for f in fits]),
+        "",
+        "## All-to-all",
+        "",
+        "Uniform all-to-all (every chip sends S / chips bytes to every chip, itself "
+        "included, from its table: docs/pod.md, \"All-to-all\"), started on every chip in "
+        "the same cycle. The **bisection bound** is sim/collectives_model.py's: for each "
+        "dimension, the bytes crossing the cut between the lower and upper half of the "
+        "coordinates one way, over the links crossing it that way (2 per ring of more than "
+        "2 chips) at 16 B/cycle; the injection bound is every chip's remote bytes over its "
+        "two request ports (32 B/cycle). busbw is NCCL's for all-to-all, S / t x (n-1)/n.",
+        "",
+        table(["pod", "bytes per chip", "cycles", "bisection bound, cycles",
+               "injection bound, cycles", "of bisection bound", "busbw, B/cycle", "checked"],
+              [[r["topology"], r["bytes_per_chip"], r["cycles"], r["bisection_bound_cycles"],
+                r["injection_bound_cycles"], f"{100 * r['of_bisection_bound']:.1f}%",
+                r["busbw"], "yes" if r["checked"] else "timed"] for r in a2a]),
+        "",
+        _a2a_verdict(a2a),
         "",
         "## Cost of the measurement",
         "",

@@ -13,10 +13,11 @@ message of step ``k - 1`` in that direction has landed here (what is sent at ste
 what arrived at step ``k - 1``): that data dependency is the only synchronisation.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..config import ConfigError
 from ..ici.packet import coord_layout
 from ..lib.counter import COUNTER_WIDTH, count_events
 from .config import ADDR_BITS, COLLECTIVE_SEM
@@ -31,27 +32,85 @@ from .endpoint import (
     read_beat_layout,
 )
 
-__all__ = ["Collective", "LENGTH_BITS", "descriptor_layout", "CollectiveEngine"]
+__all__ = ["Collective", "LENGTH_BITS", "A2A_TAG", "A2A_PART", "TOKEN_TAG", "entry_layout",
+           "descriptor_layout", "all_to_all_table", "CollectiveEngine"]
 
 LENGTH_BITS = 24
 """Width of a collective's length in elements."""
 
 
-class Collective(enum.Enum, shape=2):
+class Collective(enum.Enum, shape=3):
     """What a descriptor runs."""
     REDUCE_SCATTER = 0
     ALL_GATHER = 1
     ALL_REDUCE = 2
+    ALL_TO_ALL = 3
+    ALL_REDUCE_2D = 4
+
+
+A2A_TAG = 2
+"""Tag of the last chunk of an all-to-all message (the ring directions' are 0 and 1)."""
+A2A_PART = 3
+"""Tag of the other chunks of an all-to-all message (not counted)."""
+TOKEN_TAG = 12
+"""Tags 12 (+) and 13 (-): a 2-D all-reduce's ready tokens (see ``CollectiveEngine``). A
+ring message of phase ``k`` in direction ``h`` is tagged ``4 k + h``."""
+
+
+def entry_layout():
+    """An all-to-all table entry, the low 128 bits of a flit (every endpoint flit is at least
+    that wide): this chip's message to one chip, ``bytes`` bytes read at ``src_address`` here
+    and written at ``dst_address`` there (both multiples of the flit bytes)."""
+    return data.StructLayout({"src_address": 32, "dst_address": 32, "bytes": 32,
+                              "reserved": 32})
 
 
 def descriptor_layout(cfg):
-    """A collective for the engine: ``op`` along torus dimension ``dim`` on this chip's buffer
-    of ``length`` elements of ``fmt`` (int32 or fp32) at ``address`` of ``space`` (a multiple
-    of the flit bytes; every chip of the ring uses the same address)."""
+    """A collective for the engine: a ring ``op`` along torus dimension ``dim`` on this chip's
+    buffer of ``length`` elements of ``fmt`` (int32 or fp32) at ``address`` of ``space`` (a
+    multiple of the flit bytes; every chip of the ring uses the same address); or an
+    ``ALL_TO_ALL`` of the table at ``address`` (``length`` entries, one per chip of the pod,
+    ``entry_layout``; ``dim`` and ``fmt`` unused), messages read and written in ``space``."""
     return data.StructLayout({
         "op": Collective, "dim": range(max(2, cfg.ici.ndims)), "fmt": Fmt, "space": Space,
         "address": ADDR_BITS, "length": LENGTH_BITS,
     })
+
+
+def all_to_all_table(sizes, flit_bytes, src_base, dst_base):
+    """The all-to-all's layout, as software lays it out for the engine: ``sizes[src][dst]``
+    bytes go from chip ``src`` to chip ``dst`` (a square matrix over the pod's chips). Every
+    chip holds its messages in destination order from ``src_base`` and receives them in source
+    order from ``dst_base``, each message starting on a flit boundary (a slot of its bytes
+    rounded up to whole flits). Returns ``(tables, landing)``: ``tables[src][dst]`` the entry
+    of chip ``src`` for ``dst`` (``src_address``, ``dst_address``, ``bytes``), and
+    ``landing[dst][src]`` where src's message lands at dst."""
+    nodes = len(sizes)
+    if any(len(row) != nodes for row in sizes) or any(b < 0 for row in sizes for b in row):
+        raise ConfigError("sizes", f"must be a {nodes} x {nodes} matrix of byte counts >= 0")
+    for name, base in (("src_base", src_base), ("dst_base", dst_base)):
+        if base % flit_bytes:
+            raise ConfigError(name, f"must be a multiple of {flit_bytes} (the flit bytes), "
+                                    f"got {base}")
+
+    def slot(size):
+        return -(-size // flit_bytes) * flit_bytes
+
+    landing = [[0] * nodes for _ in range(nodes)]
+    for dst in range(nodes):
+        address = dst_base
+        for src in range(nodes):
+            landing[dst][src] = address
+            address += slot(sizes[src][dst])
+    tables = []
+    for src in range(nodes):
+        address, row = src_base, []
+        for dst in range(nodes):
+            row.append({"src_address": address, "dst_address": landing[dst][src],
+                        "bytes": sizes[src][dst]})
+            address += slot(sizes[src][dst])
+        tables.append(row)
+    return tables, landing
 
 
 class CollectiveEngine(wiring.Component):
@@ -74,9 +133,20 @@ class CollectiveEngine(wiring.Component):
     semaphore ``COLLECTIVE_SEM`` and only completions carrying it count). ``busy`` falls when
     every message has been sent and every arrival of the collective counted.
 
+    An ``ALL_TO_ALL`` (docs/pod.md, "All-to-all") sends one message to every chip of the pod,
+    this one included, in the golden model's order: step ``s`` (0 .. nodes - 1) to chip
+    ``(me + s) mod nodes``, the even steps on direction 0's ``cmd``, the odd on direction 1's
+    (two Senders, so the chip injects two flits per cycle). A step first reads the table's
+    entry for its destination (``read[h]``), then sends the entry's ``bytes`` from its
+    ``src_address`` to the destination's ``dst_address`` as a ``WRITE`` ``STORE`` tagged
+    ``A2A_TAG``; it is done when every message is sent and one from every chip (0-byte ones
+    too) has arrived. An entry of more than ``max_message`` bytes is counted in ``errors`` and
+    sent as 0 bytes, so its destination still finishes.
+
     A descriptor the engine cannot run is consumed and counted in ``errors``: a ring of one
     chip, an ``op`` or ``fmt`` it does not know (``bfloat16`` needs an fp32 staging area, not
-    built), or a piece longer than ``max_message``.
+    built), a piece longer than ``max_message``, or an all-to-all whose ``length`` is not
+    the pod's chip count.
 
     Members
     -------
@@ -110,7 +180,7 @@ class CollectiveEngine(wiring.Component):
             "errors": Out(COUNTER_WIDTH),
         })
 
-    def _piece(self, m, desc, quotient, remainder, index, half):
+    def _piece(self, m, cur, quotient, remainder, index, half):
         """(element offset, element count) of piece ``(index, half)`` of the buffer split for
         a ring of ``n`` with a grain of one flit (``split_sizes`` of the golden model), from
         the buffer's grains divided by ``n`` (``quotient``, ``remainder``)."""
@@ -124,7 +194,7 @@ class CollectiveEngine(wiring.Component):
                      count.eq((block >> 1) if half else lower)]
         offset = start * grain
         end = (start + count) * grain
-        end = Mux(end > desc.length, desc.length, end)
+        end = Mux(end > cur.length, cur.length, end)
         return offset, Mux(end > offset, end - offset, 0)
 
     def elaborate(self, platform):
@@ -133,92 +203,251 @@ class CollectiveEngine(wiring.Component):
         shift = (cfg.flit_bytes - 1).bit_length()
         width = range(4 * max(ici.dims))
         desc = Signal(descriptor_layout(cfg))
+        a2a = desc.op == Collective.ALL_TO_ALL
+        two_d = desc.op == Collective.ALL_REDUCE_2D
+        # The ring collective of the current phase: the descriptor's, or a 2-D all-reduce's
+        # reduce-scatter along X (phase 0), all-reduce along Y of this chip's X block
+        # (phase 1, at ``xoff`` elements, ``xlen`` long) and all-gather along X (phase 2).
+        phase = Signal(range(3))
+        cur = Signal(descriptor_layout(cfg))
+        xoff, xlen = Signal(LENGTH_BITS), Signal(LENGTH_BITS)
+        m.d.comb += cur.eq(desc)
+        with m.If(two_d):
+            m.d.comb += cur.dim.eq(phase == 1)
+            with m.Switch(phase):
+                with m.Case(0):
+                    m.d.comb += cur.op.eq(Collective.REDUCE_SCATTER)
+                with m.Case(1):
+                    m.d.comb += [cur.op.eq(Collective.ALL_REDUCE),
+                                 cur.address.eq(desc.address + (xoff << 2)),
+                                 cur.length.eq(xlen)]
+                with m.Default():
+                    m.d.comb += cur.op.eq(Collective.ALL_GATHER)
         n = Signal(range(max(ici.dims) + 1))
         p = Signal(range(max(ici.dims)))
         m.d.comb += n.eq(1)
         for d, k in enumerate(ici.dims):
-            with m.If(desc.dim == d):
+            with m.If(cur.dim == d):
                 m.d.comb += [n.eq(k), p.eq(self.coords[f"c{d}"])]
         grains = Signal(LENGTH_BITS)
         steps = Signal(width)
         m.d.comb += [
-            grains.eq((desc.length + cfg.flit_bytes // 4 - 1) >> (shift - 2)),
-            steps.eq(Mux(desc.op == Collective.ALL_REDUCE, 2 * (n - 1), n - 1)),
+            grains.eq((cur.length + cfg.flit_bytes // 4 - 1) >> (shift - 2)),
+            steps.eq(Mux(cur.op == Collective.ALL_REDUCE, 2 * (n - 1), n - 1)),
         ]
         quotient = Signal(LENGTH_BITS)
         remainder = Signal(range(max(ici.dims)))
         m.d.comb += [quotient.eq(grains // n), remainder.eq(grains % n)]
+        me = Signal(range(ici.nodes))
+        stride, node = 1, 0
+        for d, k in enumerate(ici.dims):
+            node += self.coords[f"c{d}"] * stride
+            stride *= k
+        m.d.comb += me.eq(node)
 
         running = Signal()                      # the directions are sending
         arrived = self.arrived.payload
-        finished = Signal()
-        sent, idle = [], []
+        ours = self.arrived.valid & (arrived.kind == Kind.WRITE) & (arrived.sem == COLLECTIVE_SEM)
+        finished = Signal()                     # the collective, every phase
+        advance = Signal()                      # a 2-D all-reduce's next phase
+        # Arrivals are counted per tag, so a neighbour's messages of a later phase (or of the
+        # next collective) that land early are kept; a collective's own are taken off when
+        # it finishes.
+        exchanged = Signal(range(4 * ici.nodes + 1))
+        m.d.sync += exchanged.eq(exchanged + (ours & (arrived.tag == A2A_TAG))
+                                 - Mux(finished & a2a, 2 * ici.nodes, 0))
+        if ici.ndims >= 2:
+            nx, ny = ici.dims[0], ici.dims[1]
+        else:
+            nx = ny = 1
+        expected = [Mux(two_d, nx - 1, Mux(a2a, 0, steps)), Mux(two_d, 2 * (ny - 1), 0),
+                    Mux(two_d, nx - 1, 0), two_d]
+        sent, idle, too_long = [], [], []
         for h in range(2):
             step = Signal(width, name=f"step{h}")
+            counts = []
+            for k, tag in enumerate([h, 4 + h, 8 + h, TOKEN_TAG + h]):
+                count = Signal(width, name=f"arrivals{h}_{k}")
+                m.d.sync += count.eq(count + (ours & (arrived.tag == tag))
+                                     - Mux(finished, expected[k], 0))
+                counts.append(count)
             arrivals = Signal(width, name=f"arrivals{h}")
-            landed = (self.arrived.valid & (arrived.kind == Kind.WRITE) & (arrived.tag == h)
-                      & (arrived.sem == COLLECTIVE_SEM))
-            m.d.sync += arrivals.eq(arrivals + landed - Mux(finished, steps, 0))
-            reducing = (desc.op != Collective.ALL_GATHER) & (step < n - 1)
-            s = Mux((desc.op == Collective.ALL_REDUCE) & ~reducing, step - (n - 1), step)
+            m.d.comb += arrivals.eq(Array(counts[:3])[phase])
+            # Phase 1 first sends a token to the neighbour that sends to this chip (it may
+            # now add into this chip's X block), and waits for the token of the neighbour it
+            # sends to.
+            token = Signal(name=f"token{h}")
+            tokened = Signal(name=f"tokened{h}")
+            m.d.comb += token.eq(two_d & (phase == 1) & ~tokened)
+            reducing = (cur.op != Collective.ALL_GATHER) & (step < n - 1)
+            s = Mux((cur.op == Collective.ALL_REDUCE) & ~reducing, step - (n - 1), step)
             lag = Mux(reducing, 1, 0)
             unwrapped = (p + s + lag) if h else (p + n - s - lag)
             index = Signal(width, name=f"index{h}")
             m.d.comb += index.eq(Mux(unwrapped >= n, unwrapped - n, unwrapped))
-            offset, count = self._piece(m, desc, quotient, remainder, index, h)
+            offset, count = self._piece(m, cur, quotient, remainder, index, h)
             address = Signal(ADDR_BITS, name=f"address{h}")
-            m.d.comb += address.eq(desc.address + (offset << 2))
-            cmd, read = self.cmd[h], self.read[h]
-            self._command(m, cmd.payload, desc, n, p, step, h, reducing, address, count)
-
+            m.d.comb += address.eq(cur.address + (offset << 2))
+            cmd, read, out = self.cmd[h], self.read[h], self.data[h]
             remaining = flit_reads(m, cfg, read, name=f"remaining{h}")
-            m.d.comb += [read.payload.space.eq(desc.space),
-                         cmd.valid.eq(running & (step < steps) & (remaining == 0)
-                                      & ((step == 0) | (arrivals >= step)))]
-            wiring.connect(m, wiring.flipped(self.read_data[h]), wiring.flipped(self.data[h]))
-            with m.If(cmd.valid & cmd.ready):
-                m.d.sync += [step.eq(step + 1),
-                             remaining.eq((count + (1 << (shift - 2)) - 1) >> (shift - 2)),
-                             read.payload.address.eq(address)]
-            with m.If(self.start.valid & self.start.ready):
-                m.d.sync += step.eq(0)
-            sent.append((step >= steps) & (remaining == 0))
-            idle.append(arrivals >= steps)
+            m.d.comb += read.payload.space.eq(desc.space)
+
+            a2a_sent, oversize = self._all_to_all(m, h, desc, me, running & a2a, remaining)
+            with m.If(~a2a):
+                wiring.connect(m, wiring.flipped(self.read_data[h]), wiring.flipped(out))
+                self._command(m, cmd.payload, cur, n, p, step, h, reducing, address, count,
+                              phase, token)
+                ready = Mux(step == 0, ~two_d | (phase != 1) | (counts[3] != 0),
+                            arrivals >= step)
+                m.d.comb += cmd.valid.eq(running & (remaining == 0)
+                                         & (token | ((step < steps) & ready)))
+                with m.If(cmd.valid & cmd.ready & token):
+                    m.d.sync += tokened.eq(1)
+                with m.Elif(cmd.valid & cmd.ready):
+                    m.d.sync += [step.eq(step + 1),
+                                 remaining.eq((count + (1 << (shift - 2)) - 1) >> (shift - 2)),
+                                 read.payload.address.eq(address)]
+            with m.If((self.start.valid & self.start.ready) | advance):
+                m.d.sync += [step.eq(0), tokened.eq(0)]
+            sent.append(Mux(a2a, a2a_sent, (step >= steps) & ~token) & (remaining == 0))
+            idle.append(Mux(a2a, exchanged >= 2 * ici.nodes, arrivals >= steps))
+            too_long.append(oversize)
         m.d.comb += self.arrived.ready.eq(1)
 
         error = Signal()
         largest = ((quotient + (remainder != 0) + 1) >> 1) << shift
+        ring_error = ((n < 2) | ((desc.fmt != Fmt.INT32) & (desc.fmt != Fmt.FP32))
+                      | (largest > cfg.max_message))
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.start.ready.eq(1)
                 with m.If(self.start.valid):
-                    m.d.sync += desc.eq(self.start.payload)
+                    m.d.sync += [desc.eq(self.start.payload), phase.eq(0)]
                     m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.comb += [self.busy.eq(1),
-                             error.eq((n < 2) | (desc.op.as_value() == 3)
-                                      | ((desc.fmt != Fmt.INT32) & (desc.fmt != Fmt.FP32))
-                                      | (largest > cfg.max_message))]
+                             error.eq((desc.op.as_value() > Collective.ALL_REDUCE_2D.value)
+                                      | Mux(a2a, desc.length != ici.nodes, ring_error)
+                                      | (two_d & ((ici.ndims != 2) | (nx < 2) | (ny < 2))))]
                 m.next = "SEND"
                 with m.If(error):
                     m.next = "IDLE"
             with m.State("SEND"):
+                done = sent[0] & sent[1] & idle[0] & idle[1]
                 m.d.comb += [self.busy.eq(1), running.eq(1),
-                             finished.eq(sent[0] & sent[1] & idle[0] & idle[1])]
+                             advance.eq(done & two_d & (phase != 2)),
+                             finished.eq(done & ~advance)]
+                with m.If(advance):
+                    m.d.sync += phase.eq(phase + 1)
+                    with m.If(phase == 0):
+                        # This chip's X block: block p of the X split (``_piece``'s halves).
+                        grain = cfg.flit_bytes // 4
+                        block = quotient + (p < remainder)
+                        first = (Mux(p < remainder, p, remainder) + p * quotient) * grain
+                        end = first + block * grain
+                        end = Mux(end > desc.length, desc.length, end)
+                        m.d.sync += [xoff.eq(first), xlen.eq(Mux(end > first, end - first, 0))]
                 with m.If(finished):
                     m.next = "IDLE"
-        count_events(m, self, {"errors": error})
+        count_events(m, self, {"errors": error + too_long[0] + too_long[1]})
         return m
 
-    def _command(self, m, cmd, desc, n, p, step, minus, reducing, address, count):
-        """The message of ``step`` in direction ``minus`` (0 +, 1 -) on ``cmd``."""
-        ici = self._cfg.ici
-        neighbour = (Mux(p == 0, n - 1, p - 1) if minus else Mux(p == n - 1, 0, p + 1))
-        for d in range(ici.ndims):
-            m.d.comb += cmd.dst[f"c{d}"].eq(Mux(desc.dim == d, neighbour, self.coords[f"c{d}"]))
+    def _all_to_all(self, m, h, desc, me, active, remaining):
+        """Direction ``h``'s part of an all-to-all (while ``active``): every message is cut
+        into chunks of a packet, chunk ``k`` sent by direction ``k mod 2``, so both Senders
+        carry half of every message. Each direction visits the destinations in turn, one chunk
+        each per round (so every link carries all the messages routed over it at once), from
+        chip ``me`` (direction 0) or ``me + nodes // 2`` (direction 1) onwards. A chunk first
+        reads its destination's table entry (while the previous chunk's data still streams
+        out). A direction's last chunk to a destination is tagged ``A2A_TAG`` (a 0-byte one if
+        it has no chunk there), the others ``A2A_PART``: packets of one Sender to one chip
+        arrive in order, so a destination has every byte once it has counted two ``A2A_TAG``
+        from every chip. Returns (every chunk sent, an entry of more than ``max_message``
+        bytes sent now as 0 bytes, counted by direction 0)."""
+        cfg, ici = self._cfg, self._cfg.ici
+        nodes, chunk = ici.nodes, cfg.packet_bytes
+        shift = (cfg.flit_bytes - 1).bit_length()
+        cmd, read, read_data, out = self.cmd[h], self.read[h], self.read_data[h], self.data[h]
+        step = Signal(range(nodes + 1), name=f"a2a_step{h}")
+        rnd = Signal(range(cfg.max_message // chunk + 2), name=f"a2a_round{h}")
+        dest = Signal(range(nodes), name=f"a2a_dest{h}")
+        done = Signal(nodes, name=f"a2a_done{h}")           # destinations fully sent
+        left = Signal(range(nodes + 1), name=f"a2a_left{h}")
+        waiting = Signal(name=f"a2a_waiting{h}")            # the entry's read is in flight
+        held = Signal(name=f"a2a_held{h}")                  # the entry is here, chunk unsent
+        entry = Signal(entry_layout(), name=f"a2a_entry{h}")
+        owed = Signal(range(ici.max_packet + 1), name=f"a2a_owed{h}")  # data beats to pass on
+
+        # The read port answers the chunk's data flits first, then the next entry.
+        m.d.comb += [out.payload.eq(read_data.payload),
+                     out.valid.eq(active & read_data.valid & (owed != 0)),
+                     read_data.ready.eq(active & Mux(owed != 0, out.ready, waiting))]
+        with m.If(out.valid & out.ready):
+            m.d.sync += owed.eq(owed - 1)
+        with m.If(active & waiting & (owed == 0) & read_data.valid):
+            m.d.sync += [entry.eq(read_data.payload[:len(entry.as_value())]),
+                         waiting.eq(0), held.eq(1)]
+
+        unwrapped = Signal(range(3 * nodes), name=f"a2a_unwrapped{h}")
+        target = Signal(range(nodes), name=f"a2a_target{h}")
+        m.d.comb += [unwrapped.eq(me + step + h * (nodes // 2)),
+                     target.eq(Mux(unwrapped >= 2 * nodes, unwrapped - 2 * nodes,
+                                   Mux(unwrapped >= nodes, unwrapped - nodes, unwrapped)))]
+        with m.If(active & (left != 0) & ~waiting & ~held & (remaining == 0)):
+            with m.If(step >= nodes):
+                m.d.sync += [step.eq(0), rnd.eq(rnd + 1)]
+            with m.Elif(done.bit_select(target, 1)):
+                m.d.sync += step.eq(step + 1)
+            with m.Else():
+                m.d.sync += [dest.eq(target), remaining.eq(1), waiting.eq(1),
+                             read.payload.address.eq(desc.address + (target << shift))]
+
+        oversize = entry.bytes > cfg.max_message
+        total = Mux(oversize, 0, entry.bytes)
+        offset = (2 * rnd + h) * chunk
+        rest = Mux(total > offset, total - offset, 0)
+        last = rest <= 2 * chunk
+        size = Mux(rest > chunk, chunk, rest)
+        stride = 1
+        for d, k in enumerate(ici.dims):
+            m.d.comb += cmd.payload.dst[f"c{d}"].eq((dest // stride) % k)
+            stride *= k
         m.d.comb += [
-            cmd.kind.eq(Kind.WRITE), cmd.dst_port.eq(0), cmd.space.eq(desc.space),
-            cmd.address.eq(address), cmd.bytes.eq(count << 2), cmd.fmt.eq(desc.fmt),
-            cmd.op.eq(Mux(reducing, Mux(step == n - 2, Op.ADD_FINAL, Op.ADD), Op.STORE)),
-            cmd.tag.eq(minus), cmd.sem.eq(COLLECTIVE_SEM),
+            cmd.valid.eq(active & held),
+            cmd.payload.kind.eq(Kind.WRITE), cmd.payload.dst_port.eq(0),
+            cmd.payload.space.eq(desc.space), cmd.payload.address.eq(entry.dst_address + offset),
+            cmd.payload.bytes.eq(size), cmd.payload.fmt.eq(desc.fmt),
+            cmd.payload.op.eq(Op.STORE), cmd.payload.tag.eq(Mux(last, A2A_TAG, A2A_PART)),
+            cmd.payload.sem.eq(COLLECTIVE_SEM),
+        ]
+        with m.If(cmd.valid & cmd.ready):
+            flits = (size + cfg.flit_bytes - 1) >> shift
+            m.d.sync += [held.eq(0), step.eq(step + 1), remaining.eq(flits), owed.eq(flits),
+                         read.payload.address.eq(entry.src_address + offset)]
+            with m.If(last):
+                m.d.sync += [done.eq(done | (1 << dest)), left.eq(left - 1)]
+        with m.If(self.start.valid & self.start.ready):
+            m.d.sync += [step.eq(0), rnd.eq(0), done.eq(0), left.eq(nodes),
+                         waiting.eq(0), held.eq(0), owed.eq(0)]
+        sent = (left == 0) & ~waiting & ~held & (owed == 0)
+        # Both directions send an oversized entry's (empty) message: count it once.
+        return sent, cmd.valid & cmd.ready & oversize & (rnd == 0) & (h == 0)
+
+    def _command(self, m, cmd, cur, n, p, step, minus, reducing, address, count, phase, token):
+        """The message of ``step`` in direction ``minus`` (0 +, 1 -) of ``phase`` on ``cmd``,
+        or with ``token`` the direction's ready token (0 bytes, to the other neighbour)."""
+        ici = self._cfg.ici
+        ahead = Mux(p == n - 1, 0, p + 1)
+        behind = Mux(p == 0, n - 1, p - 1)
+        neighbour = Mux(token, ahead, behind) if minus else Mux(token, behind, ahead)
+        for d in range(ici.ndims):
+            m.d.comb += cmd.dst[f"c{d}"].eq(Mux(cur.dim == d, neighbour, self.coords[f"c{d}"]))
+        m.d.comb += [
+            cmd.kind.eq(Kind.WRITE), cmd.dst_port.eq(0), cmd.space.eq(cur.space),
+            cmd.address.eq(address), cmd.bytes.eq(Mux(token, 0, count << 2)),
+            cmd.fmt.eq(cur.fmt),
+            cmd.op.eq(Mux(reducing & ~token, Mux(step == n - 2, Op.ADD_FINAL, Op.ADD),
+                          Op.STORE)),
+            cmd.tag.eq(Mux(token, TOKEN_TAG + minus, (phase << 2) | minus)),
+            cmd.sem.eq(COLLECTIVE_SEM),
         ]

@@ -428,8 +428,9 @@ def all_to_all(sends, dims):
 
 
 def ring_collective(op, fmt, dims, dim, length, grain, buffers):
-    """What every chip's buffer holds after ring collective ``op`` (``reduce_scatter``,
-    ``all_gather`` or ``all_reduce``) of ``fmt`` along ``dim``, each chip starting with the
+    """What every chip's buffer holds after collective ``op`` (``reduce_scatter``,
+    ``all_gather`` or ``all_reduce`` along ``dim``, or ``all_reduce_2d``, ``dim`` unused) of
+    ``fmt``, each chip starting with the
     little-endian bytes ``buffers[node]`` of ``length`` elements (for an all-gather, only its
     own block counts): per node, ``(element offset, bytes)`` of the part the collective
     defines (a reduce-scatter: the node's own block; otherwise the whole buffer)."""
@@ -444,12 +445,14 @@ def ring_collective(op, fmt, dims, dim, length, grain, buffers):
                 for o, p in zip(out, positions, strict=True)]
     if op == "all_reduce":
         out = all_reduce(arrays, dims, dim, fmt, grain)
+    elif op == "all_reduce_2d":
+        out = all_reduce_2d(arrays, dims, fmt, grain)
     elif op == "all_gather":
         out = all_gather([a[starts[p]:starts[p] + blocks[p]]
                           for a, p in zip(arrays, positions, strict=True)], dims, dim, grain)
     else:
         raise ConfigError("op", f"must be one of reduce_scatter, all_gather, all_reduce, "
-                                f"got {op!r}")
+                                f"all_reduce_2d, got {op!r}")
     return [(0, np.asarray(o).view(np.uint32).tobytes()) for o in out]
 
 

@@ -10,12 +10,15 @@ buffers bit for bit, every message's bytes and completions, and nothing else wri
 import random
 
 import cocotb
+import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
+from hdl.pod.collective import all_to_all_table
 from hdl.pod.config import LOCAL_PORTS, NO_SEM, REQUEST_PORT, RESPONSE_PORT, PodConfig
 from verification.models.collectives import (
     add_bytes,
+    all_to_all,
     random_elements,
     ring_collective,
 )
@@ -40,6 +43,9 @@ COLLECTIVE_BASE = 0
 """Byte address of the collective buffers; messages use slots above ``MESSAGE_BASE``."""
 MESSAGE_BASE = 0x1000
 SLOT = 0x200
+A2A_SRC, A2A_DST = 0x0000, 0x2000
+"""Byte addresses of the all-to-all's send and receive buffers (8 KiB each in the tests); its
+table follows the receive buffer."""
 PERIOD_NS = 10
 """The testbench's clock period (verification/tb/bench.py's default)."""
 
@@ -158,6 +164,16 @@ class PodBench:
             op=op.upper(), dim=dim, fmt=fmt.upper(), space="VMEM", address=address,
             length=length)])
 
+    def all_to_all(self, chip, table_address):
+        self.src[chip]["collective"].send([self.ports["collective"].pack(
+            op="ALL_TO_ALL", space="VMEM", address=table_address, length=self.chips)])
+
+    def write_table(self, chip, address, entries):
+        """Queue host writes of an all-to-all table (one entry per flit)."""
+        self.write(chip, address, b"".join(
+            (e["src_address"] | e["dst_address"] << 32 | e["bytes"] << 64).to_bytes(
+                self.fb, "little") for e in entries))
+
     async def collectives_done(self):
         await self.drained()
         await self.until(lambda: not any(int(getattr(self.dut, f"busy__{c}").value)
@@ -199,12 +215,12 @@ async def _run_collective(tb, rng, op, dim, fmt, length):
                              f"{dim}: buffer differs from the golden model")
 
 
-async def _timed_collective(tb, op, dim, fmt, length):
-    """Cycles of ``op`` started on every chip in the same cycle, from the descriptors' handshake
-    to the cycle the last chip's ``busy`` falls (host streams paused)."""
+async def _timed_collective(tb, **descriptor):
+    """Cycles of the collective ``descriptor`` started on every chip in the same cycle, from
+    the descriptors' handshake to the cycle the last chip's ``busy`` falls (host streams
+    paused)."""
     await tb.pause()
-    word = tb.ports["collective"].pack(op=op.upper(), dim=dim, fmt=fmt.upper(), space="VMEM",
-                                       address=COLLECTIVE_BASE, length=length)
+    word = tb.ports["collective"].pack(space="VMEM", **descriptor)
     for c in range(tb.chips):
         getattr(tb.dut, f"collective__{c}__payload").value = word
         getattr(tb.dut, f"collective__{c}__valid").value = 1
@@ -225,35 +241,84 @@ async def _timed_collective(tb, op, dim, fmt, length):
     return round((end - t0) / PERIOD_NS)
 
 
+async def _timed_ring(tb, rng, op, spec, size, check):
+    dims, shift = tb.golden_dims()
+    length = size // 4
+    if check:
+        buffers = [random_elements(rng, spec["fmt"], length) for _ in range(tb.chips)]
+        for c, b in enumerate(buffers):
+            tb.write(c, COLLECTIVE_BASE, b)
+    cycles = await _timed_collective(tb, op=op.upper(), dim=spec["dim"],
+                                     fmt=spec["fmt"].upper(), address=COLLECTIVE_BASE,
+                                     length=length)
+    if check:
+        expect = ring_collective(op, spec["fmt"], dims, spec["dim"] + shift, length,
+                                 tb.fb // 4, buffers)
+        for c, (offset, want) in enumerate(expect):
+            got = await tb.read(c, COLLECTIVE_BASE + 4 * offset, len(want))
+            assert got == want, f"chip {c}: {op} of {size} B differs from the golden model"
+    return cycles
+
+
+async def _timed_all_to_all(tb, rng, size, check):
+    """An all-to-all of ``size`` bytes per chip, ``size / chips`` to each chip (uniform):
+    send buffer at 0, receive buffer at ``size``, tables after it."""
+    sizes = [[size // tb.chips] * tb.chips for _ in range(tb.chips)]
+    sends = _load_all_to_all(tb, rng, sizes, 0, size, 2 * size, random_data=check)
+    cycles = await _timed_collective(tb, op="ALL_TO_ALL", address=2 * size, length=tb.chips)
+    if check:
+        await _check_all_to_all(tb, sizes, sends, size)
+    return cycles
+
+
+def _load_all_to_all(tb, rng, sizes, src_base, dst_base, table_base, *, random_data=True):
+    """Queue the host writes of an all-to-all: every chip's messages (random bytes, or
+    nothing) and its table; returns the messages, ``sends[src][dst]``."""
+    tables, _ = all_to_all_table(sizes, tb.fb, src_base, dst_base)
+    sends = [[rng.randbytes(b) if random_data else bytes(b) for b in row] for row in sizes]
+    for c in range(tb.chips):
+        if random_data:
+            for msg, entry in zip(sends[c], tables[c], strict=True):
+                tb.write(c, entry["src_address"], msg)
+        tb.write_table(c, table_base, tables[c])
+    return sends
+
+
+async def _check_all_to_all(tb, sizes, sends, dst_base, before=None):
+    """Every chip's receive buffer holds the golden model's messages in their slots and, given
+    ``before`` (what each held before), nothing else changed."""
+    dims, _ = tb.golden_dims()
+    received = all_to_all([[np.frombuffer(m, np.uint8) for m in row] for row in sends], dims)
+    _, landing = all_to_all_table(sizes, tb.fb, 0, dst_base)
+    for d in range(tb.chips):
+        slots = [(landing[d][s] - dst_base, sizes[s][d]) for s in range(tb.chips)]
+        end = max(first + n for first, n in slots)
+        got = await tb.read(d, dst_base, end)
+        want = bytearray(before[d][:end] if before else got)
+        for s, (first, n) in enumerate(slots):
+            want[first:first + n] = received[d][s].tobytes()
+        assert got == bytes(want), f"chip {d}: all-to-all receive buffer differs"
+
+
 @measurement
 @cocotb.test()
 async def measure_collectives(dut):
-    """Cycles of ring collectives (spec ``ops``, ``sizes`` in bytes per chip, ``dim``,
-    ``fmt``) started on every chip at once; every run with a buffer of at most ``verify``
-    bytes is loaded with random data and checked against the golden model (the RTL's timing
-    does not depend on the data)."""
+    """Cycles of collectives (spec ``ops``, ``sizes`` in bytes per chip, ``dim``, ``fmt``;
+    ``all_to_all`` uniform at ``a2a_sizes`` bytes sent per chip) started on every chip at
+    once; every run of at most ``verify`` bytes per chip is loaded with random data and
+    checked against the golden model (the RTL's timing does not depend on the data)."""
     spec = perf_spec()
     tb = PodBench(dut)
     await tb.start(clock_impl="gpi")
     rng = new_rng()
-    dims, shift = tb.golden_dims()
-    grain = tb.fb // 4
     rows = []
     for op in spec["ops"]:
-        for size in spec["sizes"]:
-            length = size // 4
+        for size in spec["a2a_sizes" if op == "all_to_all" else "sizes"]:
             check = size <= spec["verify"]
-            if check:
-                buffers = [random_elements(rng, spec["fmt"], length) for _ in range(tb.chips)]
-                for c, b in enumerate(buffers):
-                    tb.write(c, COLLECTIVE_BASE, b)
-            cycles = await _timed_collective(tb, op, spec["dim"], spec["fmt"], length)
-            if check:
-                expect = ring_collective(op, spec["fmt"], dims, spec["dim"] + shift, length,
-                                         grain, buffers)
-                for c, (offset, want) in enumerate(expect):
-                    got = await tb.read(c, COLLECTIVE_BASE + 4 * offset, len(want))
-                    assert got == want, f"chip {c}: {op} of {size} B differs from the golden model"
+            if op == "all_to_all":
+                cycles = await _timed_all_to_all(tb, rng, size, check)
+            else:
+                cycles = await _timed_ring(tb, rng, op, spec, size, check)
             dut._log.info(f"{op} {size} B per chip: {cycles} cycles"
                           + (" (checked)" if check else ""))
             rows.append({"op": op, "bytes": size, "cycles": cycles, "checked": check})
@@ -267,25 +332,26 @@ def _dims_to_test(tb):
 
 @cocotb.test()
 async def test_collectives(dut):
-    """Reduce-scatter, all-gather and all-reduce in int32 and fp32 along every dimension, at
-    lengths from one element to pieces of several packets (uneven splits, empty pieces),
-    each chip starting at a random cycle, every flow of idle and backpressure: every chip's
-    buffer bit-exactly as the golden model's, no error, drop or sequence error anywhere."""
+    """Reduce-scatter, all-gather and all-reduce in int32 and fp32 along every dimension (and
+    on a 2-D pod the 2-D all-reduce), at lengths from one element to pieces of several
+    packets (uneven splits, empty pieces), each chip starting at a random cycle, every flow
+    of idle and backpressure: every chip's buffer bit-exactly as the golden model's, no
+    error, drop or sequence error anywhere."""
     tb = PodBench(dut)
     await tb.start()
     rng = new_rng()
     packet_elems = tb.cfg.endpoint.packet_bytes // 4
     lengths = [1, 7, 37, 101, 4 * tb.chips * packet_elems + 5]
-    case = 0
-    for dim in _dims_to_test(tb):
-        for op in OPS:
-            for fmt in ("int32", "fp32"):
-                for length in lengths:
-                    flow = FLOWS[case % len(FLOWS)]
-                    case += 1
-                    tb.flow(flow)
-                    dut._log.info(f"{op} {fmt} dim {dim} length {length} flow {flow}")
-                    await _run_collective(tb, rng, op, dim, fmt, length)
+    cases = [(op, dim) for dim in _dims_to_test(tb) for op in OPS]
+    if len(_dims_to_test(tb)) == 2:
+        cases.append(("all_reduce_2d", 0))
+    for k, (op, dim, fmt, length) in enumerate((op, dim, fmt, length) for op, dim in cases
+                                               for fmt in ("int32", "fp32")
+                                               for length in lengths):
+        flow = FLOWS[k % len(FLOWS)]
+        tb.flow(flow)
+        dut._log.info(f"{op} {fmt} dim {dim} length {length} flow {flow}")
+        await _run_collective(tb, rng, op, dim, fmt, length)
     counters = tb.counters()
     assert counters == {**counters, "dropped": 0, "seq_errors": 0, "errors": 0,
                         "net_dropped": 0}, counters
@@ -388,18 +454,66 @@ async def test_collective_with_traffic(dut):
     assert tb.counters()["errors"] == 0
 
 
+def _all_to_all_cases(tb, rng):
+    """Sizes matrices (bytes, ``sizes[src][dst]``): uniform, ragged with zeros, skewed (one
+    pair several packets, the rest a few bytes or nothing, one chip sending nothing), all
+    zero."""
+    n, packet = tb.chips, tb.cfg.endpoint.packet_bytes
+    ragged = [[0 if rng.random() < 0.3 else rng.randrange(1, 400) for _ in range(n)]
+              for _ in range(n)]
+    skewed = [[rng.choice([0, 1, 5, 16]) for _ in range(n)] for _ in range(n)]
+    skewed[0][n - 1] = 4000
+    skewed[n // 2] = [0] * n
+    return {"uniform": [[packet + 20] * n for _ in range(n)], "ragged": ragged,
+            "skewed": skewed, "zeros": [[0] * n for _ in range(n)]}
+
+
+@cocotb.test()
+async def test_all_to_all(dut):
+    """Ragged all-to-all among every chip of the pod (self included) from each chip's table:
+    uniform, ragged with zero sizes, skewed and all-zero matrices, partial flits, each chip
+    starting at a random cycle under every flow: every chip's receive buffer holds the
+    golden model's messages in their slots and nothing else changed."""
+    tb = PodBench(dut)
+    await tb.start()
+    rng = new_rng()
+    table = tb.cfg.memory_words * tb.fb - tb.chips * tb.fb
+    for k, (name, sizes) in enumerate(_all_to_all_cases(tb, rng).items()):
+        flow = FLOWS[k % len(FLOWS)]
+        tb.flow(flow)
+        dut._log.info(f"all-to-all {name} flow {flow}: {sizes}")
+        before = [rng.randbytes(table - A2A_DST) for _ in range(tb.chips)]
+        for c in range(tb.chips):
+            tb.write(c, A2A_DST, before[c])
+        sends = _load_all_to_all(tb, rng, sizes, A2A_SRC, A2A_DST, table)
+        await tb.drained()
+        for c in rng.sample(range(tb.chips), tb.chips):
+            await ClockCycles(tb.dut.clk, rng.randrange(20))
+            tb.all_to_all(c, table)
+        await tb.collectives_done()
+        await _check_all_to_all(tb, sizes, sends, A2A_DST, before)
+    counters = tb.counters()
+    assert counters == {**counters, "dropped": 0, "seq_errors": 0, "errors": 0,
+                        "net_dropped": 0}, counters
+    assert not any(tb.completions(c) for c in range(tb.chips)), "completions to the host"
+
+
 @cocotb.test()
 async def test_bad_input(dut):
     """Bad requests are counted and dropped, and the pod goes on: a message of a response
-    kind, a descriptor of an unknown op, a host read of HBM (answered with zeros) and a
-    remote write past the memory; then a collective is still exact."""
+    kind, a descriptor of an unknown op, an all-to-all of the wrong length, a host read of
+    HBM (answered with zeros) and a remote write past the memory; then a collective is still
+    exact."""
     tb = PodBench(dut)
     await tb.start()
     rng = new_rng()
     tb.flow("random_random")
     tb.message(0, kind="ACK", dst=tb.dst(1 % tb.chips))
     tb.message(0, kind="READ_DATA", dst=tb.dst(1 % tb.chips), bytes=16)
-    tb.src[0]["collective"].send([tb.ports["collective"].pack(op=3, length=4, space="VMEM")])
+    tb.src[0]["collective"].send([tb.ports["collective"].pack(op=7, length=4, space="VMEM")])
+    tb.src[0]["collective"].send([tb.ports["collective"].pack(op="ALL_TO_ALL",
+                                                               length=tb.chips + 1,
+                                                               space="VMEM")])
     await tb.drained()
     assert await tb.read(0, 0, 16, space="HBM") == bytes(16)
     tb.message(0, kind="WRITE", dst=tb.dst(tb.chips - 1), space="VMEM",
@@ -407,10 +521,10 @@ async def test_bad_input(dut):
                reply_address=0)
     await tb.drained()
     await tb.until(lambda: len(tb.snk[tb.chips - 1]["done"].beats) == 1, "bad write completes")
-    assert tb.counters()["errors"] == 5, tb.counters()
+    assert tb.counters()["errors"] == 6, tb.counters()
     await _run_collective(tb, rng, "all_reduce", _dims_to_test(tb)[0], "int32", 37)
     counters = tb.counters()
-    assert counters == {**counters, "dropped": 0, "seq_errors": 0, "errors": 5}, counters
+    assert counters == {**counters, "dropped": 0, "seq_errors": 0, "errors": 6}, counters
 
 
 @only_if(lambda p: p["faults"])
