@@ -340,42 +340,104 @@ MXU_ROWS = [{"format": "int8", "rows": 8, "cols": 8, "m": 256, "k": 32, "n": 32,
              "cycles": 4148, "utilization": 0.987},
             {"format": "bfloat16", "rows": 16, "cols": 16, "m": 256, "k": 64, "n": 64,
              "cycles": 4148, "utilization": 0.987}]
-HBM_ROWS = [{"pattern": "seq_read", "efficiency": 0.998, "bound": 1.0},
-            {"pattern": "rand_read", "efficiency": 0.481, "bound": 0.5},
-            {"pattern": "stream", "efficiency": 0.976, "bound": 1.0}]
+# Rows in the schemas the benchmarks write (sim/tensorcore_perf.py, sim/hbm_perf.py,
+# sim/ici_perf.py, sim/pod_perf.py), cut down to the keys that matter and a few others.
+TENSORCORE_ROWS = [
+    {"m": 512, "k": 512, "n": 512, "format": "bfloat16", "rows": 16, "cols": 16,
+     "cycles": 534539, "utilization": 0.981, "roofline": 1.0, "roofline_fraction": 0.981},
+    {"m": 1024, "k": 1024, "n": 1024, "format": "int8", "rows": 16, "cols": 16,
+     "cycles": 4213052, "utilization": 0.9956, "roofline": 1.0, "roofline_fraction": 0.9956},
+    {"m": 1024, "k": 1024, "n": 1024, "format": "bfloat16", "rows": 16, "cols": 16,
+     "cycles": 4218931, "utilization": 0.9942, "roofline": 1.0, "roofline_fraction": 0.9942}]
+HBM_ROWS = [{"pattern": "seq_read", "preset": "HBM2-2000", "efficiency": 0.923, "bound": 0.933},
+            {"pattern": "rand_read", "preset": "HBM2-2000", "efficiency": 0.446, "bound": 0.467},
+            {"pattern": "stream", "preset": "HBM2-2000", "efficiency": 0.839, "bound": 0.933}]
 ICI_ROWS = [{"dims": [4, 4], "vcs": 4, "packet_flits": 4, "saturation": 0.734, "ideal": 1.0,
-             "zero_load_latency": 11.2},
-            {"dims": [8, 8], "vcs": 4, "packet_flits": 4, "saturation": 0.504, "ideal": 1.0,
-             "zero_load_latency": 15.2},
+             "zero_load_latency": 11.2, "points": []},
+            {"dims": [8, 8], "vcs": 4, "packet_flits": 4, "saturation": 0.52, "ideal": 1.0,
+             "zero_load_latency": 15.2, "points": []},
             {"dims": [8, 8], "vcs": 2, "packet_flits": 4, "saturation": 0.443, "ideal": 1.0,
-             "zero_load_latency": 15.2}]
+             "zero_load_latency": 15.2, "points": []}]
+
+
+def busbw_row(collective, topology, chips, size, efficiency):
+    return {"collective": collective, "topology": topology, "chips": chips, "ring": 4,
+            "bytes_per_chip": size, "cycles": 100, "busbw": 32 * efficiency,
+            "link_bound": 32.0, "efficiency": efficiency, "checked": True}
+
+
+COLLECTIVES = {
+    "busbw": [busbw_row("all_reduce", "1x4", 4, 1024, 0.47),
+              busbw_row("all_reduce", "1x4", 4, 1 << 20, 0.93),
+              busbw_row("reduce_scatter", "4x4", 16, 1 << 20, 0.91),
+              busbw_row("all_reduce", "4x4", 16, 1 << 20, 0.9),
+              busbw_row("all_reduce", "4x4", 16, 1 << 14, 0.8)],
+    "alpha_beta": [{"topology": "1x4", "collective": "all_reduce", "alpha_cycles": 6.0,
+                    "per_hop_cycles": 2, "bytes_per_cycle": 30.0, "link_bytes_per_cycle": 16,
+                    "worst_error": 0.01, "errors": {}, "crossover_bytes": 1016},
+                   {"topology": "4x4", "collective": "reduce_scatter", "alpha_cycles": 9.0,
+                    "per_hop_cycles": 2, "bytes_per_cycle": 29.0, "link_bytes_per_cycle": 16,
+                    "worst_error": 0.02, "errors": {}, "crossover_bytes": 1100},
+                   {"topology": "4x4", "collective": "all_reduce", "alpha_cycles": 8.0,
+                    "per_hop_cycles": 2, "bytes_per_cycle": 29.5, "link_bytes_per_cycle": 16,
+                    "worst_error": 0.02, "errors": {}, "crossover_bytes": 1050}],
+    "cost": [{"topology": "1x4", "build_seconds": 150.0, "run_seconds": 5.0, "cycles": 1950}]}
+"""A small collectives.json as sim/pod_perf.py writes it: tables busbw, alpha_beta, cost."""
 
 
 def test_calibration_from_present_files(tmp_path):
-    write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
+    write_results(tmp_path, "tensorcore", {"gemm": TENSORCORE_ROWS})
     write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
     write_results(tmp_path, "ici", {"saturation": ICI_ROWS})
-    write_results(tmp_path, "collectives", {
-        "busbw": [{"collective": "all_reduce", "topology": "1x4", "chips": 4,
-                   "bytes_per_chip": 1024, "efficiency": 0.7},
-                  {"collective": "all_reduce", "topology": "1x4", "chips": 4,
-                   "bytes_per_chip": 65536, "efficiency": 0.9},
-                  {"collective": "all_to_all", "topology": "2x2", "chips": 4,
-                   "bytes_per_chip": 65536, "efficiency": 0.6}],
-        "alpha_beta": [{"topology": "1x4", "alpha_cycles": 30, "per_hop_cycles": 4,
-                        "bytes_per_cycle": 8}]})
+    write_results(tmp_path, "collectives", COLLECTIVES)
     terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
-    assert terms["mxu"].value == pytest.approx(4096 / 4148)
-    assert "mxu.json, utilization row 2: bfloat16 16x16" in terms["mxu"].source
-    assert terms["hbm"].value == 0.976 and "row 2: stream" in terms["hbm"].source
-    assert terms["ici_collective"].value == 0.9 and "busbw row 1" in terms[
-        "ici_collective"].source
-    assert terms["ici_all_to_all"].value == 0.6
-    assert terms["ici_hop_latency"].value == pytest.approx(4 * 8 / 100e9)
+    # The largest bfloat16 GEMM, not the (larger-utilization) int8 one.
+    assert terms["mxu"].value == 0.9942
+    assert terms["mxu"].origin == "tensorcore.json, gemm row 2"
+    assert terms["hbm"].value == 0.839 and terms["hbm"].origin == "hbm.json, patterns row 2"
+    # The largest all-reduce on the largest pod: 1 MiB per chip on the 4x4.
+    assert terms["ici_collective"].value == 0.9
+    assert terms["ici_collective"].origin == "collectives.json, busbw row 3"
+    # No all-to-all in collectives.json: uniform random saturation on the largest network.
+    assert terms["ici_all_to_all"].value == 0.52
+    assert terms["ici_all_to_all"].origin == "ici.json, saturation row 1"
+    # (8 + 2) cycles per ring step on the 4x4's all-reduce, a cycle being 16 B of a 100 GB/s
+    # link: 1.6 ns, on top of the published 1 us of the physical link.
+    assert terms["ici_hop_latency"].value == pytest.approx(1e-6 + 10 * 16 / 100e9)
+    assert terms["ici_hop_latency"].origin == "collectives.json, alpha_beta row 2"
     assert all(t.measured for n, t in terms.items() if n != "dcn")
+    assert not terms["dcn"].measured
     sys_ = presets.system("podium", results=tmp_path)
-    assert sys_.efficiency.mxu == pytest.approx(4096 / 4148)
-    assert sys_.efficiency.source("hbm").startswith("measured (hbm.json")
+    assert sys_.efficiency.ici_collective == 0.9
+    assert sys_.chip.ici_hop_latency == pytest.approx(1.0016e-6)
+    assert sys_.efficiency.source("hbm").startswith("measured (hbm.json, patterns row 2:")
+    # The v4 preset takes the same efficiencies, its latency moved to its 45 GB/s link.
+    v4 = calibrate.measured_terms(CHIPS["v4"], tmp_path)
+    assert v4["ici_hop_latency"].value == pytest.approx(1e-6 + 10 * 16 / 45e9)
+
+
+def test_calibration_from_mxu_benchmark(tmp_path):
+    write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    # Streaming bound of the 16x16 array: ceil(64/16) x ceil(64/16) x max(256, 16) = 4096.
+    assert terms["mxu"].value == pytest.approx(4096 / 4148)
+    assert terms["mxu"].origin == "mxu.json, utilization row 2"
+    assert "bfloat16 16x16" in terms["mxu"].source
+
+
+def test_calibration_without_collectives_says_assumed(tmp_path):
+    write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    for name in ("ici_collective", "ici_hop_latency"):
+        assert not terms[name].measured
+        assert terms[name].source.startswith("assumed")
+        assert "collectives.json not found" in terms[name].source
+    assert terms["ici_hop_latency"].value == CHIPS["v6e"].ici_hop_latency
+    write_results(tmp_path, "collectives", {"busbw": [busbw_row("all_gather", "1x4", 4, 1024,
+                                                                0.5)]})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    assert "has no all_reduce row" in terms["ici_collective"].source
+    assert "has no table 'alpha_beta'" in terms["ici_hop_latency"].source
 
 
 def test_calibration_without_files_says_assumed(tmp_path):
@@ -389,7 +451,7 @@ def test_calibration_without_files_says_assumed(tmp_path):
 
 def test_calibration_partial_and_tensorcore_preferred(tmp_path):
     write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
-    write_results(tmp_path, "hbm", {"other": HBM_ROWS})
+    write_results(tmp_path, "hbm", {"other": HBM_ROWS})  # the table under another name
     write_results(tmp_path, "ici", {"saturation": [{"dims": [4, 4], "vcs": 2}]})
     write_results(tmp_path, "tensorcore", {"gemm": [
         {"m": 64, "k": 64, "n": 64, "format": "int8", "cycles": 900, "mxu_busy_fraction": 0.9,
@@ -405,7 +467,7 @@ def test_calibration_partial_and_tensorcore_preferred(tmp_path):
 
 def test_calibration_follows_file_changes(tmp_path):
     write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
-    assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.976
+    assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.839
     write_results(tmp_path, "hbm", {"patterns": [{"pattern": "stream", "efficiency": 0.5}]})
     assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.5
 
