@@ -281,8 +281,9 @@ def test_layout_mismatches_are_refused():
 # ---------------------------------------------------------------------------------------
 # Properties
 
-PROPERTY = settings(max_examples=60, deadline=None, database=None)
-"""Hypothesis settings of every property: no example database written into the tree."""
+PROPERTY = settings(max_examples=60, deadline=None, database=None, print_blob=True)
+"""Hypothesis settings of every property: no example database written into the tree; a
+failure prints its falsifying example and the blob that reproduces it."""
 SLICE_COUNTS = st.integers(1, 40)
 WORKLOADS = st.sampled_from(["gpt3-175b", "llama2-70b", "mixtral-8x7b"])
 CHIP_NAMES = st.sampled_from(["v6e", "v5e", "v5p"])
@@ -624,6 +625,22 @@ def test_cli_run_training():
     assert r.returncode == 0, r.stderr
     assert "exposed DCN" in r.stdout and "weak-scaling efficiency against 4" in r.stdout
     assert "94.00%" in r.stdout
+
+
+def test_cli_run_palm_with_measured_collectives(tmp_path):
+    write_results(tmp_path, "collectives", COLLECTIVES)
+    r = run_cli("run", "--preset", "v4", "--measured", "--slices", "2", "--workload",
+                "palm-540b", "--results", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    measured = json.loads(r.stdout)
+    r = run_cli("run", "--preset", "v4", "--slices", "2", "--workload", "palm-540b")
+    assert r.returncode == 0, r.stderr
+    assert "after the backward pass: exposed" in r.stdout and "12, 16, 16" in r.stdout
+    # The all-reduces at 90% of the link bound: the exposed tensor-parallel time grows 1/0.9.
+    sys_ = presets.system("v4", slices=2, slice_=presets.PALM_SLICE)
+    datasheet = training_step(sys_, presets.training("palm-540b", sys_))
+    assert measured["tensor"] == pytest.approx(datasheet.tensor / 0.9, rel=1e-3)
+    assert measured["mfu"] < datasheet.mfu
 
 
 def test_cli_run_json_and_inference(tmp_path):
