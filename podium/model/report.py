@@ -143,8 +143,8 @@ def _palm(results):
         sys = system("v4", slices=2, slice_=PALM_SLICE, measured=measured, results=results)
         work = training("palm-540b", sys)
         costs = training_costs(sys, work)
-        for overlap, note in ((fit.overlap, "fitted on Trillium"), (0.0, "none (sensitivity)"),
-                              (1.0, "full (sensitivity)")):
+        for overlap, note in ((fit.overlap, "fitted on Trillium"), (0.0, "none: a sensitivity"),
+                              (1.0, "full: a sensitivity")):
             st = costs.step(overlap=overlap, dcn_latency=fit.dcn_latency)
             rows.append({"preset": _label("v4", measured), "overlap": overlap,
                          "overlap_from": note, "recompute": work.recompute, "mfu": st.mfu,
