@@ -10,20 +10,23 @@ is not valid JSON is an error.
 
 Terms and where they come from:
 
-- ``mxu``: ``tensorcore.json`` table ``gemm`` (``roofline_fraction`` of the largest GEMM) when
-  present, else ``mxu.json`` table ``utilization``: the streaming bound
-  ceil(K/R) ceil(N/C) max(M, R) over the measured cycles, on the largest array measured
-  (tile quantization is modelled per GEMM, so only the pipeline loss is taken).
+- ``mxu``: ``tensorcore.json`` table ``gemm`` (``roofline_fraction``: measured cycles of a GEMM
+  from HBM against its roofline; bfloat16 rows first, the largest GEMM) when present, else
+  ``mxu.json`` table ``utilization``: the streaming bound ceil(K/R) ceil(N/C) max(M, R) over
+  the measured cycles, on the largest array measured (tile quantization is modelled per GEMM,
+  so only the pipeline loss is taken).
 - ``hbm``: ``hbm.json`` table ``patterns``, row ``stream`` (else ``seq_read``): every modelled
   HBM access is a long sequential stream (weights, activations, KV cache).
-- ``ici_collective``: ``collectives.json`` table ``busbw``: the efficiency of the largest
-  all-reduce measured.
+- ``ici_collective``: ``collectives.json`` (``sim/pod_perf.py``) table ``busbw``: the
+  ``efficiency`` (NCCL bus bandwidth over the link bound) of the largest all-reduce measured.
 - ``ici_all_to_all``: ``collectives.json`` all-to-all rows when present, else ``ici.json``
   table ``saturation``: saturation / ideal of uniform random traffic (an all-to-all's pattern)
   on the largest network, most VCs, longest packets.
-- ``ici_hop_latency``: ``collectives.json`` table ``alpha_beta`` (the row of the largest
-  topology): per-hop cycles times the RTL's bytes per cycle, i.e. the latency expressed as
-  bytes of transfer, moved to the preset's link bandwidth.
+- ``ici_hop_latency``: ``collectives.json`` table ``alpha_beta`` (the largest topology, its
+  all-reduce): the RTL's cycles per ring step (``alpha_cycles`` + ``per_hop_cycles``) moved to
+  the preset's link (a cycle lasts ``link_bytes_per_cycle`` / link bandwidth, so the latency
+  keeps its measured size in bytes of transfer), added to the published hop latency of the
+  physical link (SerDes and wire), which the RTL does not model.
 - ``dcn``: Podium has no data-center network: always assumed.
 """
 
@@ -43,14 +46,20 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 @dataclass(frozen=True)
 class Term:
-    """One calibrated quantity and where it came from."""
+    """One calibrated quantity and where it came from: ``origin`` names the file, table and
+    row of a measured term ("" when assumed), ``source`` says what was taken and why."""
 
     value: float
     source: str
+    origin: str = ""
 
     @property
     def measured(self):
-        return self.source.startswith("measured")
+        return bool(self.origin)
+
+
+def _measured(value, origin, what):
+    return Term(value, f"measured ({origin}: {what})", origin)
 
 
 def load_tables(directory, benchmark):
@@ -116,12 +125,15 @@ def _fraction(value):
 
 
 def _mxu(directory):
-    rows, why_tc = _rows(directory, "tensorcore", "gemm", ("m", "k", "n", "roofline_fraction"))
+    rows, why_tc = _rows(directory, "tensorcore", "gemm",
+                         ("format", "m", "k", "n", "roofline_fraction"))
     if rows:
-        i, r = max(rows, key=lambda ir: ir[1]["m"] * ir[1]["k"] * ir[1]["n"])
-        return Term(_fraction(r["roofline_fraction"]),
-                    f"measured (tensorcore.json, gemm row {i}: {r['m']}x{r['k']}x{r['n']} "
-                    f"{r.get('format', '')}, roofline fraction)")
+        # The model moves bfloat16: its rows first, then the largest GEMM (least fill/drain).
+        i, r = max(rows, key=lambda ir: (ir[1]["format"] == "bfloat16",
+                                         ir[1]["m"] * ir[1]["k"] * ir[1]["n"]))
+        return _measured(_fraction(r["roofline_fraction"]), f"tensorcore.json, gemm row {i}",
+                         f"{r['m']}x{r['k']}x{r['n']} {r['format']} GEMM from HBM, measured "
+                         f"cycles against the roofline")
     rows, why = _rows(directory, "mxu", "utilization",
                       ("format", "rows", "cols", "m", "k", "n", "cycles"))
     if not rows:
@@ -129,15 +141,14 @@ def _mxu(directory):
 
     def rank(ir):
         r = ir[1]
-        return (r["rows"] * r["cols"], r["m"] * r["k"] * r["n"], r["format"] == "bfloat16")
+        return (r["rows"] * r["cols"], r["format"] == "bfloat16", r["m"] * r["k"] * r["n"])
 
     i, r = max(rows, key=rank)
     streaming = (math.ceil(r["k"] / r["rows"]) * math.ceil(r["n"] / r["cols"])
                  * max(r["m"], r["rows"]))
-    return Term(_fraction(streaming / r["cycles"]),
-                f"measured (mxu.json, utilization row {i}: {r['format']} "
-                f"{r['rows']}x{r['cols']}, {r['m']}x{r['k']}x{r['n']}, {r['cycles']} cycles "
-                f"against a streaming bound of {streaming})")
+    return _measured(_fraction(streaming / r["cycles"]), f"mxu.json, utilization row {i}",
+                     f"{r['format']} {r['rows']}x{r['cols']}, {r['m']}x{r['k']}x{r['n']}, "
+                     f"{r['cycles']} cycles against a streaming bound of {streaming}")
 
 
 def _hbm(directory):
@@ -146,8 +157,9 @@ def _hbm(directory):
     for pattern in ("stream", "seq_read"):
         if pattern in by_pattern:
             i, r = by_pattern[pattern]
-            return Term(_fraction(r["efficiency"]),
-                        f"measured (hbm.json, patterns row {i}: {pattern})")
+            return _measured(_fraction(r["efficiency"]), f"hbm.json, patterns row {i}",
+                             f"{pattern}{', ' + r['preset'] if 'preset' in r else ''}, "
+                             f"achieved / peak data-bus bandwidth")
     return Term(1.0, f"assumed: 1.0 ({why or 'hbm.json has no stream or seq_read row'})")
 
 
@@ -163,18 +175,20 @@ def _collectives(directory):
     ring = _largest(rows, "all_reduce")
     if ring:
         i, r = ring
-        ring_term = Term(_fraction(r["efficiency"]),
-                         f"measured (collectives.json, busbw row {i}: all_reduce "
-                         f"{r['topology']}, {r['bytes_per_chip']} B per chip)")
+        ring_term = _measured(_fraction(r["efficiency"]), f"collectives.json, busbw row {i}",
+                              f"all_reduce on the {r['topology']} pod, "
+                              f"{r['bytes_per_chip']} B per chip, NCCL busbw / link bound")
     else:
-        ring_term = Term(1.0, f"assumed: 1.0 ({why or 'collectives.json has no all_reduce'}"
-                              f"; no ring collective measured on the RTL pod yet)")
+        why = why or "collectives.json table 'busbw' has no all_reduce row"
+        ring_term = Term(1.0, f"assumed: 1.0 ({why}; the pod benchmark, python -m sim.bench "
+                              f"pod, writes it)")
     a2a = _largest(rows, "all_to_all")
     if a2a:
         i, r = a2a
-        return ring_term, Term(_fraction(r["efficiency"]),
-                               f"measured (collectives.json, busbw row {i}: all_to_all "
-                               f"{r['topology']}, {r['bytes_per_chip']} B per chip)")
+        return ring_term, _measured(_fraction(r["efficiency"]),
+                                    f"collectives.json, busbw row {i}",
+                                    f"all_to_all on the {r['topology']} pod, "
+                                    f"{r['bytes_per_chip']} B per chip")
     rows, why_ici = _rows(directory, "ici", "saturation",
                           ("dims", "vcs", "packet_flits", "saturation", "ideal"))
     if not rows:
@@ -186,10 +200,10 @@ def _collectives(directory):
 
     i, r = max(rows, key=rank)
     dims = "x".join(str(d) for d in r["dims"])
-    return ring_term, Term(_fraction(r["saturation"] / r["ideal"]),
-                           f"measured (ici.json, saturation row {i}: {dims}, {r['vcs']} VCs, "
-                           f"{r['packet_flits']}-flit packets, uniform random saturation / "
-                           f"ideal)")
+    return ring_term, _measured(_fraction(r["saturation"] / r["ideal"]),
+                                f"ici.json, saturation row {i}",
+                                f"{dims} torus, {r['vcs']} VCs, {r['packet_flits']}-flit "
+                                f"packets, uniform random saturation / ideal")
 
 
 def _topology_chips(topology):
@@ -201,17 +215,24 @@ def _topology_chips(topology):
 
 def _hop_latency(directory, chip):
     rows, why = _rows(directory, "collectives", "alpha_beta",
-                      ("topology", "per_hop_cycles", "bytes_per_cycle"))
+                      ("collective", "topology", "alpha_cycles", "per_hop_cycles",
+                       "link_bytes_per_cycle"))
+    published = chip.ici_hop_latency
     if not rows:
-        return Term(chip.ici_hop_latency,
-                    f"assumed: {chip.ici_hop_latency * 1e6:g} us, the published figure "
-                    f"({why}; the RTL has no SerDes, so its router hop is not a chip-to-chip "
-                    f"latency either way)")
-    i, r = max(rows, key=lambda ir: _topology_chips(ir[1]["topology"]))
-    seconds = r["per_hop_cycles"] * r["bytes_per_cycle"] / chip.ici_link_bandwidth
-    return Term(seconds, f"measured (collectives.json, alpha_beta row {i}: "
-                         f"{r['per_hop_cycles']} cycles per hop at {r['bytes_per_cycle']} B per "
-                         f"cycle, scaled to the link bandwidth)")
+        return Term(published,
+                    f"assumed: {published * 1e6:g} us, the published figure ({why}; the RTL "
+                    f"has no SerDes, so its latency is not a chip-to-chip latency)")
+    i, r = max(rows, key=lambda ir: (_topology_chips(ir[1]["topology"]),
+                                     ir[1]["collective"] == "all_reduce"))
+    cycles = r["alpha_cycles"] + r["per_hop_cycles"]
+    rtl = cycles * r["link_bytes_per_cycle"] / chip.ici_link_bandwidth
+    return _measured(published + rtl, f"collectives.json, alpha_beta row {i}",
+                     f"{r['collective']} on the {r['topology']} pod: {r['alpha_cycles']:g} "
+                     f"cycles per ring step + {r['per_hop_cycles']:g} per hop, at "
+                     f"{r['link_bytes_per_cycle']:g} B per cycle of link moved to the preset's "
+                     f"{chip.ici_link_bandwidth / 1e9:g} GB/s link = {rtl * 1e9:.3g} ns, plus "
+                     f"the published {published * 1e6:g} us of the physical link, which the "
+                     f"RTL does not model")
 
 
 def measured_terms(chip, directory=None):

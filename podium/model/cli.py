@@ -148,7 +148,8 @@ def _training_report(args, sys_, work):
             ["tensor-parallel all-reduces", f"{st.tensor:.4f}", "exposed"],
             ["MoE all-to-alls", f"{st.all_to_all:.4f}", "exposed"],
             ["FSDP / data-parallel ICI", f"{st.fsdp_ici:.4f}", "overlappable"],
-            ["DCN all-reduce", f"{st.dcn:.4f}", "overlappable"],
+            ["DCN all-reduce", f"{st.dcn:.4f}", "overlappable" if work.dcn_overlap
+             else "after the backward pass: exposed"],
             ["exposed ICI", f"{st.exposed_ici:.4f}", "in the step"],
             ["exposed DCN", f"{st.exposed_dcn:.4f}", "in the step"],
             ["sync", f"{st.sync:.4f}", "in the step"],

@@ -229,7 +229,8 @@ class TrainingCosts:
     and DCN latency), so that a fit of those terms costs arithmetic only.
 
     ``dcn_bandwidth``: the DCN all-reduce's bandwidth term; ``dcn_steps``: its latency steps
-    (2(N-1) per message); ``sync_ici``: the ICI part of the per-step barrier; ``sync_steps``:
+    (2(N-1) per message); ``dcn_overlap``: whether it can hide under the overlap window (else
+    it is exposed whole); ``sync_ici``: the ICI part of the per-step barrier; ``sync_steps``:
     DCN latencies of the barrier (2 ceil(log2 N), a tree over the slices)."""
 
     chips: int
@@ -239,6 +240,7 @@ class TrainingCosts:
     fsdp_ici: float
     dcn_bandwidth: float
     dcn_steps: float
+    dcn_overlap: bool
     sync_ici: float
     sync_steps: float
     tokens: float
@@ -252,8 +254,10 @@ class TrainingCosts:
         """The step with communication overlapped under ``overlap`` x compute and
         ``dcn_latency`` seconds per DCN ring step."""
         dcn = self.dcn_bandwidth + self.dcn_steps * dcn_latency
-        exposed_fsdp, exposed_dcn = exposed_communication(self.compute, self.fsdp_ici, dcn,
-                                                          overlap)
+        exposed_fsdp, exposed_dcn = exposed_communication(
+            self.compute, self.fsdp_ici, dcn if self.dcn_overlap else 0.0, overlap)
+        if not self.dcn_overlap:
+            exposed_dcn = dcn
         exposed_ici = self.tensor + self.all_to_all + exposed_fsdp
         sync = self.sync_ici + self.sync_steps * dcn_latency
         return TrainingStep(
@@ -339,7 +343,8 @@ def training_costs(system, training, *, tokens=None):
         fsdp_ici=fsdp_ici,
         dcn_bandwidth=dcn_all_reduce_time(system, m.params * ACT_BYTES / system.slice.chips,
                                           messages=0),
-        dcn_steps=2 * (n - 1) * m.layers, sync_ici=2 * _diameter(system.slice)
+        dcn_steps=2 * (n - 1) * (m.layers if training.dcn_overlap else 1),
+        dcn_overlap=training.dcn_overlap, sync_ici=2 * _diameter(system.slice)
         * chip.ici_hop_latency, sync_steps=2 * math.ceil(math.log2(n)), tokens=global_tokens,
         model_flops=m.training_flops_per_token() * global_tokens / system.chips,
         hardware_flops=hardware_flops, peak_flops=chip.peak_flops(),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .checks import check_number
 from .costs import training_costs, weak_scaling_efficiency
-from .hardware import CHIPS, SLICES, System
+from .hardware import CHIPS, SLICES, Efficiency, System
 from .workloads import training_preset
 
 __all__ = ["Fit", "BASE_SLICES", "TARGETS", "fit_two_points", "trillium_fit"]
@@ -70,9 +70,11 @@ def _latency_for(costs, base, overlap, target):
     return (lo + hi) / 2
 
 
-def fit_two_points(chip, slice_, workload, *, base=BASE_SLICES, targets=TARGETS):
+def fit_two_points(chip, slice_, workload, *, efficiency=None, base=BASE_SLICES,
+                   targets=TARGETS):
     """Fit overlap and DCN latency so that ``workload`` (a training preset name) on
-    ``chip`` meets both (slices, efficiency) ``targets`` against ``base`` slices.
+    ``chip`` (with ``efficiency``, default datasheet peaks) meets both (slices, efficiency)
+    ``targets`` against ``base`` slices.
 
     For each overlap on a grid the latency meeting the second target is found by bisection;
     the overlap then meets the first target by bisection between the grid points that
@@ -82,7 +84,8 @@ def fit_two_points(chip, slice_, workload, *, base=BASE_SLICES, targets=TARGETS)
         check_number(f"{name} efficiency", e, lo=0, hi=1, lo_open=True)
 
     def costs(n):
-        sys = System(name=chip.name, chip=chip, slice=slice_, slices=n)
+        sys = System(name=chip.name, chip=chip, slice=slice_, slices=n,
+                     efficiency=efficiency or Efficiency())
         return training_costs(sys, training_preset(workload, chips=slice_.chips, slices=n))
 
     c0, c1, c2 = costs(base), costs(n1), costs(n2)

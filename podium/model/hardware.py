@@ -316,7 +316,11 @@ SLICES = {
     "v6e": Slice.in_pod((16, 16), (16, 16)),
     "v5e": Slice.in_pod((16, 16), (16, 16)),
     "v5p": Slice(dims=(16, 16, 16), wrap=(True, True, True)),
-    "v4": Slice(dims=(16, 16, 16), wrap=(True, True, True)),
+    "v4": Slice.in_pod((16, 16, 16), (16, 16, 16)),
 }
-"""Default slice per chip: a full 16x16 pod for v5e and v6e; a 4096-chip cube for v4 and v5p,
-whose optical switches close every axis of a cube multiple into a ring (Cloud TPU v4 page)."""
+"""Default slice per chip: a full 16x16 pod for v5e and v6e (wraparound on both axes: they
+span the pod); the full 4096-chip v4 pod, a 3-D torus (TPU v4 paper, tpu.md); for v5p a
+4096-chip cube assumed closed into a torus on every axis as v4's optical switches close a
+v4 pod (v5p's pod, 8960 chips, is not in the shared reference). Smaller v4 slices are tori
+only for the shapes of the Cloud TPU v4 page (AxBxC with 2A=B=C or 2A=2B=C, multiples of 4):
+see presets.PALM_SLICE."""

@@ -20,9 +20,11 @@ PRESETS = ("v6e", "v5e", "v5p", "v4", "podium")
 """System presets: the published chips, and "podium" (v6e with measured efficiencies)."""
 
 PALM_SLICE = Slice(dims=(12, 16, 16), wrap=(False, False, False))
-"""PaLM's 3072-chip v4 slices (arXiv 2204.02311: two of them over the DCN). 12x16x16 is not
-one of the v4 torus shapes (AxBxC with 2A=B=C or 2A=2B=C, Cloud TPU v4 page), so the model
-treats it as a mesh."""
+"""PaLM's 3072-chip v4 slices (arXiv 2204.02311: two of them over the DCN; the paper does not
+give their shape). A v4 slice is a torus only for AxBxC with 2A=B=C or 2A=2B=C (Cloud TPU v4
+page): 4A^3 = 3072 and 2A^3 = 3072 have no integer solution, so every 3072-chip slice is a
+mesh. 12x16x16 puts the 12-way tensor group on a whole axis (8x16x24 would cut it from the
+24-long one and make the FSDP group's rings strided), the most favourable layout."""
 
 
 def system(name, *, slices=1, slice_=None, measured=False, results=None):

@@ -5,6 +5,8 @@ plots), each with the published-figure presets beside the Podium-measured one.
 The lead's ``make bench`` runs it as the ``model`` entry; ``podium model report`` too.
 """
 
+import statistics
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -20,8 +22,8 @@ from .costs import (
     unet_images_per_second,
     weak_scaling_efficiency,
 )
-from .fit import BASE_SLICES, TARGETS, trillium_fit
-from .hardware import CHIPS, Efficiency
+from .fit import BASE_SLICES, TARGETS, fit_two_points, trillium_fit
+from .hardware import CHIPS, SLICES, Efficiency
 from .presets import INFERENCE_SLICE, PALM_SLICE, SDXL, inference_preset, system, training
 from .workloads import PALM_HFU, PALM_MFU, TRAINING
 
@@ -97,6 +99,43 @@ def _llama(results, quick):
     return rows
 
 
+def _solve(f, lo, hi, target):
+    """The x in [lo, hi] where the increasing ``f`` reaches ``target`` (bisection); None if
+    ``target`` is outside [f(lo), f(hi)]."""
+    if not f(lo) <= target <= f(hi):
+        return None
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _palm_closers(sys, work):
+    """Each single term that, changed alone from the v4 datasheet preset, would bring the
+    model's MFU down to PaLM's (sensitivities, not fits: what the model would have to be
+    wrong about). MFU rises with every one of them, so each is found by bisection."""
+    def mfu(sys_):
+        return training_step(sys_, work).mfu
+
+    def efficiency(name):
+        return lambda e: mfu(replace(sys, efficiency=replace(sys.efficiency, **{name: e})))
+
+    link = sys.chip.ici_link_bandwidth
+    terms = (
+        ("efficiency.mxu", 1.0, efficiency("mxu"), "MXU cycles at this fraction of the "
+         "streaming bound"),
+        ("efficiency.ici_collective", 1.0, efficiency("ici_collective"), "ring collectives "
+         "at this fraction of the link bound"),
+        ("system.overlap", sys.overlap, lambda o: mfu(replace(sys, overlap=o)), "FSDP "
+         "gathers and reductions hide under this fraction of the compute"),
+        ("chip.ici_link_bandwidth, GB/s", link / 1e9,
+         lambda g: mfu(replace(sys, chip=replace(sys.chip, ici_link_bandwidth=g * 1e9))),
+         "per link and direction"))
+    return [{"term": term, "preset": value, "meaning": meaning,
+             "value_for_published_mfu": _solve(f, 1e-3 * value, value, PALM_MFU)}
+            for term, value, f, meaning in terms]
+
+
 def _palm(results):
     rows = []
     fit = trillium_fit()
@@ -104,17 +143,19 @@ def _palm(results):
         sys = system("v4", slices=2, slice_=PALM_SLICE, measured=measured, results=results)
         work = training("palm-540b", sys)
         costs = training_costs(sys, work)
-        for overlap, note in ((fit.overlap, "fitted on Trillium"), (0.0, "none (sensitivity)"),
-                              (1.0, "full (sensitivity)")):
+        for overlap, note in ((fit.overlap, "fitted on Trillium"), (0.0, "none: a sensitivity"),
+                              (1.0, "full: a sensitivity")):
             st = costs.step(overlap=overlap, dcn_latency=fit.dcn_latency)
             rows.append({"preset": _label("v4", measured), "overlap": overlap,
                          "overlap_from": note, "recompute": work.recompute, "mfu": st.mfu,
                          "hfu": st.hfu, "published_mfu": PALM_MFU, "published_hfu": PALM_HFU,
                          "mfu_error_points": 100 * (st.mfu - PALM_MFU),
                          "hfu_error_points": 100 * (st.hfu - PALM_HFU),
-                         "step_s": st.step, "compute_s": st.compute,
-                         "exposed_ici_s": st.exposed_ici, "tensor_s": st.tensor})
-    return rows
+                         "step_s": st.step, "compute_s": st.compute, "tensor_s": st.tensor,
+                         "fsdp_ici_s": st.fsdp_ici, "exposed_ici_s": st.exposed_ici,
+                         "exposed_dcn_s": st.exposed_dcn})
+    datasheet = system("v4", slices=2, slice_=PALM_SLICE)
+    return rows, _palm_closers(datasheet, training("palm-540b", datasheet))
 
 
 def _breakdowns(results):
@@ -181,10 +222,54 @@ def _inference(results):
     return llama, sdxl
 
 
+def _median_seconds(f, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _speed(results, quick):
+    """Median wall time of one configuration of each kind, from the preset's name to the
+    result (reading the measured results included)."""
+    repeats = 5 if quick else 21
+
+    def step(chip, workload, slices, measured=False, slice_=None):
+        sys = system(chip, slices=slices, measured=measured, results=results, slice_=slice_)
+        return training_step(sys, training(workload, sys))
+
+    def llama():
+        sys = system("v6e", slice_=INFERENCE_SLICE)
+        return inference(sys, inference_preset("llama2-70b"))
+
+    cases = (
+        ("training step: gpt3-175b, v6e datasheet, 24 slices", 1,
+         lambda: step("v6e", "gpt3-175b", 24)),
+        ("training step: gpt3-175b, v6e measured, 24 slices (reads the JSON files)", 1,
+         lambda: step("v6e", "gpt3-175b", 24, measured=True)),
+        ("training step: mixtral-8x7b (MoE), v6e, 12 slices", 1,
+         lambda: step("v6e", "mixtral-8x7b", 12)),
+        ("training step: palm-540b, v4, 2 slices", 1,
+         lambda: step("v4", "palm-540b", 2, slice_=PALM_SLICE)),
+        ("inference: llama2-70b prefill and decode, v6e 2x4", 1, llama),
+        ("inference: SDXL UNet, v6e", 1,
+         lambda: unet_images_per_second(system("v6e"), SDXL, images=1)),
+        ("critical global batch search: llama2-70b, v6e, 24 slices", 3 * 62,
+         lambda: critical_batch(system("v6e", slices=24),
+                                training("llama2-70b", system("v6e", slices=24)))),
+        ("the two-parameter fit on GPT-3 175B (done once per process)", None,
+         lambda: fit_two_points(CHIPS["v6e"], SLICES["v6e"], "gpt3-175b")))
+    return [{"case": name, "configurations": n,
+             "median_s": _median_seconds(f, 3 if n is None else repeats)}
+            for name, n, f in cases]
+
+
 def _terms(results):
     terms = measured_terms(CHIPS["v6e"], results)
-    rows = [{"term": name, "value": t.value, "measured": t.measured, "source": t.source}
-            for name, t in terms.items()]
+    rows = [{"term": name, "value": t.value, "measured": t.measured, "origin": t.origin,
+             "source": t.source} for name, t in terms.items()]
     return rows
 
 
@@ -200,26 +285,44 @@ def _presets():
     return rows
 
 
+def _fits(results):
+    """The model's fit (v6e datasheet) and, for comparison only, the same fit on the v6e
+    measured preset (None if no pair of values meets both points there)."""
+    fit = trillium_fit()
+    measured = system("v6e", measured=True, results=results)
+    try:
+        refit = fit_two_points(measured.chip, SLICES["v6e"], "gpt3-175b",
+                               efficiency=measured.efficiency)
+    except ValueError:
+        refit = None
+    rows = []
+    for name, unit in (("overlap", "fraction of compute"),
+                       ("dcn_latency", "s per DCN ring step per message")):
+        rows.append({"parameter": name, "value": getattr(fit, name), "unit": unit,
+                     "refit_on_measured": getattr(refit, name) if refit else None})
+    return rows
+
+
 def tables(*, results=None, quick=False):
     """Every table of the report as {name: [row, ...]} (JSON-ready: plain numbers,
     fractions not percents)."""
-    fit = trillium_fit()
     gpt3, why = _gpt3(results)
     llama, sdxl = _inference(results)
+    palm, closers = _palm(results)
     return {
-        "fit": [{"parameter": "overlap", "value": fit.overlap, "unit": "fraction of compute"},
-                {"parameter": "dcn_latency", "value": fit.dcn_latency,
-                 "unit": "s per DCN ring step per message"}],
+        "fit": _fits(results),
         "gpt3_multislice": gpt3,
         "gpt3_drop": why,
         "llama2_multislice": _llama(results, quick),
-        "palm": _palm(results),
+        "palm": palm,
+        "palm_closers": closers,
         "breakdown": _breakdowns(results),
         "critical_batch": _critical(results),
         "efficiency_vs_chips": _versus_chips(results, quick),
         "inference_llama2_70b": llama,
         "inference_sdxl": sdxl,
         "podium_terms": _terms(results),
+        "speed": _speed(results, quick),
         "presets": _presets(),
     }
 
@@ -230,6 +333,11 @@ def _batch(x, chips):
     if x == float("inf"):
         return "always"
     return f"{x:,.0f} ({x / chips:.2g}/chip)"
+
+
+def _refit(t, name, scale, form):
+    value = next(r["refit_on_measured"] for r in t["fit"] if r["parameter"] == name)
+    return "no fit" if value is None else form.format(value * scale)
 
 
 def _markdown(t, plots, env):
@@ -246,8 +354,11 @@ def _markdown(t, plots, env):
         "Two presets in every table: **v6e datasheet** (Trillium's published peaks, every "
         "efficiency 1.0) and **v6e measured** (the `podium` preset: Trillium's size with the "
         "efficiency terms of Podium's own RTL benchmarks, read from docs/results/*.json). "
-        f"Terms measured in this run: {', '.join(measured) if measured else 'none'}; the "
-        "others are assumed (see the last table).",
+        "Terms measured in this run: "
+        + ("; ".join(f"{n} {_num(terms[n]['value'], 4)} ({terms[n]['origin']})"
+                     for n in measured) if measured else "none")
+        + ". Assumed: " + (", ".join(n for n in terms if n not in measured) or "none")
+        + " (why: the table of Podium-measured terms).",
         "",
         "## Fitted parameters",
         "",
@@ -255,17 +366,26 @@ def _markdown(t, plots, env):
         f"per-chip batch fixed; baseline {BASE_SLICES} slices (1024 chips). The model has two "
         "fitted parameters, fitted on the two GPT-3 175B Trillium points and on nothing else:",
         "",
-        table(["parameter", "value", "meaning"],
-              [["overlap", f"{fit.overlap:.3f}", "fraction of compute time under which FSDP "
-                "and DCN traffic hides"],
-               ["dcn_latency", f"{fit.dcn_latency * 1e6:.1f} us", "per DCN ring step and "
-                "message (one message per layer)"]]),
+        table(["parameter", "value (fitted on v6e datasheet: the model's)",
+               "the same fit on v6e measured (comparison only)", "meaning"],
+              [["overlap", f"{fit.overlap:.3f}", _refit(t, "overlap", 1, "{:.3f}"),
+                "fraction of compute time under which FSDP and DCN traffic hides"],
+               ["dcn_latency", f"{fit.dcn_latency * 1e6:.1f} us",
+                _refit(t, "dcn_latency", 1e6, "{:.1f} us"),
+                "per DCN ring step and message (one message per layer)"]]),
         "",
         "## GPT-3 175B on Trillium multislice (the fitted points)",
         "",
         table(["preset", "slices", "chips", "published", "model", "model - published"],
               [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"], 2),
                 f"{r['error_points']:+.2f} points"] for r in t["gpt3_multislice"]]),
+        "",
+        "The v6e measured rows keep the two software terms fitted on the datasheet preset: "
+        "they show what Podium's measured efficiencies do to the same software. The fit is "
+        "balanced on the part of the overlap window the FSDP traffic leaves free (0.33 s of "
+        "a 3.5 s step at 12 slices), so a term that lengthens the compute (MXU, HBM) widens "
+        "the window and raises the efficiency, and one that lengthens the FSDP traffic (the "
+        "ring collective efficiency) narrows it and lowers it.",
         "",
         "What causes 99 -> 94 (v6e datasheet): the DCN all-reduce's latency term 2(N-1) x "
         "layers x dcn_latency grows linearly with the slices while its bandwidth term "
@@ -286,17 +406,30 @@ def _markdown(t, plots, env):
         "",
         "## PaLM 540B on 6144 TPU v4 chips (not fitted)",
         "",
-        "Two 3072-chip slices (12x16x16, no wraparound) over the DCN, 12-way tensor x 256-way "
-        "FSDP per slice, global batch 2048 x 2048 tokens; the recomputed fraction is set from "
-        "PaLM's own HFU / MFU ratio (a property of the workload). The overlap fitted on "
-        "Trillium is the model's value; the other two rows are sensitivities, not fits.",
+        "Two 3072-chip slices (12x16x16, no wraparound: no 3072-chip v4 shape is a torus) "
+        "over the DCN, 12-way tensor x 256-way FSDP per slice, global batch 2048 x 2048 "
+        "tokens, attention not fused; the recomputed fraction is set from PaLM's own HFU / MFU "
+        "ratio (a property of the workload, r = "
+        f"{t['palm'][0]['recompute']:.2f}); the cross-pod gradient exchange runs after the "
+        "backward pass, exposed (PaLM's Pathways schedule). The overlap fitted on Trillium is "
+        "the model's value; the other two rows are sensitivities, not fits.",
         "",
         table(["preset", "overlap", "MFU", "published MFU", "HFU", "published HFU",
-               "MFU error", "HFU error", "step, s", "tensor-parallel, s"],
+               "MFU error", "HFU error", "step, s", "compute, s", "tensor-parallel, s",
+               "FSDP on ICI, s", "exposed DCN, s"],
               [[r["preset"], f"{r['overlap']:.2f} ({r['overlap_from']})", _pct(r["mfu"]),
                 _pct(r["published_mfu"]), _pct(r["hfu"]), _pct(r["published_hfu"]),
                 f"{r['mfu_error_points']:+.1f} points", f"{r['hfu_error_points']:+.1f} points",
-                f"{r['step_s']:.2f}", f"{r['tensor_s']:.2f}"] for r in t["palm"]]),
+                f"{r['step_s']:.2f}", f"{r['compute_s']:.2f}", f"{r['tensor_s']:.2f}",
+                f"{r['fsdp_ici_s']:.2f}", f"{r['exposed_dcn_s']:.3f}"] for r in t["palm"]]),
+        "",
+        "The datasheet preset runs every MXU cycle and every link at its peak, so its MFU is "
+        "an upper bound. What one term alone would have to be for the v4 datasheet preset to "
+        "give PaLM's 46.2% MFU (sensitivities, not fits; none of these values is published):",
+        "",
+        table(["term", "preset value", "value giving 46.2% MFU", "meaning"],
+              [[r["term"], _num(r["preset"]), _num(r["value_for_published_mfu"]),
+                r["meaning"]] for r in t["palm_closers"]]),
         "",
         "## Step-time breakdown",
         "",
@@ -358,6 +491,17 @@ def _markdown(t, plots, env):
         table(["preset", "images at once per chip", "images/s per chip"],
               [[r["preset"], r["images_per_chip"], f"{r['images_per_s_per_chip']:.2f}"]
                for r in t["inference_sdxl"]]),
+        "",
+        "## Speed of the model",
+        "",
+        "Median wall time (perf_counter) of one evaluation, from the preset's name to the "
+        f"result, on {environment_line(env)}; \"configurations\": step-time evaluations it "
+        "makes (the fit's grid and bisections make a few thousand arithmetic ones on "
+        "precomputed costs).",
+        "",
+        table(["evaluation", "configurations", "median, ms"],
+              [[r["case"], r["configurations"] or "-", f"{1e3 * r['median_s']:.2f}"]
+               for r in t["speed"]]),
         "",
         "## Podium-measured terms",
         "",

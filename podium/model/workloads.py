@@ -196,6 +196,10 @@ class Training:
         pass recomputes the scores.
     state_bytes : int
         Optimizer state per parameter (fp32 master copy and Adam's two moments: 12).
+    dcn_overlap : bool
+        The DCN gradient all-reduce runs layer by layer during the backward pass (one message
+        per layer, hidden under the overlap window). False: the gradients cross the DCN in one
+        exchange after the backward pass, on the critical path (PaLM's Pathways schedule).
     """
 
     model: Transformer
@@ -204,6 +208,7 @@ class Training:
     recompute: float = 1.0
     flash_attention: bool = True
     state_bytes: int = 12
+    dcn_overlap: bool = True
 
     def __post_init__(self):
         if not isinstance(self.model, Transformer):
@@ -214,6 +219,7 @@ class Training:
         check_int("training.global_batch", self.global_batch, 1, 10 ** 9)
         check_number("training.recompute", self.recompute, lo=0, hi=1)
         check_bool("training.flash_attention", self.flash_attention)
+        check_bool("training.dcn_overlap", self.dcn_overlap)
         check_int("training.state_bytes", self.state_bytes, 0, 64)
         tp = self.parallelism.tensor
         m = self.model
@@ -550,7 +556,8 @@ TRAINING = {
                   "(assumed), full recomputation, fused attention",
     "palm-540b": "PaLM 540B as published: 12-way tensor x 256-way FSDP per slice, global "
                  "batch 2048 sequences of 2048 tokens, recomputation set by PaLM's own "
-                 "HFU/MFU ratio, attention not fused (2022)",
+                 "HFU/MFU ratio, attention not fused (2022), the cross-pod gradient exchange "
+                 "after the backward pass (Pathways), not overlapped",
     "mixtral-8x7b": "Mixtral 8x7B, FSDP over each slice with 8-way expert parallelism, 1 "
                     "sequence of 4096 tokens per chip (assumed), full recomputation, fused "
                     "attention",
@@ -569,8 +576,11 @@ def training_preset(name, *, chips, slices):
     if name == "palm-540b":
         if chips % 12:
             raise ValueError(f"palm-540b needs slices of a multiple of 12 chips, got {chips}")
+        # PaLM, section 4: within a pod the weights are all-gathered over the data-parallel
+        # axis; across the two pods each host exchanges its gradients (about 1.3 GB) with its
+        # counterpart after the backward pass, before the optimizer update.
         t = Training(model=MODELS[name], parallelism=Parallelism(tensor=12, fsdp=chips // 12),
-                     global_batch=2048, flash_attention=False)
+                     global_batch=2048, flash_attention=False, dcn_overlap=False)
         return replace(t, recompute=recompute_for_ratio(t, PALM_HFU / PALM_MFU))
     expert = 8 if name == "mixtral-8x7b" else 1
     return Training(model=MODELS[name], parallelism=Parallelism(fsdp=chips, expert=expert),

@@ -30,7 +30,7 @@ from podium.model.costs import (
     training_step,
     weak_scaling_efficiency,
 )
-from podium.model.fit import BASE_SLICES, TARGETS, trillium_fit
+from podium.model.fit import BASE_SLICES, TARGETS, fit_two_points, trillium_fit
 from podium.model.hardware import CHIPS, Chip, Efficiency, Slice, System
 from podium.model.workloads import MODELS, Gemm, Parallelism, Stream, Training, Transformer
 
@@ -150,6 +150,28 @@ def test_overlap_hides_ici_first_then_dcn():
     assert exposed_communication(10, 3, 4, 1.0) == (0.0, 0.0)
 
 
+def test_dcn_exchange_after_the_backward_pass_is_exposed():
+    c = costs.TrainingCosts(
+        chips=8, compute=10.0, tensor=1.0, all_to_all=0.0, fsdp_ici=3.0, dcn_bandwidth=2.0,
+        dcn_steps=2, dcn_overlap=True, sync_ici=0.0, sync_steps=0, tokens=1.0, model_flops=1.0,
+        hardware_flops=1.0, peak_flops=1.0, memory_bytes=0.0, hbm_bytes=1.0)
+    # DCN time 2 + 2 x 0.1 = 2.2 s. Window 0.5 x 10 = 5 s: the 3 s of FSDP hide, 2 s of the
+    # window are left for the DCN, 0.2 s shows. After the backward pass, all 2.2 s show.
+    hidden = c.step(overlap=0.5, dcn_latency=0.1)
+    assert hidden.exposed_dcn == pytest.approx(0.2) and hidden.exposed_ici == 1.0
+    after = replace(c, dcn_overlap=False).step(overlap=0.5, dcn_latency=0.1)
+    assert after.exposed_dcn == pytest.approx(2.2) and after.exposed_ici == 1.0
+    assert after.step == pytest.approx(10 + 1 + 2.2)
+    # PaLM's preset exchanges once per step (one message), not once per layer.
+    sys_ = presets.system("v4", slices=2, slice_=presets.PALM_SLICE)
+    palm = costs.training_costs(sys_, presets.training("palm-540b", sys_))
+    assert not palm.dcn_overlap and palm.dcn_steps == 2
+    # 2(N-1)/N x shard / B_dcn with N = 2: one shard of 2 B x params / 3072 at 6.25 GB/s.
+    assert palm.dcn_bandwidth == pytest.approx(2 * MODELS["palm-540b"].params / 3072 / 6.25e9)
+    st = training_step(sys_, presets.training("palm-540b", sys_))
+    assert st.exposed_dcn == pytest.approx(st.dcn)
+
+
 def test_transformer_parameters_and_flops():
     tiny = Transformer(name="tiny", layers=2, d_model=8, heads=2, kv_heads=1, head_dim=4,
                        ffn=16, vocab=10, seq=6, gated=False)
@@ -235,6 +257,8 @@ def test_assign_axes():
                       global_batch=8), "parallelism.tensor must divide model.heads"),
     (lambda: Training(model=MODELS["llama2-70b"], parallelism=Parallelism(),
                       global_batch=8, recompute=1.5), r"training.recompute must be in \[0, 1\]"),
+    (lambda: Training(model=MODELS["llama2-70b"], parallelism=Parallelism(),
+                      global_batch=8, dcn_overlap=1), "training.dcn_overlap must be True or"),
     (lambda: workloads.UNet(depths=(0, 2)), "unet.depths must have one entry per level"),
     (lambda: workloads.Inference(model=MODELS["llama2-70b"], batch=1, prompt=10 ** 6,
                                  output=1), "inference.prompt must be an integer"),
@@ -257,8 +281,9 @@ def test_layout_mismatches_are_refused():
 # ---------------------------------------------------------------------------------------
 # Properties
 
-PROPERTY = settings(max_examples=60, deadline=None, database=None)
-"""Hypothesis settings of every property: no example database written into the tree."""
+PROPERTY = settings(max_examples=60, deadline=None, database=None, print_blob=True)
+"""Hypothesis settings of every property: no example database written into the tree; a
+failure prints its falsifying example and the blob that reproduces it."""
 SLICE_COUNTS = st.integers(1, 40)
 WORKLOADS = st.sampled_from(["gpt3-175b", "llama2-70b", "mixtral-8x7b"])
 CHIP_NAMES = st.sampled_from(["v6e", "v5e", "v5p"])
@@ -277,6 +302,28 @@ def test_more_bandwidth_never_slows_a_step(chip, workload, slices, hbm, ici, dcn
                                         dcn_bandwidth=c.dcn_bandwidth * dcn,
                                         mac_rate=c.mac_rate * mac))
     assert training_step(faster, work).step <= training_step(sys_, work).step * (1 + 1e-12)
+
+
+@PROPERTY
+@given(tensor=st.sampled_from([1, 2, 4, 8]), slices=st.integers(1, 8), hbm=FACTORS,
+       ici=FACTORS, dcn=FACTORS, batch=st.sampled_from([1, 8, 64]),
+       dcn_overlap=st.booleans())
+def test_more_bandwidth_never_slows_tensor_parallelism_or_inference(tensor, slices, hbm, ici,
+                                                                     dcn, batch, dcn_overlap):
+    sys_ = presets.system("v6e", slices=slices)
+    work = replace(presets.training("llama2-70b", sys_), dcn_overlap=dcn_overlap,
+                   parallelism=Parallelism(tensor=tensor, fsdp=256 // tensor))
+    c = sys_.chip
+    wide = replace(c, hbm_bandwidth=c.hbm_bandwidth * hbm,
+                   ici_link_bandwidth=c.ici_link_bandwidth * ici,
+                   dcn_bandwidth=c.dcn_bandwidth * dcn)
+    assert (training_step(replace(sys_, chip=wide), work).step
+            <= training_step(sys_, work).step * (1 + 1e-12))
+    serve = presets.system("v6e", slice_=presets.INFERENCE_SLICE)
+    inf = replace(presets.inference_preset("llama2-70b"), batch=batch)
+    slow, fast = costs.inference(serve, inf), costs.inference(replace(serve, chip=wide), inf)
+    assert fast.prefill_seconds <= slow.prefill_seconds * (1 + 1e-12)
+    assert fast.decode_step_seconds <= slow.decode_step_seconds * (1 + 1e-12)
 
 
 @PROPERTY
@@ -340,42 +387,104 @@ MXU_ROWS = [{"format": "int8", "rows": 8, "cols": 8, "m": 256, "k": 32, "n": 32,
              "cycles": 4148, "utilization": 0.987},
             {"format": "bfloat16", "rows": 16, "cols": 16, "m": 256, "k": 64, "n": 64,
              "cycles": 4148, "utilization": 0.987}]
-HBM_ROWS = [{"pattern": "seq_read", "efficiency": 0.998, "bound": 1.0},
-            {"pattern": "rand_read", "efficiency": 0.481, "bound": 0.5},
-            {"pattern": "stream", "efficiency": 0.976, "bound": 1.0}]
+# Rows in the schemas the benchmarks write (sim/tensorcore_perf.py, sim/hbm_perf.py,
+# sim/ici_perf.py, sim/pod_perf.py), cut down to the keys that matter and a few others.
+TENSORCORE_ROWS = [
+    {"m": 512, "k": 512, "n": 512, "format": "bfloat16", "rows": 16, "cols": 16,
+     "cycles": 534539, "utilization": 0.981, "roofline": 1.0, "roofline_fraction": 0.981},
+    {"m": 1024, "k": 1024, "n": 1024, "format": "int8", "rows": 16, "cols": 16,
+     "cycles": 4213052, "utilization": 0.9956, "roofline": 1.0, "roofline_fraction": 0.9956},
+    {"m": 1024, "k": 1024, "n": 1024, "format": "bfloat16", "rows": 16, "cols": 16,
+     "cycles": 4218931, "utilization": 0.9942, "roofline": 1.0, "roofline_fraction": 0.9942}]
+HBM_ROWS = [{"pattern": "seq_read", "preset": "HBM2-2000", "efficiency": 0.923, "bound": 0.933},
+            {"pattern": "rand_read", "preset": "HBM2-2000", "efficiency": 0.446, "bound": 0.467},
+            {"pattern": "stream", "preset": "HBM2-2000", "efficiency": 0.839, "bound": 0.933}]
 ICI_ROWS = [{"dims": [4, 4], "vcs": 4, "packet_flits": 4, "saturation": 0.734, "ideal": 1.0,
-             "zero_load_latency": 11.2},
-            {"dims": [8, 8], "vcs": 4, "packet_flits": 4, "saturation": 0.504, "ideal": 1.0,
-             "zero_load_latency": 15.2},
+             "zero_load_latency": 11.2, "points": []},
+            {"dims": [8, 8], "vcs": 4, "packet_flits": 4, "saturation": 0.52, "ideal": 1.0,
+             "zero_load_latency": 15.2, "points": []},
             {"dims": [8, 8], "vcs": 2, "packet_flits": 4, "saturation": 0.443, "ideal": 1.0,
-             "zero_load_latency": 15.2}]
+             "zero_load_latency": 15.2, "points": []}]
+
+
+def busbw_row(collective, topology, chips, size, efficiency):
+    return {"collective": collective, "topology": topology, "chips": chips, "ring": 4,
+            "bytes_per_chip": size, "cycles": 100, "busbw": 32 * efficiency,
+            "link_bound": 32.0, "efficiency": efficiency, "checked": True}
+
+
+COLLECTIVES = {
+    "busbw": [busbw_row("all_reduce", "1x4", 4, 1024, 0.47),
+              busbw_row("all_reduce", "1x4", 4, 1 << 20, 0.93),
+              busbw_row("reduce_scatter", "4x4", 16, 1 << 20, 0.91),
+              busbw_row("all_reduce", "4x4", 16, 1 << 20, 0.9),
+              busbw_row("all_reduce", "4x4", 16, 1 << 14, 0.8)],
+    "alpha_beta": [{"topology": "1x4", "collective": "all_reduce", "alpha_cycles": 6.0,
+                    "per_hop_cycles": 2, "bytes_per_cycle": 30.0, "link_bytes_per_cycle": 16,
+                    "worst_error": 0.01, "errors": {}, "crossover_bytes": 1016},
+                   {"topology": "4x4", "collective": "reduce_scatter", "alpha_cycles": 9.0,
+                    "per_hop_cycles": 2, "bytes_per_cycle": 29.0, "link_bytes_per_cycle": 16,
+                    "worst_error": 0.02, "errors": {}, "crossover_bytes": 1100},
+                   {"topology": "4x4", "collective": "all_reduce", "alpha_cycles": 8.0,
+                    "per_hop_cycles": 2, "bytes_per_cycle": 29.5, "link_bytes_per_cycle": 16,
+                    "worst_error": 0.02, "errors": {}, "crossover_bytes": 1050}],
+    "cost": [{"topology": "1x4", "build_seconds": 150.0, "run_seconds": 5.0, "cycles": 1950}]}
+"""A small collectives.json as sim/pod_perf.py writes it: tables busbw, alpha_beta, cost."""
 
 
 def test_calibration_from_present_files(tmp_path):
-    write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
+    write_results(tmp_path, "tensorcore", {"gemm": TENSORCORE_ROWS})
     write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
     write_results(tmp_path, "ici", {"saturation": ICI_ROWS})
-    write_results(tmp_path, "collectives", {
-        "busbw": [{"collective": "all_reduce", "topology": "1x4", "chips": 4,
-                   "bytes_per_chip": 1024, "efficiency": 0.7},
-                  {"collective": "all_reduce", "topology": "1x4", "chips": 4,
-                   "bytes_per_chip": 65536, "efficiency": 0.9},
-                  {"collective": "all_to_all", "topology": "2x2", "chips": 4,
-                   "bytes_per_chip": 65536, "efficiency": 0.6}],
-        "alpha_beta": [{"topology": "1x4", "alpha_cycles": 30, "per_hop_cycles": 4,
-                        "bytes_per_cycle": 8}]})
+    write_results(tmp_path, "collectives", COLLECTIVES)
     terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
-    assert terms["mxu"].value == pytest.approx(4096 / 4148)
-    assert "mxu.json, utilization row 2: bfloat16 16x16" in terms["mxu"].source
-    assert terms["hbm"].value == 0.976 and "row 2: stream" in terms["hbm"].source
-    assert terms["ici_collective"].value == 0.9 and "busbw row 1" in terms[
-        "ici_collective"].source
-    assert terms["ici_all_to_all"].value == 0.6
-    assert terms["ici_hop_latency"].value == pytest.approx(4 * 8 / 100e9)
+    # The largest bfloat16 GEMM, not the (larger-utilization) int8 one.
+    assert terms["mxu"].value == 0.9942
+    assert terms["mxu"].origin == "tensorcore.json, gemm row 2"
+    assert terms["hbm"].value == 0.839 and terms["hbm"].origin == "hbm.json, patterns row 2"
+    # The largest all-reduce on the largest pod: 1 MiB per chip on the 4x4.
+    assert terms["ici_collective"].value == 0.9
+    assert terms["ici_collective"].origin == "collectives.json, busbw row 3"
+    # No all-to-all in collectives.json: uniform random saturation on the largest network.
+    assert terms["ici_all_to_all"].value == 0.52
+    assert terms["ici_all_to_all"].origin == "ici.json, saturation row 1"
+    # (8 + 2) cycles per ring step on the 4x4's all-reduce, a cycle being 16 B of a 100 GB/s
+    # link: 1.6 ns, on top of the published 1 us of the physical link.
+    assert terms["ici_hop_latency"].value == pytest.approx(1e-6 + 10 * 16 / 100e9)
+    assert terms["ici_hop_latency"].origin == "collectives.json, alpha_beta row 2"
     assert all(t.measured for n, t in terms.items() if n != "dcn")
+    assert not terms["dcn"].measured
     sys_ = presets.system("podium", results=tmp_path)
-    assert sys_.efficiency.mxu == pytest.approx(4096 / 4148)
-    assert sys_.efficiency.source("hbm").startswith("measured (hbm.json")
+    assert sys_.efficiency.ici_collective == 0.9
+    assert sys_.chip.ici_hop_latency == pytest.approx(1.0016e-6)
+    assert sys_.efficiency.source("hbm").startswith("measured (hbm.json, patterns row 2:")
+    # The v4 preset takes the same efficiencies, its latency moved to its 45 GB/s link.
+    v4 = calibrate.measured_terms(CHIPS["v4"], tmp_path)
+    assert v4["ici_hop_latency"].value == pytest.approx(1e-6 + 10 * 16 / 45e9)
+
+
+def test_calibration_from_mxu_benchmark(tmp_path):
+    write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    # Streaming bound of the 16x16 array: ceil(64/16) x ceil(64/16) x max(256, 16) = 4096.
+    assert terms["mxu"].value == pytest.approx(4096 / 4148)
+    assert terms["mxu"].origin == "mxu.json, utilization row 2"
+    assert "bfloat16 16x16" in terms["mxu"].source
+
+
+def test_calibration_without_collectives_says_assumed(tmp_path):
+    write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    for name in ("ici_collective", "ici_hop_latency"):
+        assert not terms[name].measured
+        assert terms[name].source.startswith("assumed")
+        assert "collectives.json not found" in terms[name].source
+    assert terms["ici_hop_latency"].value == CHIPS["v6e"].ici_hop_latency
+    write_results(tmp_path, "collectives", {"busbw": [busbw_row("all_gather", "1x4", 4, 1024,
+                                                                0.5)]})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    assert "has no all_reduce row" in terms["ici_collective"].source
+    assert "has no table 'alpha_beta'" in terms["ici_hop_latency"].source
 
 
 def test_calibration_without_files_says_assumed(tmp_path):
@@ -389,7 +498,7 @@ def test_calibration_without_files_says_assumed(tmp_path):
 
 def test_calibration_partial_and_tensorcore_preferred(tmp_path):
     write_results(tmp_path, "mxu", {"utilization": MXU_ROWS})
-    write_results(tmp_path, "hbm", {"other": HBM_ROWS})
+    write_results(tmp_path, "hbm", {"other": HBM_ROWS})  # the table under another name
     write_results(tmp_path, "ici", {"saturation": [{"dims": [4, 4], "vcs": 2}]})
     write_results(tmp_path, "tensorcore", {"gemm": [
         {"m": 64, "k": 64, "n": 64, "format": "int8", "cycles": 900, "mxu_busy_fraction": 0.9,
@@ -405,7 +514,7 @@ def test_calibration_partial_and_tensorcore_preferred(tmp_path):
 
 def test_calibration_follows_file_changes(tmp_path):
     write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
-    assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.976
+    assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.839
     write_results(tmp_path, "hbm", {"patterns": [{"pattern": "stream", "efficiency": 0.5}]})
     assert presets.system("podium", results=tmp_path).efficiency.hbm == 0.5
 
@@ -429,6 +538,12 @@ def test_fit_meets_both_gpt3_points():
     assert fit.base == BASE_SLICES
     for (n, target), (m, achieved) in zip(TARGETS, fit.achieved, strict=True):
         assert n == m and abs(achieved - target) < 0.01
+    # The same fit with slower links: the overlap takes up the longer FSDP traffic, so it
+    # must grow; both points are still met.
+    slow = fit_two_points(CHIPS["v6e"], hardware.SLICES["v6e"], "gpt3-175b",
+                          efficiency=Efficiency(ici_collective=0.9))
+    assert slow.overlap > fit.overlap
+    assert all(abs(a - e) < 0.01 for (_, e), (_, a) in zip(TARGETS, slow.achieved, strict=True))
 
 
 def test_published_comparisons():
@@ -440,6 +555,19 @@ def test_published_comparisons():
     assert all(abs(r["model"] - 0.99) < 0.01 for r in llama36)
     assert {r["preset"] for r in t["palm"]} == {"v4 datasheet", "v4 measured"}
     assert all(r["efficiency_base_1"] <= 1 + 1e-12 for r in t["efficiency_vs_chips"])
+    # Datasheet peaks bound PaLM's MFU from above; the closers are each below the preset's
+    # value and, applied alone, give the published MFU.
+    fitted = {r["preset"]: r for r in t["palm"] if r["overlap_from"] == "fitted on Trillium"}
+    assert fitted["v4 datasheet"]["mfu"] > workloads.PALM_MFU
+    assert fitted["v4 measured"]["mfu"] <= fitted["v4 datasheet"]["mfu"]
+    closers = {r["term"]: r for r in t["palm_closers"]}
+    assert all(0 < r["value_for_published_mfu"] < r["preset"] for r in closers.values())
+    sys_ = presets.system("v4", slices=2, slice_=presets.PALM_SLICE)
+    slow = replace(sys_, efficiency=Efficiency(
+        mxu=closers["efficiency.mxu"]["value_for_published_mfu"]))
+    assert training_step(slow, presets.training("palm-540b", slow)).mfu == pytest.approx(
+        workloads.PALM_MFU, abs=1e-6)
+    assert all(0 < r["median_s"] < 1 for r in t["speed"])
 
 
 def test_critical_batch_ordering():
@@ -499,6 +627,22 @@ def test_cli_run_training():
     assert "94.00%" in r.stdout
 
 
+def test_cli_run_palm_with_measured_collectives(tmp_path):
+    write_results(tmp_path, "collectives", COLLECTIVES)
+    r = run_cli("run", "--preset", "v4", "--measured", "--slices", "2", "--workload",
+                "palm-540b", "--results", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    measured = json.loads(r.stdout)
+    r = run_cli("run", "--preset", "v4", "--slices", "2", "--workload", "palm-540b")
+    assert r.returncode == 0, r.stderr
+    assert "after the backward pass: exposed" in r.stdout and "12, 16, 16" in r.stdout
+    # The all-reduces at 90% of the link bound: the exposed tensor-parallel time grows 1/0.9.
+    sys_ = presets.system("v4", slices=2, slice_=presets.PALM_SLICE)
+    datasheet = training_step(sys_, presets.training("palm-540b", sys_))
+    assert measured["tensor"] == pytest.approx(datasheet.tensor / 0.9, rel=1e-3)
+    assert measured["mfu"] < datasheet.mfu
+
+
 def test_cli_run_json_and_inference(tmp_path):
     write_results(tmp_path, "hbm", {"patterns": HBM_ROWS})
     r = run_cli("run", "--preset", "podium", "--workload", "llama2-70b-inference", "--json",
@@ -527,5 +671,8 @@ def test_cli_calibration_and_report(tmp_path):
     out = ROOT / "build" / "results"
     data = json.loads((out / "scaling.json").read_text())
     assert data["benchmark"] == "scaling" and "gpt3_multislice" in data["tables"]
+    text = (out / "scaling.md").read_text()
+    assert "Terms measured in this run: mxu 0.9875 (mxu.json, utilization row 2)" in text
+    assert "Assumed: hbm, ici_collective, ici_all_to_all, dcn, ici_hop_latency" in text
     assert (out / "scaling_efficiency.png").stat().st_size > 0
     assert math.isclose(trillium_fit().overlap, data["tables"]["fit"][0]["value"])
