@@ -13,7 +13,7 @@ message of step ``k - 1`` in that direction has landed here (what is sent at ste
 what arrived at step ``k - 1``): that data dependency is the only synchronisation.
 """
 
-from amaranth.hdl import Array, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -30,6 +30,7 @@ from .endpoint import (
     completion_layout,
     flit_reads,
     read_beat_layout,
+    staging_address,
 )
 
 __all__ = ["Collective", "LENGTH_BITS", "A2A_TAG", "A2A_PART", "TOKEN_TAG", "entry_layout",
@@ -48,13 +49,17 @@ class Collective(enum.Enum, shape=3):
     ALL_REDUCE_2D = 4
 
 
-A2A_TAG = 2
-"""Tag of the last chunk of an all-to-all message (the ring directions' are 0 and 1)."""
-A2A_PART = 3
+A2A_TAG = 14
+"""Tag of the last chunk of an all-to-all message."""
+A2A_PART = 15
 """Tag of the other chunks of an all-to-all message (not counted)."""
 TOKEN_TAG = 12
 """Tags 12 (+) and 13 (-): a 2-D all-reduce's ready tokens (see ``CollectiveEngine``). A
-ring message of phase ``k`` in direction ``h`` is tagged ``4 k + h``."""
+ring message of phase ``k`` in direction ``h`` is tagged ``4 k + 2 q + h``, ``q`` the parity
+of a bfloat16 reduce-scatter step (its staging slot at the receiver; 0 otherwise)."""
+PARITY_BIT = 2
+"""The tag bit of a ring message's staging slot parity: its arrivals are counted without
+it."""
 
 
 def entry_layout():
@@ -67,10 +72,11 @@ def entry_layout():
 
 def descriptor_layout(cfg):
     """A collective for the engine: a ring ``op`` along torus dimension ``dim`` on this chip's
-    buffer of ``length`` elements of ``fmt`` (int32 or fp32) at ``address`` of ``space`` (a
-    multiple of the flit bytes; every chip of the ring uses the same address); or an
-    ``ALL_TO_ALL`` of the table at ``address`` (``length`` entries, one per chip of the pod,
-    ``entry_layout``; ``dim`` and ``fmt`` unused), messages read and written in ``space``."""
+    buffer of ``length`` elements of ``fmt`` (int32, fp32 or bfloat16) at ``address`` of
+    ``space`` (a multiple of the flit bytes; every chip of the ring uses the same address);
+    or an ``ALL_TO_ALL`` of the table at ``address`` (``length`` entries, one per chip of the
+    pod, ``entry_layout``; ``dim`` and ``fmt`` unused), messages read and written in
+    ``space``."""
     return data.StructLayout({
         "op": Collective, "dim": range(max(2, cfg.ici.ndims)), "fmt": Fmt, "space": Space,
         "address": ADDR_BITS, "length": LENGTH_BITS,
@@ -143,10 +149,19 @@ class CollectiveEngine(wiring.Component):
     too) has arrived. An entry of more than ``max_message`` bytes is counted in ``errors`` and
     sent as 0 bytes, so its destination still finishes.
 
+    In ``bfloat16`` (docs/pod.md, "bfloat16") the buffer is cut in grains of half a flit's
+    partials (``flit_bytes / 2`` elements), the reduce-scatter's messages carry fp32 partials
+    (``ADD`` / ``ADD_FINAL`` in bfloat16: 4 bytes per element, addressed to the elements they
+    add to): step 0 sends this chip's elements widened to fp32 (a flit of elements read, two
+    flits of partials sent), a later step the partials that arrived in the step before, read
+    from the staging slot of its direction and parity (at ``staging_base``, see
+    ``staging_address``), and the all-gather's messages carry the bfloat16 results.
+
     A descriptor the engine cannot run is consumed and counted in ``errors``: a ring of one
-    chip, an ``op`` or ``fmt`` it does not know (``bfloat16`` needs an fp32 staging area, not
-    built), a piece longer than ``max_message``, or an all-to-all whose ``length`` is not
-    the pod's chip count.
+    chip, an ``op`` or ``fmt`` it does not know, a piece longer than ``max_message`` (for
+    bfloat16 its fp32 partials, which must also fit a staging slot), a 2-D all-reduce in
+    bfloat16 (its X sums would need an fp32 copy of the X block: not built), or an
+    all-to-all whose ``length`` is not the pod's chip count.
 
     Members
     -------
@@ -165,8 +180,9 @@ class CollectiveEngine(wiring.Component):
     errors : Out(32)
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, staging_base=0):
         self._cfg = cfg
+        self._staging_base = staging_base
         ici = cfg.ici
         super().__init__({
             "start": In(stream.Signature(descriptor_layout(cfg))),
@@ -180,11 +196,11 @@ class CollectiveEngine(wiring.Component):
             "errors": Out(COUNTER_WIDTH),
         })
 
-    def _piece(self, m, cur, quotient, remainder, index, half):
+    def _piece(self, m, cur, quotient, remainder, index, half, grain):
         """(element offset, element count) of piece ``(index, half)`` of the buffer split for
-        a ring of ``n`` with a grain of one flit (``split_sizes`` of the golden model), from
-        the buffer's grains divided by ``n`` (``quotient``, ``remainder``)."""
-        grain = self._cfg.flit_bytes // 4
+        a ring of ``n`` with a grain of ``grain(g)`` elements per ``g`` grains (``split_sizes``
+        of the golden model), from the buffer's grains divided by ``n`` (``quotient``,
+        ``remainder``)."""
         block = quotient + (index < remainder)
         first = Mux(index < remainder, index, remainder) + index * quotient
         lower = (block + 1) >> 1
@@ -192,8 +208,8 @@ class CollectiveEngine(wiring.Component):
         count = Signal(LENGTH_BITS, name=f"piece_grains{half}")
         m.d.comb += [start.eq(first + (lower if half else 0)),
                      count.eq((block >> 1) if half else lower)]
-        offset = start * grain
-        end = (start + count) * grain
+        offset = grain(start)
+        end = grain(start + count)
         end = Mux(end > cur.length, cur.length, end)
         return offset, Mux(end > offset, end - offset, 0)
 
@@ -229,10 +245,22 @@ class CollectiveEngine(wiring.Component):
         for d, k in enumerate(ici.dims):
             with m.If(cur.dim == d):
                 m.d.comb += [n.eq(k), p.eq(self.coords[f"c{d}"])]
+        # A grain: a flit of 32-bit elements, or in bfloat16 half a flit of elements (a flit of
+        # their fp32 partials), so that every piece starts on a flit in both formats.
+        bf16 = desc.fmt == Fmt.BFLOAT16
+
+        def grain(g):
+            return Mux(bf16, g << (shift - 1), g << (shift - 2))
+
+        def flits(elements, esize):
+            """Flits of ``elements`` elements of ``esize`` bytes."""
+            return (elements * esize + cfg.flit_bytes - 1) >> shift
+
         grains = Signal(LENGTH_BITS)
         steps = Signal(width)
         m.d.comb += [
-            grains.eq((cur.length + cfg.flit_bytes // 4 - 1) >> (shift - 2)),
+            grains.eq(Mux(bf16, (cur.length + cfg.flit_bytes // 2 - 1) >> (shift - 1),
+                          (cur.length + cfg.flit_bytes // 4 - 1) >> (shift - 2))),
             steps.eq(Mux(cur.op == Collective.ALL_REDUCE, 2 * (n - 1), n - 1)),
         ]
         quotient = Signal(LENGTH_BITS)
@@ -254,6 +282,7 @@ class CollectiveEngine(wiring.Component):
         # next collective) that land early are kept; a collective's own are taken off when
         # it finishes.
         exchanged = Signal(range(4 * ici.nodes + 1))
+        ring_tag = arrived.tag & ~PARITY_BIT
         m.d.sync += exchanged.eq(exchanged + (ours & (arrived.tag == A2A_TAG))
                                  - Mux(finished & a2a, 2 * ici.nodes, 0))
         if ici.ndims >= 2:
@@ -266,9 +295,11 @@ class CollectiveEngine(wiring.Component):
         for h in range(2):
             step = Signal(width, name=f"step{h}")
             counts = []
-            for k, tag in enumerate([h, 4 + h, 8 + h, TOKEN_TAG + h]):
+            kinds = [ring_tag == h, ring_tag == 4 + h, ring_tag == 8 + h,
+                     arrived.tag == TOKEN_TAG + h]
+            for k, kind in enumerate(kinds):
                 count = Signal(width, name=f"arrivals{h}_{k}")
-                m.d.sync += count.eq(count + (ours & (arrived.tag == tag))
+                m.d.sync += count.eq(count + (ours & kind)
                                      - Mux(finished, expected[k], 0))
                 counts.append(count)
             arrivals = Signal(width, name=f"arrivals{h}")
@@ -285,18 +316,21 @@ class CollectiveEngine(wiring.Component):
             unwrapped = (p + s + lag) if h else (p + n - s - lag)
             index = Signal(width, name=f"index{h}")
             m.d.comb += index.eq(Mux(unwrapped >= n, unwrapped - n, unwrapped))
-            offset, count = self._piece(m, cur, quotient, remainder, index, h)
+            offset, count = self._piece(m, cur, quotient, remainder, index, h, grain)
             address = Signal(ADDR_BITS, name=f"address{h}")
-            m.d.comb += address.eq(cur.address + (offset << 2))
-            cmd, read, out = self.cmd[h], self.read[h], self.data[h]
-            remaining = flit_reads(m, cfg, read, name=f"remaining{h}")
+            m.d.comb += address.eq(cur.address + Mux(bf16, offset << 1, offset << 2))
+            cmd, read = self.cmd[h], self.read[h]
+            staged = Signal(name=f"staged{h}")      # reading partials from a staging slot
+            remaining = flit_reads(m, cfg, read, name=f"remaining{h}", wrap=staged)
             m.d.comb += read.payload.space.eq(desc.space)
 
             a2a_sent, oversize = self._all_to_all(m, h, desc, me, running & a2a, remaining)
+            parity = bf16 & reducing & step[0]
             with m.If(~a2a):
-                wiring.connect(m, wiring.flipped(self.read_data[h]), wiring.flipped(out))
+                self._widen(m, h, cmd.valid & cmd.ready & ~token, bf16 & reducing & (step == 0),
+                            flits(count, 4))
                 self._command(m, cmd.payload, cur, n, p, step, h, reducing, address, count,
-                              phase, token)
+                              phase, token, parity)
                 ready = Mux(step == 0, ~two_d | (phase != 1) | (counts[3] != 0),
                             arrivals >= step)
                 m.d.comb += cmd.valid.eq(running & (remaining == 0)
@@ -304,9 +338,15 @@ class CollectiveEngine(wiring.Component):
                 with m.If(cmd.valid & cmd.ready & token):
                     m.d.sync += tokened.eq(1)
                 with m.Elif(cmd.valid & cmd.ready):
-                    m.d.sync += [step.eq(step + 1),
-                                 remaining.eq((count + (1 << (shift - 2)) - 1) >> (shift - 2)),
-                                 read.payload.address.eq(address)]
+                    # bfloat16: step 0 reads this chip's elements (widen), a later step the
+                    # partials of the step before from the staging slot they landed in.
+                    from_slot = bf16 & reducing & (step != 0)
+                    slot = staging_address(cfg, self._staging_base,
+                                           Cat(Const(h, 1), ~step[0]), address)
+                    m.d.sync += [step.eq(step + 1), staged.eq(from_slot),
+                                 remaining.eq(Mux(bf16 & ~from_slot, flits(count, 2),
+                                                  flits(count, 4))),
+                                 read.payload.address.eq(Mux(from_slot, slot, address))]
             with m.If((self.start.valid & self.start.ready) | advance):
                 m.d.sync += [step.eq(0), tokened.eq(0)]
             sent.append(Mux(a2a, a2a_sent, (step >= steps) & ~token) & (remaining == 0))
@@ -315,9 +355,10 @@ class CollectiveEngine(wiring.Component):
         m.d.comb += self.arrived.ready.eq(1)
 
         error = Signal()
-        largest = ((quotient + (remainder != 0) + 1) >> 1) << shift
-        ring_error = ((n < 2) | ((desc.fmt != Fmt.INT32) & (desc.fmt != Fmt.FP32))
-                      | (largest > cfg.max_message))
+        # The largest piece's bytes on the wire: a grain is a flit (in bfloat16, two of fp32).
+        largest = ((quotient + (remainder != 0) + 1) >> 1) << Mux(bf16, shift + 1, shift)
+        ring_error = ((n < 2) | (desc.fmt.as_value() == 3) | (largest > cfg.max_message)
+                      | (bf16 & (largest > cfg.staging_slot)))
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.start.ready.eq(1)
@@ -328,7 +369,8 @@ class CollectiveEngine(wiring.Component):
                 m.d.comb += [self.busy.eq(1),
                              error.eq((desc.op.as_value() > Collective.ALL_REDUCE_2D.value)
                                       | Mux(a2a, desc.length != ici.nodes, ring_error)
-                                      | (two_d & ((ici.ndims != 2) | (nx < 2) | (ny < 2))))]
+                                      | (two_d & ((ici.ndims != 2) | (nx < 2) | (ny < 2)
+                                                 | bf16)))]
                 m.next = "SEND"
                 with m.If(error):
                     m.next = "IDLE"
@@ -433,9 +475,36 @@ class CollectiveEngine(wiring.Component):
         # Both directions send an oversized entry's (empty) message: count it once.
         return sent, cmd.valid & cmd.ready & oversize & (rnd == 0) & (h == 0)
 
-    def _command(self, m, cmd, cur, n, p, step, minus, reducing, address, count, phase, token):
+    def _widen(self, m, h, issued, widen, partials):
+        """Direction ``h``'s data path of a ring collective: the flits read pass on to
+        ``data[h]`` as they are, or, for a message ``issued`` with ``widen`` (a bfloat16
+        reduce-scatter's step 0), each flit of bfloat16 elements as two flits of their fp32
+        values (exact), ``partials`` flits in all."""
+        cfg = self._cfg
+        lanes = cfg.ici.flit_bits // 32
+        read_data, out = self.read_data[h], self.data[h]
+        widening = Signal(name=f"widening{h}")
+        half = Signal(name=f"half{h}")
+        left = Signal(range((cfg.max_message >> (cfg.flit_bytes - 1).bit_length()) + 2),
+                      name=f"partials{h}")
+        with m.If(issued):
+            m.d.sync += [widening.eq(widen), half.eq(0), left.eq(partials)]
+        wide = Cat(*(Cat(Const(0, 16), Mux(half, read_data.payload[16 * (k + lanes):][:16],
+                                           read_data.payload[16 * k:][:16]))
+                     for k in range(lanes)))
+        with m.If(widening):
+            m.d.comb += [out.payload.eq(wide), out.valid.eq(read_data.valid & (left != 0)),
+                         read_data.ready.eq(out.ready & (left != 0) & (half | (left == 1)))]
+            with m.If(out.valid & out.ready):
+                m.d.sync += [half.eq(~half), left.eq(left - 1)]
+        with m.Else():
+            wiring.connect(m, wiring.flipped(read_data), wiring.flipped(out))
+
+    def _command(self, m, cmd, cur, n, p, step, minus, reducing, address, count, phase, token,
+                 parity):
         """The message of ``step`` in direction ``minus`` (0 +, 1 -) of ``phase`` on ``cmd``,
-        or with ``token`` the direction's ready token (0 bytes, to the other neighbour)."""
+        or with ``token`` the direction's ready token (0 bytes, to the other neighbour);
+        ``parity`` the staging slot of a bfloat16 partial's."""
         ici = self._cfg.ici
         ahead = Mux(p == n - 1, 0, p + 1)
         behind = Mux(p == 0, n - 1, p - 1)
@@ -444,10 +513,12 @@ class CollectiveEngine(wiring.Component):
             m.d.comb += cmd.dst[f"c{d}"].eq(Mux(cur.dim == d, neighbour, self.coords[f"c{d}"]))
         m.d.comb += [
             cmd.kind.eq(Kind.WRITE), cmd.dst_port.eq(0), cmd.space.eq(cur.space),
-            cmd.address.eq(address), cmd.bytes.eq(Mux(token, 0, count << 2)),
+            cmd.address.eq(address),
+            cmd.bytes.eq(Mux(token, 0, Mux(reducing | (cur.fmt != Fmt.BFLOAT16), count << 2,
+                                          count << 1))),
             cmd.fmt.eq(cur.fmt),
             cmd.op.eq(Mux(reducing & ~token, Mux(step == n - 2, Op.ADD_FINAL, Op.ADD),
                           Op.STORE)),
-            cmd.tag.eq(Mux(token, TOKEN_TAG + minus, (phase << 2) | minus)),
+            cmd.tag.eq(Mux(token, TOKEN_TAG + minus, (phase << 2) | (parity << 1) | minus)),
             cmd.sem.eq(COLLECTIVE_SEM),
         ]

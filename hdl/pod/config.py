@@ -7,7 +7,7 @@ from ..ici.config import ICIConfig
 
 __all__ = ["EndpointConfig", "PodConfig", "ADDR_BITS", "TAG_BITS", "SEM_BITS", "NO_SEM",
            "COLLECTIVE_SEM", "FLIT_BITS", "REQUEST_PORT", "RESPONSE_PORT", "MINUS_PORT",
-           "LOCAL_PORTS"]
+           "LOCAL_PORTS", "STAGING_SLOTS"]
 
 ADDR_BITS = 32
 """Byte address of a message in the destination's HBM or VMEM."""
@@ -28,6 +28,8 @@ MINUS_PORT = 2
 """Local port of a pod router that injects and ejects the requests of the collectives' - ring,
 so that a chip sends and takes a flit per cycle on each ring direction."""
 LOCAL_PORTS = 3
+STAGING_SLOTS = 4
+"""Slots of the bfloat16 reductions' staging area: one per ring direction and step parity."""
 FLIT_BITS = (64, 128, 256, 512, 1024)
 """Flit widths the endpoint takes: a power-of-two number of bytes, so a packet's beat count
 and a beat's byte strobe are shifts and masks."""
@@ -45,12 +47,17 @@ class EndpointConfig(Config):
         power-of-two number of bytes wide enough for both headers in the head flit.
     max_message : int
         Longest message in bytes, a power of two, 1..2^24.
+    staging_slot : int
+        Bytes of each of the four staging slots of bfloat16 reductions (docs/pod.md,
+        "bfloat16"): a power of two, two flits .. 2^24. A bfloat16 reduce-scatter piece's fp32
+        partials must fit in a slot.
     """
 
     KIND = "endpoint"
 
     ici: ICIConfig = ICIConfig(dims=(2, 2), classes=2, flit_bits=128, max_packet=8)
     max_message: int = 4096
+    staging_slot: int = 1024
 
     def validate(self):
         ici = self.ici
@@ -67,6 +74,10 @@ class EndpointConfig(Config):
         check_int("max_message", self.max_message, 1, 2 ** 24)
         if self.max_message & (self.max_message - 1):
             raise ConfigError("max_message", f"must be a power of two, got {self.max_message}")
+        check_int("staging_slot", self.staging_slot, 2 * self.flit_bytes, 2 ** 24)
+        if self.staging_slot & (self.staging_slot - 1):
+            raise ConfigError("staging_slot", f"must be a power of two, got "
+                                              f"{self.staging_slot}")
         need = ici.header_bits + self.endpoint_header_bits
         if ici.flit_bits < need:
             raise ConfigError("ici.flit_bits", f"must hold the ICI header ({ici.header_bits} "
@@ -82,6 +93,11 @@ class EndpointConfig(Config):
     def packet_bytes(self):
         """Payload bytes of a full packet: every flit but the head."""
         return (self.ici.max_packet - 1) * self.flit_bytes
+
+    @property
+    def staging_bytes(self):
+        """The bfloat16 reductions' staging area: a slot per ring direction and step parity."""
+        return STAGING_SLOTS * self.staging_slot
 
     @property
     def endpoint_header_bits(self):
@@ -103,7 +119,8 @@ class PodConfig(Config):
         ejection port; the requests of the collectives' - ring on port 2).
     memory_words : int
         Flits of each chip's local memory (its VMEM; the simulation chip has no HBM): a power
-        of two, 16..65536.
+        of two, 16..65536, holding at least the staging area of bfloat16 reductions (its top
+        ``endpoint.staging_bytes``).
     faults : bool
         A fault injector on every link (test only: bit flips the link layer must repair).
     """
@@ -128,6 +145,21 @@ class PodConfig(Config):
             raise ConfigError("memory_words", f"must be a power of two, got "
                                               f"{self.memory_words}")
         check_bool("faults", self.faults)
+        if self.memory_bytes < self.endpoint.staging_bytes:
+            raise ConfigError("memory_words", f"must hold the bfloat16 staging area "
+                                              f"({self.endpoint.staging_bytes} bytes: "
+                                              f"endpoint.staging_slot x {STAGING_SLOTS}), got "
+                                              f"{self.memory_words} words of "
+                                              f"{self.endpoint.flit_bytes} bytes")
+
+    @property
+    def memory_bytes(self):
+        return self.memory_words * self.endpoint.flit_bytes
+
+    @property
+    def staging_base(self):
+        """Byte address of the staging area: the top of each chip's memory."""
+        return self.memory_bytes - self.endpoint.staging_bytes
 
     @property
     def ici(self):
@@ -141,4 +173,5 @@ class PodConfig(Config):
     def name(self):
         """Verilog module name of the pod top."""
         return (f"podium_pod_{self.ici.suffix}_e{self.endpoint.max_message}"
-                f"_m{self.memory_words}" + ("_fi" if self.faults else ""))
+                f"_s{self.endpoint.staging_slot}_m{self.memory_words}"
+                + ("_fi" if self.faults else ""))

@@ -22,13 +22,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.packet import coord_layout, eject_layout, header_layout
 from ..lib.counter import COUNTER_WIDTH, count_events
-from ..lib.fp import add_fp32
+from ..lib.fp import add_fp32, fp32_to_bf16
 from .config import ADDR_BITS, NO_SEM, SEM_BITS, TAG_BITS
 
 __all__ = ["Kind", "Op", "Fmt", "Space", "REQUEST_CLASS", "RESPONSE_CLASS",
            "endpoint_header_layout", "command_layout", "read_request_layout",
            "write_beat_layout", "read_beat_layout", "completion_layout", "Sender", "Receiver",
-           "Responder", "ADD_AHEAD", "flit_reads"]
+           "Responder", "ADD_AHEAD", "flit_reads", "bf16_add", "staging_address"]
 
 REQUEST_CLASS = 0
 RESPONSE_CLASS = 1
@@ -127,17 +127,34 @@ def _endpoint_index(cfg, coords, port):
     return node * ici.local_ports + port
 
 
-def flit_reads(m, cfg, read, *, name="remaining"):
+def bf16_add(ep):
+    """Whether a header or command is a ``WRITE`` that adds ``bfloat16`` elements."""
+    return (ep.kind == Kind.WRITE) & (ep.op != Op.STORE) & (ep.fmt == Fmt.BFLOAT16)
+
+
+def flit_reads(m, cfg, read, *, name="remaining", wrap=None):
     """The flit reads of one message on ``read``: returns the count of flits still to read;
     while it is not zero ``read`` offers the next flit's address, a flit further per read
-    taken. A user starts a message by loading the count and ``read.payload``'s address."""
+    taken. A user starts a message by loading the count and ``read.payload``'s address.
+    While ``wrap`` (a signal) is set the address wraps round within its staging slot."""
     shift = (cfg.flit_bytes - 1).bit_length()
     remaining = Signal(range((cfg.max_message >> shift) + 2), name=name)
     m.d.comb += read.valid.eq(remaining != 0)
+    address = read.payload.address
+    following = address + cfg.flit_bytes
+    if wrap is not None:
+        mask = cfg.staging_slot - 1
+        following = Mux(wrap, (address & ~mask) | (following & mask), following)
     with m.If(read.valid & read.ready):
-        m.d.sync += [remaining.eq(remaining - 1),
-                     read.payload.address.eq(read.payload.address + cfg.flit_bytes)]
+        m.d.sync += [remaining.eq(remaining - 1), address.eq(following)]
     return remaining
+
+
+def staging_address(cfg, base, tag, address):
+    """Where the fp32 partial of the bfloat16 element at ``address`` stands in staging slot
+    ``tag mod 4`` of the staging area at ``base`` (docs/pod.md, "bfloat16"): at twice the
+    element's address, modulo the slot."""
+    return base + (tag[:2] * cfg.staging_slot) + ((address << 1) & (cfg.staging_slot - 1))
 
 
 class Sender(wiring.Component):
@@ -148,7 +165,9 @@ class Sender(wiring.Component):
     ``max_packet - 1`` data flits taken from ``data`` (``ceil(bytes / flit_bytes)`` beats per
     message, the last one's unused bytes ignored), one flit per cycle while ``o`` and ``data``
     allow. Every packet but the last carries ``packet_bytes``; the last the rest (``last``
-    set). A ``READ`` is one packet of two flits, the head (``bytes`` 0) and a
+    set), at the message's address plus the bytes before it (half of them for a ``bfloat16``
+add, whose address is of the bfloat16 elements its fp32 partials add to). A ``READ`` is one
+packet of two flits, the head (``bytes`` 0) and a
     ``read_request_layout`` flit; an ``ACK`` is a head alone (``bytes`` must be 0); neither
     takes ``data``. The head's ``seq`` counts the packets sent to each destination endpoint
     modulo 256, so one sender serves one class: the requests of an endpoint (class 0), or,
@@ -215,7 +234,8 @@ class Sender(wiring.Component):
                              head_taken.eq(self.o.ready)]
                 with m.If(self.o.ready):
                     m.d.sync += [seq[dst].eq(seq[dst] + 1), msg.bytes.eq(msg.bytes - size),
-                                 msg.address.eq(msg.address + size),
+                                 msg.address.eq(msg.address + Mux(bf16_add(msg), size >> 1,
+                                                                  size)),
                                  beats.eq(head.length - 1)]
                     m.next = "BODY"
                     with m.If(is_read):
@@ -258,6 +278,12 @@ class Receiver(wiring.Component):
       distinct addresses, and the next packet's reads start after this one's last write is
       taken, so two adds to one address in a row see each other (the memory must make a taken
       write visible to a later read).
+    - ``WRITE`` ``ADD`` / ``ADD_FINAL`` in ``bfloat16``: the data are fp32 partials of the
+      bfloat16 elements at the packet's address, a flit of partials per half flit of
+      elements. Each arriving flit is added to its elements widened (exactly) to fp32, read
+      from the flit that holds them; ``ADD`` writes the fp32 sums to staging slot ``tag mod 4``
+      (``staging_address``), ``ADD_FINAL`` rounds them to bfloat16 (nearest even, NaN
+      canonical) and writes them over the elements (a half-flit strobe).
     - ``READ``: the request flit is taken and the read is offered on ``respond`` (a
       ``READ_DATA`` command for the requester); the next head waits until it is taken.
     - ``ACK``: completes at once.
@@ -271,7 +297,7 @@ class Receiver(wiring.Component):
     packet is consumed with its body and counted in ``dropped``, without touching memory or
     completing anything: a kind in the wrong class, a ``WRITE`` or ``READ_DATA`` whose
     ``length`` is not ``1 + ceil(bytes / flit_bytes)``, a ``READ`` that is not two flits, an
-    ``ACK`` with a body, an ``op`` of 3, or an add in ``bfloat16`` (not built) or format 3.
+    ``ACK`` with a body, an ``op`` of 3, or an add in format 3.
 
     Members
     -------
@@ -284,10 +310,14 @@ class Receiver(wiring.Component):
     respond : Out(stream of command_layout)
         To the :class:`Responder`.
     packets, seq_errors, dropped : Out(32)
+
+    ``staging_base`` is the byte address of the staging area of ``bfloat16`` adds
+    (``EndpointConfig.staging_bytes`` long, a multiple of ``staging_slot``).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, staging_base=0):
         self._cfg = cfg
+        self._staging_base = staging_base
         super().__init__({
             "i": In(stream.Signature(eject_layout(cfg.ici))),
             "write": Out(stream.Signature(write_beat_layout(cfg))),
@@ -313,7 +343,7 @@ class Receiver(wiring.Component):
             | ((ep.kind == Kind.READ) & (head.length != 2))
             | ((ep.kind == Kind.ACK) & (head.length != 1))
             | ((ep.kind == Kind.WRITE) & (ep.op.as_value() == 3))
-            | ((ep.kind == Kind.WRITE) & adds & (ep.fmt != Fmt.INT32) & (ep.fmt != Fmt.FP32)))
+            | ((ep.kind == Kind.WRITE) & adds & (ep.fmt.as_value() == 3)))
 
     def _outputs(self, m, pkt, origin, sender, request):
         """The payloads of ``write``, ``read``, ``done`` and ``respond`` from the packet being
@@ -321,14 +351,25 @@ class Receiver(wiring.Component):
         ``READ``, its ``request`` flit; ``write.data`` and the kind-specific fields of
         ``respond`` are the states' own."""
         cfg = self._cfg
-        strobe = Signal(cfg.flit_bytes)
-        m.d.comb += strobe.eq(Mux(pkt.bytes >= cfg.flit_bytes, (1 << cfg.flit_bytes) - 1,
-                                  (Const(1, cfg.flit_bytes + 1) << pkt.bytes) - 1))
+        fb = cfg.flit_bytes
+        strobe = Signal(fb)
+        m.d.comb += strobe.eq(Mux(pkt.bytes >= fb, (1 << fb) - 1,
+                                  (Const(1, fb + 1) << pkt.bytes) - 1))
         m.d.comb += [self.done.payload.kind.eq(pkt.kind), self.done.payload.src.eq(sender),
                      self.done.payload.sem.eq(pkt.sem), self.done.payload.tag.eq(pkt.tag)]
+        # A bfloat16 add's partials go to staging, its results to half of the elements' flit.
+        final = bf16_add(pkt) & (pkt.op == Op.ADD_FINAL)
+        half = pkt.address[(fb - 1).bit_length() - 1]
+        elements = Mux(pkt.bytes >= fb, fb, pkt.bytes) >> 1
+        halved = Signal(fb)
+        m.d.comb += halved.eq(((Const(1, fb + 1) << elements) - 1) << Mux(half, fb // 2, 0))
+        address = Mux(final, pkt.address & ~(fb - 1),
+                      Mux(bf16_add(pkt),
+                          staging_address(cfg, self._staging_base, pkt.tag, pkt.address),
+                          pkt.address))
         m.d.comb += [self.write.payload.space.eq(pkt.space),
-                     self.write.payload.address.eq(pkt.address),
-                     self.write.payload.strobe.eq(strobe),
+                     self.write.payload.address.eq(address),
+                     self.write.payload.strobe.eq(Mux(final, halved, strobe)),
                      self.read.payload.space.eq(pkt.space)]
         reply = self.respond.payload
         for d in range(cfg.ici.ndims):
@@ -338,14 +379,25 @@ class Receiver(wiring.Component):
                      reply.reply_space.eq(request.space),
                      reply.reply_address.eq(request.address)]
 
-    def _sum(self, m, arriving, present, fmt):
-        """``arriving + present`` in 32-bit lanes, int32 (wrapping) or fp32."""
-        lanes = []
-        for k in range(self._cfg.ici.flit_bits // 32):
-            a, b = arriving[32 * k:32 * k + 32], present[32 * k:32 * k + 32]
-            lanes.append(Mux(fmt == Fmt.FP32, add_fp32(m, a, b, name=f"add{k}"),
-                             (a + b)[:32]))
-        return Cat(*lanes)
+    def _sum(self, m, pkt, arriving, present):
+        """The flit an add writes: ``arriving + present`` in 32-bit lanes, int32 (wrapping)
+        or fp32; in bfloat16 the fp32 partials plus the elements of the present flit's half
+        they belong to (widened), rounded to bfloat16 in both halves for ``ADD_FINAL``."""
+        lanes = self._cfg.ici.flit_bits // 32
+        bf16 = pkt.fmt == Fmt.BFLOAT16
+        half = pkt.address[(self._cfg.flit_bytes - 1).bit_length() - 1]
+        sums, narrow = [], []
+        for k in range(lanes):
+            a = arriving[32 * k:32 * k + 32]
+            b = Mux(bf16, Cat(Const(0, 16), Mux(half, present[16 * (k + lanes):][:16],
+                                                present[16 * k:][:16])),
+                    present[32 * k:32 * k + 32])
+            total = Signal(32, name=f"sum{k}")
+            m.d.comb += total.eq(Mux(pkt.fmt == Fmt.INT32, (a + b)[:32],
+                                     add_fp32(m, a, b, name=f"add{k}")))
+            sums.append(total)
+            narrow.append(fp32_to_bf16(total))
+        return Mux(bf16 & (pkt.op == Op.ADD_FINAL), Cat(*narrow, *narrow), Cat(*sums))
 
     def elaborate(self, platform):
         m = Module()
@@ -367,10 +419,12 @@ class Receiver(wiring.Component):
         to_read = Signal(ici.length_bits)           # an add's flits not yet read
         read_address = Signal(ADDR_BITS)
         ahead = Signal(range(ADD_AHEAD + 1))        # flits read and not yet written back
-        m.d.comb += self.read.payload.address.eq(read_address)
+        step = Mux(bf16_add(pkt), cfg.flit_bytes // 2, cfg.flit_bytes)   # address per flit
+        m.d.comb += self.read.payload.address.eq(
+            Mux(bf16_add(pkt), read_address & ~(cfg.flit_bytes - 1), read_address))
         self._outputs(m, pkt, origin, sender, request)
         reply = self.respond.payload
-        advance = [pkt.address.eq(pkt.address + cfg.flit_bytes),
+        advance = [pkt.address.eq(pkt.address + step),
                    pkt.bytes.eq(Mux(pkt.bytes > cfg.flit_bytes, pkt.bytes - cfg.flit_bytes, 0))]
         with m.FSM():
             with m.State("HEAD"):
@@ -413,15 +467,14 @@ class Receiver(wiring.Component):
                 m.d.comb += [
                     self.read.valid.eq((to_read != 0) & (ahead < ADD_AHEAD)),
                     self.write.valid.eq(both),
-                    self.write.payload.data.eq(self._sum(m, self.i.payload.data,
-                                                         self.read_data.payload, pkt.fmt)),
+                    self.write.payload.data.eq(self._sum(m, pkt, self.i.payload.data,
+                                                         self.read_data.payload)),
                     self.i.ready.eq(self.write.ready & self.read_data.valid),
                     self.read_data.ready.eq(self.write.ready & self.i.valid),
                 ]
                 issued = self.read.valid & self.read.ready
                 with m.If(issued):
-                    m.d.sync += [to_read.eq(to_read - 1),
-                                 read_address.eq(read_address + cfg.flit_bytes)]
+                    m.d.sync += [to_read.eq(to_read - 1), read_address.eq(read_address + step)]
                 m.d.sync += ahead.eq(ahead + issued - wrote)
                 with m.If(wrote):
                     m.d.sync += advance

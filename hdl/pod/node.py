@@ -212,13 +212,14 @@ class PodNode(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg.endpoint
+        staging = self._cfg.staging_base
         m.submodules.sender = sender = Sender(cfg)
         m.submodules.minus_sender = minus_sender = Sender(cfg)
-        m.submodules.requests = requests = Receiver(cfg)
-        m.submodules.minus_requests = minus_requests = Receiver(cfg)
+        m.submodules.requests = requests = Receiver(cfg, staging_base=staging)
+        m.submodules.minus_requests = minus_requests = Receiver(cfg, staging_base=staging)
         m.submodules.responses = responses = Receiver(cfg)
         m.submodules.responder = responder = Responder(cfg)
-        m.submodules.engine = engine = CollectiveEngine(cfg)
+        m.submodules.engine = engine = CollectiveEngine(cfg, staging_base=staging)
         m.submodules.messages = messages = MessageUnit(cfg)
         m.submodules.memory = memory = LocalMemory(
             cfg, self._sram, words=self._cfg.memory_words, writers=4, readers=7,

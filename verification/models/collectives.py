@@ -435,13 +435,14 @@ def ring_collective(op, fmt, dims, dim, length, grain, buffers):
     own block counts): per node, ``(element offset, bytes)`` of the part the collective
     defines (a reduce-scatter: the node's own block; otherwise the whole buffer)."""
     dtype = _format(fmt).dtype
-    arrays = [np.frombuffer(b, dtype=np.uint32).view(dtype) for b in buffers]
+    raw = np.uint16 if _format(fmt).bytes == 2 else np.uint32
+    arrays = [np.frombuffer(b, dtype=raw).view(dtype) for b in buffers]
     blocks = split_sizes(length, dims[dim], grain)
     starts = _offsets(blocks)
     positions = [coords_of(dims, node)[dim] for node in range(len(buffers))]
     if op == "reduce_scatter":
         out = reduce_scatter(arrays, dims, dim, fmt, grain)
-        return [(int(starts[p]), np.asarray(o).view(np.uint32).tobytes())
+        return [(int(starts[p]), np.asarray(o).view(raw).tobytes())
                 for o, p in zip(out, positions, strict=True)]
     if op == "all_reduce":
         out = all_reduce(arrays, dims, dim, fmt, grain)
@@ -453,7 +454,7 @@ def ring_collective(op, fmt, dims, dim, length, grain, buffers):
     else:
         raise ConfigError("op", f"must be one of reduce_scatter, all_gather, all_reduce, "
                                 f"all_reduce_2d, got {op!r}")
-    return [(0, np.asarray(o).view(np.uint32).tobytes()) for o in out]
+    return [(0, np.asarray(o).view(raw).tobytes()) for o in out]
 
 
 FP32_SPECIALS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
@@ -462,9 +463,12 @@ FP32_SPECIALS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7
 
 
 def random_elements(rng, fmt, count):
-    """``count`` random int32 or fp32 elements (``rng`` a ``random.Random``) as little-endian
-    bytes; fp32 mixes :data:`FP32_SPECIALS`, subnormals and values of nearby exponents
-    (cancellation, rounding ties)."""
+    """``count`` random int32, fp32 or bfloat16 elements (``rng`` a ``random.Random``) as
+    little-endian bytes; fp32 mixes :data:`FP32_SPECIALS`, subnormals and values of nearby
+    exponents (cancellation, rounding ties); bfloat16 the upper halves of such fp32 values."""
+    if fmt == "bfloat16":
+        words = np.frombuffer(random_elements(rng, "fp32", count), dtype=np.uint32)
+        return (words >> 16).astype(np.uint16).tobytes()
     words = []
     for _ in range(count):
         pick = rng.random()

@@ -48,6 +48,13 @@ A2A_SRC, A2A_DST = 0x0000, 0x2000
 table follows the receive buffer."""
 PERIOD_NS = 10
 """The testbench's clock period (verification/tb/bench.py's default)."""
+ESIZE = {"int32": 4, "fp32": 4, "bfloat16": 2}
+"""Bytes of an element of each format."""
+
+
+def _grain(tb, fmt):
+    """The engine's grain in elements: a flit of 32-bit elements, half a flit in bfloat16."""
+    return tb.fb // 4 if ESIZE[fmt] == 4 else tb.fb // 2
 
 
 class PodBench:
@@ -198,9 +205,9 @@ async def _run_collective(tb, rng, op, dim, fmt, length):
     """Load random buffers, start ``op`` on every chip at a random cycle, check every chip's
     buffer against the golden model."""
     dims, shift = tb.golden_dims()
-    grain = tb.fb // 4
+    esize = ESIZE[fmt]
     buffers = [random_elements(rng, fmt, length) for _ in range(tb.chips)]
-    expect = ring_collective(op, fmt, dims, dim + shift, length, grain, buffers)
+    expect = ring_collective(op, fmt, dims, dim + shift, length, _grain(tb, fmt), buffers)
     for c, b in enumerate(buffers):
         tb.write(c, COLLECTIVE_BASE, b)
     await tb.drained()
@@ -210,7 +217,7 @@ async def _run_collective(tb, rng, op, dim, fmt, length):
         tb.collective(c, op, dim, fmt, COLLECTIVE_BASE, length)
     await tb.collectives_done()
     for c, (offset, want) in enumerate(expect):
-        got = await tb.read(c, COLLECTIVE_BASE + 4 * offset, len(want))
+        got = await tb.read(c, COLLECTIVE_BASE + esize * offset, len(want))
         assert got == want, (f"chip {c} ({tb.coords(c)}): {op} {fmt} length {length} along "
                              f"{dim}: buffer differs from the golden model")
 
@@ -243,7 +250,8 @@ async def _timed_collective(tb, **descriptor):
 
 async def _timed_ring(tb, rng, op, spec, size, check):
     dims, shift = tb.golden_dims()
-    length = size // 4
+    esize = ESIZE[spec["fmt"]]
+    length = size // esize
     if check:
         buffers = [random_elements(rng, spec["fmt"], length) for _ in range(tb.chips)]
         for c, b in enumerate(buffers):
@@ -253,9 +261,9 @@ async def _timed_ring(tb, rng, op, spec, size, check):
                                      length=length)
     if check:
         expect = ring_collective(op, spec["fmt"], dims, spec["dim"] + shift, length,
-                                 tb.fb // 4, buffers)
+                                 _grain(tb, spec["fmt"]), buffers)
         for c, (offset, want) in enumerate(expect):
-            got = await tb.read(c, COLLECTIVE_BASE + 4 * offset, len(want))
+            got = await tb.read(c, COLLECTIVE_BASE + esize * offset, len(want))
             assert got == want, f"chip {c}: {op} of {size} B differs from the golden model"
     return cycles
 
@@ -332,21 +340,21 @@ def _dims_to_test(tb):
 
 @cocotb.test()
 async def test_collectives(dut):
-    """Reduce-scatter, all-gather and all-reduce in int32 and fp32 along every dimension (and
-    on a 2-D pod the 2-D all-reduce), at lengths from one element to pieces of several
-    packets (uneven splits, empty pieces), each chip starting at a random cycle, every flow
-    of idle and backpressure: every chip's buffer bit-exactly as the golden model's, no
-    error, drop or sequence error anywhere."""
+    """Reduce-scatter, all-gather and all-reduce in int32, fp32 and bfloat16 along every
+    dimension (and on a 2-D pod the 2-D all-reduce in int32 and fp32), at lengths from one
+    element to pieces of several packets (uneven splits, empty pieces), each chip starting
+    at a random cycle, every flow of idle and backpressure: every chip's buffer bit-exactly
+    as the golden model's, no error, drop or sequence error anywhere."""
     tb = PodBench(dut)
     await tb.start()
     rng = new_rng()
     packet_elems = tb.cfg.endpoint.packet_bytes // 4
     lengths = [1, 7, 37, 101, 4 * tb.chips * packet_elems + 5]
-    cases = [(op, dim) for dim in _dims_to_test(tb) for op in OPS]
+    cases = [(op, dim, fmt) for dim in _dims_to_test(tb) for op in OPS
+             for fmt in ("int32", "fp32", "bfloat16")]
     if len(_dims_to_test(tb)) == 2:
-        cases.append(("all_reduce_2d", 0))
-    for k, (op, dim, fmt, length) in enumerate((op, dim, fmt, length) for op, dim in cases
-                                               for fmt in ("int32", "fp32")
+        cases += [("all_reduce_2d", 0, fmt) for fmt in ("int32", "fp32")]
+    for k, (op, dim, fmt, length) in enumerate((op, dim, fmt, length) for op, dim, fmt in cases
                                                for length in lengths):
         flow = FLOWS[k % len(FLOWS)]
         tb.flow(flow)

@@ -9,7 +9,6 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module, Shape
 from amaranth.lib import wiring
@@ -445,7 +444,7 @@ class _Packets:
 
 def test_bad_packets(seed):
     """Bad packets among good ones: each is consumed with its body and counted in ``dropped``
-    (a write in the response class, an add in bfloat16, op 3, a write whose length does not
+    (a write in the response class, an add in format 3, op 3, a write whose length does not
     match its bytes, a read of three flits, an ack with a body) without touching memory or
     completing; a wrong sequence number is counted and the packet still served. The good
     packets around them work: stores, an acknowledged int32 add (read, add, write, then its
@@ -464,7 +463,7 @@ def test_bad_packets(seed):
         [hdr.head(0, 2, address=0x100, **write), words[0]],
         [hdr.head(0, 2, seq=7, address=0x200, **write), words[1]],
         [hdr.head(1, 2, address=0x300, **write), words[2]],
-        [hdr.head(0, 2, address=0x300, op=Op.ADD, fmt=Fmt.BFLOAT16, **write), words[3]],
+        [hdr.head(0, 2, address=0x300, op=Op.ADD, fmt=3, **write), words[3]],
         [hdr.head(0, 2, address=0x300, op=3, **write), words[4]],
         [hdr.head(0, 3, address=0x300, **write), words[5], words[6]],
         [hdr.head(0, 3, kind=Kind.READ, address=0x300, last=1), request, words[7]],
@@ -533,6 +532,8 @@ def test_bad_packets(seed):
     ({"ici": ICIConfig(dims=(2, 2), classes=2, flit_bits=64)}, "ici.flit_bits"),
     ({"max_message": 1000}, "max_message"),
     ({"max_message": 0}, "max_message"),
+    ({"staging_slot": 1000}, "staging_slot"),
+    ({"staging_slot": 16}, "staging_slot"),
 ])
 def test_config_refused(change, name):
     with pytest.raises(ConfigError) as info:
@@ -540,15 +541,19 @@ def test_config_refused(change, name):
     assert info.value.path == name
 
 
+STAGING = 0x8000
+"""The unit tests' staging area of bfloat16 reductions."""
+
+
 class _EngineChip(Elaboratable):
     """One chip for the collectives: a CollectiveEngine whose two ring directions share a
     Sender (a MessageMux), and a Receiver whose completions it counts."""
 
     def __init__(self, cfg):
-        self.engine = CollectiveEngine(cfg)
+        self.engine = CollectiveEngine(cfg, staging_base=STAGING)
         self.mux = MessageMux(cfg, 2)
         self.sender = Sender(cfg)
-        self.receiver = Receiver(cfg)
+        self.receiver = Receiver(cfg, staging_base=STAGING)
 
     def elaborate(self, platform):
         m = Module()
@@ -573,14 +578,17 @@ RINGS = {
     "3x2": ((3, 2), 0, (3, 2), 0),
 }
 RING_OPS = [Collective.REDUCE_SCATTER, Collective.ALL_GATHER, Collective.ALL_REDUCE]
-COLLECTIVE_CASES = ([(ring, op) for ring in ("1x4", "2x2-x", "2x2-y") for op in RING_OPS]
-                    + [(ring, Collective.ALL_REDUCE_2D) for ring in ("2x2-x", "3x2")])
+COLLECTIVE_CASES = (
+    [(ring, op, fmt) for ring in ("1x4", "2x2-x", "2x2-y") for op in RING_OPS
+     for fmt in ("int32", "fp32", "bfloat16")]
+    + [(ring, Collective.ALL_REDUCE_2D, fmt) for ring in ("2x2-x", "3x2")
+       for fmt in ("int32", "fp32")])
 """Ring collectives on rings of 4 and 2; the 2-D all-reduce on 2x2 and 3x2 pods (the ring
 along X of three chips, along Y of two)."""
+FMTS = {"int32": Fmt.INT32, "fp32": Fmt.FP32, "bfloat16": Fmt.BFLOAT16}
 
 
-@pytest.mark.parametrize("fmt", ["int32", "fp32"])
-@pytest.mark.parametrize("ring, op", COLLECTIVE_CASES)
+@pytest.mark.parametrize("ring, op, fmt", COLLECTIVE_CASES)
 def test_collective(seed, ring, op, fmt):
     """Every chip's engine, started at a random cycle, runs its part of a collective
     (lengths that do not divide evenly, empty pieces included) through Senders, a Python
@@ -590,7 +598,8 @@ def test_collective(seed, ring, op, fmt):
     response asked for."""
     dims, dim, ici_dims, engine_dim = RINGS[ring]
     cfg = EndpointConfig(ici=ICIConfig(dims=ici_dims, classes=2, flit_bits=128, max_packet=4))
-    grain = cfg.flit_bytes // 4
+    esize = 2 if fmt == "bfloat16" else 4
+    grain = cfg.flit_bytes // esize
     rng = random.Random(seed)
     length = rng.choice([1, 7, 37, 101, 150])
     space, base = rng.randrange(2), 0x1000
@@ -618,9 +627,8 @@ def test_collective(seed, ring, op, fmt):
                 "engine_data1": _Driver(chip.engine.read_data[1], rng, 0.7, _set_value),
                 "recv_data": _Driver(chip.receiver.read_data, rng, 0.7, _set_value),
             })
-        descriptor = _pack(descriptor_layout(cfg), op=op, dim=engine_dim,
-                           fmt=Fmt.FP32 if fmt == "fp32" else Fmt.INT32, space=space,
-                           address=base, length=length)
+        descriptor = _pack(descriptor_layout(cfg), op=op, dim=engine_dim, fmt=FMTS[fmt],
+                           space=space, address=base, length=length)
         last = 0
         for cycle in range(30000):
             assert cycle - last < STALL, f"nothing moved for {STALL} cycles"
@@ -663,22 +671,23 @@ def test_collective(seed, ring, op, fmt):
 
     _simulate(dut, bench)
     for node, ((offset, data), memory) in enumerate(zip(expect, memories, strict=True)):
-        got = memory.region(space, base + 4 * offset, len(data))
-        assert got == data, f"chip {chips[node]}: {np.frombuffer(got, np.uint32)} != " \
-                            f"{np.frombuffer(data, np.uint32)}"
+        got = memory.region(space, base + esize * offset, len(data))
+        assert got == data, f"chip {chips[node]}: {got.hex()} != {data.hex()}"
 
 
 def test_engine_refuses(seed):
-    """Descriptors the engine cannot run (bfloat16, op 7, a dimension the pod does not have,
+    """Descriptors the engine cannot run (format 3, op 7, a dimension the pod does not have,
     a piece longer than max_message, an all-to-all whose length is not the chip count, a 2-D
-    all-reduce on a 1-D pod) are consumed and counted in ``errors`` without sending anything;
+    all-reduce on a 1-D pod, a bfloat16 piece whose partials overflow a staging slot) are
+    consumed and counted in ``errors`` without sending anything;
     a good one after them starts sending."""
     cfg = EndpointConfig(ici=ICIConfig(dims=(4,), classes=2, flit_bits=128, max_packet=4))
     dut = CollectiveEngine(cfg)
     good = {"op": Collective.ALL_REDUCE, "dim": 0, "fmt": Fmt.INT32, "address": 0,
             "length": 100}
-    bad = [{"fmt": Fmt.BFLOAT16}, {"op": 7}, {"dim": 1}, {"length": 8 * cfg.max_message},
-           {"op": Collective.ALL_TO_ALL}, {"op": Collective.ALL_REDUCE_2D}]
+    bad = [{"fmt": 3}, {"op": 7}, {"dim": 1}, {"length": 8 * cfg.max_message},
+           {"op": Collective.ALL_TO_ALL}, {"op": Collective.ALL_REDUCE_2D},
+           {"fmt": Fmt.BFLOAT16, "length": 8 * cfg.staging_slot // 2}]
     layout = descriptor_layout(cfg)
 
     async def bench(ctx):
