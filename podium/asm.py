@@ -15,7 +15,9 @@ defines a label (alone on a line or before an instruction)::
 Operands follow the order of the instruction's :class:`~hdl.tensorcore.isa.Spec`: registers
 ``r0``..``r15``; immediates in decimal or hex (``imm32`` takes -2**31 .. 2**32-1 and keeps the
 low 32 bits); branch targets as labels or instruction indices; queues ``dma``, ``mxu``,
-``vpu``; semaphores ``s<n>`` (``none`` for a DMA transfer that signals nothing); ``vop`` and
+``vpu``, ``ici``; semaphores ``s<n>`` (``none`` for a DMA transfer or an ``ici.send`` that
+signals nothing); the ICI's ``store|add|add_final``, ``int32|fp32|bf16`` and the collective
+(``all_reduce``, ...) by name, the destination chip as its node number; ``vop`` and
 ``vred`` take ``op.dtype`` (``add.fp32``, ``max.int32``); ``vcast`` its kind (``i32_i8``);
 ``src2=rows|broadcast|scalar`` (default ``rows``) and the flags ``relu``, ``accumulate`` and
 ``emit`` are optional. ``.word <value>`` places a raw 64-bit word, which is how the
@@ -32,7 +34,10 @@ from hdl.tensorcore.isa import (
     SEM_NONE,
     SPECS,
     Cast,
+    Coll,
     DType,
+    IciFmt,
+    IciOp,
     Op,
     Queue,
     ROp,
@@ -48,7 +53,10 @@ __all__ = ["AsmError", "assemble", "disassemble", "format_instruction"]
 _BY_MNEMONIC = {spec.mnemonic: spec for spec in SPECS.values()}
 _FLAGS = ("accumulate", "emit", "relu")
 _FUSED = {"vop": VOp, "rop": ROp}           # written together with dtype: add.fp32, sum.int32
-_NAMED = {"queue": Queue, "cast": Cast}
+_NAMED = {"queue": Queue, "cast": Cast, "iop": IciOp, "ifmt": IciFmt, "coll": Coll,
+          "cfmt": IciFmt}
+_NO_SEM = (Op.DMA_LOAD, Op.DMA_STORE, Op.ICI_SEND)
+"""The instructions whose semaphore may be ``none``."""
 _DTYPES = {"int32": DType.INT32, "fp32": DType.FP32, "bf16": DType.BF16}
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 _LABEL = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*$")
@@ -108,11 +116,11 @@ def _parse_operand(spec, name, text, labels, pending):
     if name in _NAMED:
         return {name: _enum_value(_NAMED[name], text, name)}
     if name == "sem":
-        if text == "none" and spec.op in (Op.DMA_LOAD, Op.DMA_STORE):
+        if text == "none" and spec.op in _NO_SEM:
             return {"sem": SEM_NONE}
         m = re.fullmatch(r"s(\d+)", text)
         if not m:
-            allowed = "s<n> or none" if spec.op in (Op.DMA_LOAD, Op.DMA_STORE) else "s<n>"
+            allowed = "s<n> or none" if spec.op in _NO_SEM else "s<n>"
             raise ValueError(f"semaphore must be {allowed}, got {text!r}")
         return {"sem": _check_range("semaphore", int(m.group(1)), 0, (1 << _width("sem")) - 1)}
     if name == "target":
@@ -220,8 +228,7 @@ def _format_operand(spec, name, fields, label_of):
     if name in _NAMED:
         return _NAMED[name](value).name.lower()
     if name == "sem":
-        return "none" if value == SEM_NONE and spec.op in (Op.DMA_LOAD, Op.DMA_STORE) \
-            else f"s{value}"
+        return "none" if value == SEM_NONE and spec.op in _NO_SEM else f"s{value}"
     if name == "target":
         return label_of(value)
     if name == "imm32":
@@ -245,7 +252,7 @@ def format_instruction(word, label_of=str):
         parts.append(f"src2={Src2(fields['src2']).name.lower()}")
     parts += [flag for flag in _FLAGS if fields.get(flag)]
     head = spec.mnemonic
-    if spec.operands and spec.operands[0] in (*_FUSED, "cast"):
+    if spec.operands and spec.operands[0] in (*_FUSED, "cast", "coll"):
         head = f"{head} {parts.pop(0)}"
     return f"{head} {', '.join(parts)}".rstrip()
 

@@ -19,6 +19,10 @@ without data races gives the same result under all of them. When none can progre
 the program is done, the run stops with DEADLOCK (the hardware detects the same state after
 ``deadlock_cycles`` cycles).
 
+On a pod chip (a TensorCore built with ``ici``) a fourth engine, the ICI, executes
+``ici.send``, ``ici.read`` and ``ici.coll`` through the :class:`~podium.podsim.PodSim` the
+chip belongs to, which runs every chip's components under one schedule.
+
 Errors follow the doc: the first one stops dispatching, the instructions already dispatched
 keep running while they can (a ``wait`` that nothing will satisfy ends them), and the result
 carries the error code and ERROR_PC. A DMA transfer refused by HBM (an address at or past
@@ -32,7 +36,10 @@ import numpy as np
 from hdl.tensorcore.isa import (
     SEM_NONE,
     SPECS,
+    Coll,
     Error,
+    IciFmt,
+    IciOp,
     Op,
     Queue,
     Src2,
@@ -43,12 +50,15 @@ from hdl.tensorcore.isa import (
 from verification.models.mxu import Gemm, MXUModel
 from verification.models.vpu import vcast_rows, vop_rows, vred_rows
 
-__all__ = ["HBM", "Result", "TensorCoreSim", "SEM_MAX", "DMA_COUNT_MAX"]
+__all__ = ["HBM", "Result", "TensorCoreSim", "schedule", "SEM_MAX", "DMA_COUNT_MAX",
+           "LENGTH_MAX"]
 
 SEM_MAX = 255
 DMA_COUNT_MAX = 65535
 _MASK = 0xFFFFFFFF
 _ENGINES = (Queue.DMA, Queue.MXU, Queue.VPU)
+LENGTH_MAX = (1 << 24) - 1
+"""Longest collective, in elements."""
 
 
 class HBM:
@@ -112,12 +122,44 @@ def _ceil(a, b):
     return -(-a // b)
 
 
+def schedule(sims, rng, max_steps):
+    """Run the components of ``sims`` (started TensorCoreSims) until none can progress or
+    ``max_steps`` actions have been taken; returns the steps taken. Without ``rng`` the
+    components take turns in a fixed order; with it each has a random speed for the run (see
+    the module docstring)."""
+    actors, ready = [], []
+    for sim in sims:
+        actors += [sim._front_end_step] + [lambda q=q, s=sim: s._engine_step(q)
+                                           for q in sim.engines]
+        ready += [sim._front_end_ready] + [lambda q=q, s=sim: s._engine_ready(q)
+                                           for q in sim.engines]
+    count = len(actors)
+    steps, turn = 0, 0
+    speed = None if rng is None else rng.exponential(size=count) ** 3
+    while steps < max_steps:
+        able = [i for i in range(count) if ready[i]()]
+        if not able:
+            break
+        if rng is None:
+            while turn not in able:
+                turn = (turn + 1) % count
+            choice, turn = turn, (turn + 1) % count
+        else:
+            weights = speed[able]
+            choice = able[int(np.searchsorted(np.cumsum(weights),
+                                              rng.random() * weights.sum()))]
+        actors[choice]()
+        steps += 1
+    return steps
+
+
 class TensorCoreSim:
     """The TensorCore of ``config`` (a TensorCoreConfig) with an HBM of ``hbm_capacity`` bytes.
 
     ``load(words)`` puts a program into the instruction memory (the rest of it holds zeros,
     ``nop``); ``hbm.write`` fills HBM; ``run(max_steps)`` starts at instruction 0 and returns a
-    :class:`Result`.
+    :class:`Result`. A pod chip's (``config.ici``) runs in its :class:`~podium.podsim.PodSim`
+    (``pod``, its node number ``index``).
     """
 
     def __init__(self, config, hbm_capacity=1 << 24, seed=None):
@@ -127,6 +169,8 @@ class TensorCoreSim:
         mxu = config.mxu
         self.mxu = MXUModel(mxu.rows, mxu.cols, mxu.acc_depth, mxu.fmt, mxu.output)
         self.rng = None if seed is None else np.random.default_rng(seed)
+        self.engines = _ENGINES + ((Queue.ICI,) if config.ici else ())
+        self.pod, self.index = None, 0
         self.imem = [None] * config.imem_depth
         self.load([])
 
@@ -149,7 +193,7 @@ class TensorCoreSim:
             op, fields = decode(word)
         except ValueError as e:
             return None, str(e)
-        reason = illegal(op, fields, semaphores=self.config.semaphores)
+        reason = illegal(op, fields, semaphores=self.config.semaphores, ici=self.config.ici)
         return (None, reason) if reason else (op, fields)
 
     def _reset(self):
@@ -159,7 +203,7 @@ class TensorCoreSim:
         self.pc = 0
         self.halted = False
         self.error, self.error_pc, self.error_message = Error.NONE, 0, ""
-        self.queues = {q: [] for q in _ENGINES}
+        self.queues = {q: [] for q in self.engines}
         self.counters = {"retired": 0, "bytes_read": 0, "bytes_written": 0}
         self.dma_shape = {"run": 0, "count": [1, 1, 1], "hbm": [0, 0, 0], "vmem": [0, 0, 0]}
         self.mxu_shape = (0, 0, 0)
@@ -174,34 +218,29 @@ class TensorCoreSim:
 
     def run(self, max_steps=10_000_000, start_pc=0):
         """Run from instruction ``start_pc`` until done, an error or ``max_steps`` actions."""
+        if self.config.ici:
+            raise ValueError("a pod chip's TensorCore runs in its PodSim")
+        self.begin(start_pc)
+        steps = schedule([self], self.rng, max_steps)
+        return self.result(steps, timed_out=steps >= max_steps)
+
+    def begin(self, start_pc=0):
+        """Reset the machine state (not memory) and set the PC: ``start`` of the host."""
         self._reset()
         self.pc = start_pc
-        actors = [self._front_end_step] + [lambda q=q: self._engine_step(q) for q in _ENGINES]
-        ready = [self._front_end_ready] + [lambda q=q: self._engine_ready(q) for q in _ENGINES]
-        steps, turn = 0, 0
-        speed = None if self.rng is None else self.rng.exponential(size=4) ** 3
-        status = "timeout"
-        while steps < max_steps:
-            able = [i for i in range(4) if ready[i]()]
-            if not able:
-                if self.error != Error.NONE:
-                    status = "error"
-                elif self.halted and not any(self.queues.values()):
-                    status = "done"
-                else:
-                    self._fail(Error.DEADLOCK, self.pc, "nothing can progress")
-                    status = "error"
-                break
-            if self.rng is None:
-                while turn not in able:
-                    turn = (turn + 1) % 4
-                choice, turn = turn, (turn + 1) % 4
-            else:
-                weights = speed[able]
-                choice = able[int(np.searchsorted(np.cumsum(weights),
-                                                  self.rng.random() * weights.sum()))]
-            actors[choice]()
-            steps += 1
+
+    def result(self, steps, *, timed_out):
+        """The :class:`Result` once the schedule has stopped after ``steps`` actions: done,
+        an error, a timeout, or (nothing could progress) DEADLOCK."""
+        if self.error != Error.NONE:
+            status = "error"
+        elif self.halted and not any(self.queues.values()):
+            status = "done"
+        elif timed_out:
+            status = "timeout"
+        else:
+            self._fail(Error.DEADLOCK, self.pc, "nothing can progress")
+            status = "error"
         return Result(status=status, error=self.error, error_pc=self.error_pc, pc=self.pc,
                       registers=list(self.regs), semaphores=list(self.sems),
                       vmem=self.vmem.copy(), hbm=self.hbm, counters=dict(self.counters),
@@ -306,7 +345,32 @@ class TensorCoreSim:
         if op == Op.VPU_CFG:
             self.vpu_cfg = (r(f["b"]), r(f["c"]), min(r(f["d"]), 62))
             return {}
+        if op in (Op.ICI_SEND, Op.ICI_READ, Op.ICI_COLL):
+            return self._check_ici(op, r(f["b"]), r(f["c"]), r(f.get("d", 0)), f)
         return self._check_vpu(op, f)
+
+    def _check_ici(self, op, local, remote, size, f):
+        """An ICI instruction's local operands (docs/pod.md, "Programs on the pod")."""
+        rb, vmem = self.config.row_bytes, self.config.vmem_bytes
+        if op == Op.ICI_COLL:
+            length = remote
+            coll = Coll(f["coll"])
+            esize = 2 if f["cfmt"] == IciFmt.BF16.value else 4
+            extent = length * (rb if coll == Coll.ALL_TO_ALL else esize)
+            if local % rb or length > LENGTH_MAX or local + extent > vmem:
+                raise _Fault(Error.VMEM_RANGE, f"ici.coll buffer at {local:#x} of {length} "
+                                               f"elements is outside VMEM or not row aligned")
+            return {"coll": coll, "dim": f["cdim"], "fmt": IciFmt(f["cfmt"]),
+                    "address": local, "length": length}
+        if local % rb or remote % rb or local + size > vmem:
+            raise _Fault(Error.VMEM_RANGE, f"{SPECS[op].mnemonic} of {size} bytes at "
+                                           f"{local:#x} (remote {remote:#x}) is outside VMEM "
+                                           f"or not row aligned")
+        iop = IciOp(f.get("iop", 0))
+        if iop != IciOp.STORE and size % 4:
+            raise _Fault(Error.ICI, f"ici.send adds whole 32-bit elements, got {size} bytes")
+        return {"local": local, "remote": remote, "bytes": size, "chip": f["chip"],
+                "op": iop, "fmt": IciFmt(f.get("ifmt", 0)), "sem": f["sem"]}
 
     def _check_dma(self, hbm_base, vmem_base, sem):
         s, beat = self.dma_shape, self.config.beat_bytes
@@ -384,6 +448,8 @@ class TensorCoreSim:
         if not queue:
             return False
         head = queue[0]
+        if head.op == Op.ICI_COLL:
+            return self.pod.collective_ready()
         return head.op != Op.WAIT or self.sems[head.args["sem"]] > 0
 
     def _signal(self, sem, pc):
@@ -412,6 +478,13 @@ class TensorCoreSim:
             self._matmul(args)
         elif op in (Op.VOP, Op.VCAST, Op.VRED):
             self._vpu(op, args)
+        elif op == Op.ICI_COLL:
+            self.queues[q].insert(0, entry)
+            self.pod.collective()
+            return
+        elif op in (Op.ICI_SEND, Op.ICI_READ):
+            if not self.pod.message(self, op, entry.pc, args):
+                return
         self.counters["retired"] += 1
 
     def _transfer(self, load, a):

@@ -13,12 +13,14 @@ present: no ``awlock``, ``awcache``, ``awprot``, ``awqos``, ``awregion`` or user
 AXI specification gives their defaults, and cocotbext-axi treats them as optional).
 """
 
+from amaranth.hdl import Module, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import check, check_int
 
-__all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature", "engine_members"]
+__all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature", "engine_members",
+           "AxiNoMemory"]
 
 
 class AxiResp(enum.Enum, shape=2):
@@ -134,3 +136,46 @@ def engine_members(cfg, csr_addr_width):
                                  id_width=cfg.axi_id_width)),
         "running": Out(1), "done": Out(1), "error": Out(1),
     }
+
+
+class AxiNoMemory(wiring.Component):
+    """An AXI4 subordinate with no memory behind it: every burst is answered ``DECERR`` (a
+    write once its last beat is taken, a read with ``arlen + 1`` beats of zeros), one burst of
+    each kind at a time, so a manager's errors are exercised and nothing waits forever. It
+    stands where a chip has no HBM (a VMEM-only pod chip's DMA).
+
+    Members
+    -------
+    axi : In(AXI4Signature)
+    """
+
+    def __init__(self, signature):
+        super().__init__({"axi": In(signature)})
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.axi
+        # Writes: an address, then its data beats up to ``wlast``, then the response.
+        aw, b = Signal(), Signal()
+        with m.If(~aw & ~b):
+            m.d.comb += bus.awready.eq(1)
+            with m.If(bus.awvalid):
+                m.d.sync += [aw.eq(1), bus.bid.eq(bus.awid)]
+        with m.If(aw):
+            m.d.comb += bus.wready.eq(1)
+            with m.If(bus.wvalid & bus.wlast):
+                m.d.sync += [aw.eq(0), b.eq(1)]
+        m.d.comb += [bus.bvalid.eq(b), bus.bresp.eq(AxiResp.DECERR)]
+        with m.If(b & bus.bready):
+            m.d.sync += b.eq(0)
+        # Reads: an address, then ``arlen + 1`` beats.
+        left = Signal(9)
+        with m.If(left == 0):
+            m.d.comb += bus.arready.eq(1)
+            with m.If(bus.arvalid):
+                m.d.sync += [left.eq(bus.arlen + 1), bus.rid.eq(bus.arid)]
+        m.d.comb += [bus.rvalid.eq(left != 0), bus.rlast.eq(left == 1),
+                     bus.rresp.eq(AxiResp.DECERR), bus.rdata.eq(0)]
+        with m.If(bus.rvalid & bus.rready):
+            m.d.sync += left.eq(left - 1)
+        return m

@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 from ..config import ConfigError
 from ..ici.packet import coord_layout
 from ..lib.counter import COUNTER_WIDTH, count_events
-from .config import ADDR_BITS, COLLECTIVE_SEM
+from .config import ADDR_BITS, COLLECTIVE_SEM, LOCAL_PORTS
 from .endpoint import (
     Fmt,
     Kind,
@@ -49,14 +49,17 @@ class Collective(enum.Enum, shape=3):
     ALL_REDUCE_2D = 4
 
 
-A2A_TAG = 14
+A2A_TAG = 20
 """Tag of the last chunk of an all-to-all message."""
-A2A_PART = 15
+A2A_PART = 21
 """Tag of the other chunks of an all-to-all message (not counted)."""
-TOKEN_TAG = 12
-"""Tags 12 (+) and 13 (-): a 2-D all-reduce's ready tokens (see ``CollectiveEngine``). A
-ring message of phase ``k`` in direction ``h`` is tagged ``4 k + 2 q + h``, ``q`` the parity
-of a bfloat16 reduce-scatter step (its staging slot at the receiver; 0 otherwise)."""
+A2A_READY = 22
+"""Tag of an all-to-all's ready token (see ``CollectiveEngine``)."""
+TOKEN_TAG = 16
+"""Tags 16 + 2 k + h: the ready token of phase ``k`` (0, or a 2-D all-reduce's 1) in ring
+direction ``h`` (see ``CollectiveEngine``). A ring message of phase ``k`` in direction ``h``
+is tagged ``4 k + 2 q + h``, ``q`` the parity of a bfloat16 reduce-scatter step (its staging
+slot at the receiver; 0 otherwise)."""
 PARITY_BIT = 2
 """The tag bit of a ring message's staging slot parity: its arrivals are counted without
 it."""
@@ -290,13 +293,18 @@ class CollectiveEngine(wiring.Component):
         else:
             nx = ny = 1
         expected = [Mux(two_d, nx - 1, Mux(a2a, 0, steps)), Mux(two_d, 2 * (ny - 1), 0),
-                    Mux(two_d, nx - 1, 0), two_d]
+                    Mux(two_d, nx - 1, 0), ~a2a, two_d]
+        # All-to-all ready tokens, counted per source chip (sent from its port 0).
+        ready_from = Array(Signal(2, name=f"a2a_ready{k}") for k in range(ici.nodes))
+        for k, count in enumerate(ready_from):
+            token = ours & (arrived.tag == A2A_READY) & (arrived.src == k * LOCAL_PORTS)
+            m.d.sync += count.eq(count + token - (finished & a2a))
         sent, idle, too_long = [], [], []
         for h in range(2):
             step = Signal(width, name=f"step{h}")
             counts = []
             kinds = [ring_tag == h, ring_tag == 4 + h, ring_tag == 8 + h,
-                     arrived.tag == TOKEN_TAG + h]
+                     arrived.tag == TOKEN_TAG + h, arrived.tag == TOKEN_TAG + 2 + h]
             for k, kind in enumerate(kinds):
                 count = Signal(width, name=f"arrivals{h}_{k}")
                 m.d.sync += count.eq(count + (ours & kind)
@@ -304,12 +312,12 @@ class CollectiveEngine(wiring.Component):
                 counts.append(count)
             arrivals = Signal(width, name=f"arrivals{h}")
             m.d.comb += arrivals.eq(Array(counts[:3])[phase])
-            # Phase 1 first sends a token to the neighbour that sends to this chip (it may
-            # now add into this chip's X block), and waits for the token of the neighbour it
-            # sends to.
+            # Phase 0 (and a 2-D all-reduce's phase 1) first sends a token to the neighbour
+            # that sends to this chip (its buffer is ready: the neighbour may write or add
+            # into it), and waits for the token of the neighbour it sends to.
             token = Signal(name=f"token{h}")
             tokened = Signal(name=f"tokened{h}")
-            m.d.comb += token.eq(two_d & (phase == 1) & ~tokened)
+            m.d.comb += token.eq(~a2a & ((phase == 0) | (two_d & (phase == 1))) & ~tokened)
             reducing = (cur.op != Collective.ALL_GATHER) & (step < n - 1)
             s = Mux((cur.op == Collective.ALL_REDUCE) & ~reducing, step - (n - 1), step)
             lag = Mux(reducing, 1, 0)
@@ -324,14 +332,16 @@ class CollectiveEngine(wiring.Component):
             remaining = flit_reads(m, cfg, read, name=f"remaining{h}", wrap=staged)
             m.d.comb += read.payload.space.eq(desc.space)
 
-            a2a_sent, oversize = self._all_to_all(m, h, desc, me, running & a2a, remaining)
+            a2a_sent, oversize = self._all_to_all(m, h, desc, me, running & a2a, remaining,
+                                                  ready_from)
             parity = bf16 & reducing & step[0]
             with m.If(~a2a):
                 self._widen(m, h, cmd.valid & cmd.ready & ~token, bf16 & reducing & (step == 0),
                             flits(count, 4))
                 self._command(m, cmd.payload, cur, n, p, step, h, reducing, address, count,
                               phase, token, parity)
-                ready = Mux(step == 0, ~two_d | (phase != 1) | (counts[3] != 0),
+                ready = Mux(step == 0, Mux(phase == 0, counts[3] != 0,
+                                           (phase != 1) | (counts[4] != 0)),
                             arrivals >= step)
                 m.d.comb += cmd.valid.eq(running & (remaining == 0)
                                          & (token | ((step < steps) & ready)))
@@ -394,7 +404,7 @@ class CollectiveEngine(wiring.Component):
         count_events(m, self, {"errors": error + too_long[0] + too_long[1]})
         return m
 
-    def _all_to_all(self, m, h, desc, me, active, remaining):
+    def _all_to_all(self, m, h, desc, me, active, remaining, ready_from):
         """Direction ``h``'s part of an all-to-all (while ``active``): every message is cut
         into chunks of a packet, chunk ``k`` sent by direction ``k mod 2``, so both Senders
         carry half of every message. Each direction visits the destinations in turn, one chunk
@@ -404,7 +414,9 @@ class CollectiveEngine(wiring.Component):
         out). A direction's last chunk to a destination is tagged ``A2A_TAG`` (a 0-byte one if
         it has no chunk there), the others ``A2A_PART``: packets of one Sender to one chip
         arrive in order, so a destination has every byte once it has counted two ``A2A_TAG``
-        from every chip. Returns (every chunk sent, an entry of more than ``max_message``
+        from every chip. A chunk goes to a chip once its ready token is here (``ready_from``):
+        direction 0 first sends this chip's token to every chip (``A2A_READY``, 0 bytes), in
+        the same order. Returns (every chunk sent, an entry of more than ``max_message``
         bytes sent now as 0 bytes, counted by direction 0)."""
         cfg, ici = self._cfg, self._cfg.ici
         nodes, chunk = ici.nodes, cfg.packet_bytes
@@ -435,11 +447,18 @@ class CollectiveEngine(wiring.Component):
         m.d.comb += [unwrapped.eq(me + step + h * (nodes // 2)),
                      target.eq(Mux(unwrapped >= 2 * nodes, unwrapped - 2 * nodes,
                                    Mux(unwrapped >= nodes, unwrapped - nodes, unwrapped)))]
-        with m.If(active & (left != 0) & ~waiting & ~held & (remaining == 0)):
+        # Direction 0's ready tokens first: to chip (me + k) mod nodes, k = 0 ..
+        announce = Signal(range(nodes + 1), name=f"a2a_announce{h}")
+        told = Signal(range(2 * nodes), name=f"a2a_told{h}")
+        m.d.comb += told.eq(me + nodes - announce)
+        telling = active & (announce != 0)
+        with m.If(active & (left != 0) & ~waiting & ~held & (remaining == 0) & ~telling):
             with m.If(step >= nodes):
                 m.d.sync += [step.eq(0), rnd.eq(rnd + 1)]
             with m.Elif(done.bit_select(target, 1)):
                 m.d.sync += step.eq(step + 1)
+            with m.Elif(ready_from[target] == 0):
+                pass
             with m.Else():
                 m.d.sync += [dest.eq(target), remaining.eq(1), waiting.eq(1),
                              read.payload.address.eq(desc.address + (target << shift))]
@@ -450,19 +469,23 @@ class CollectiveEngine(wiring.Component):
         rest = Mux(total > offset, total - offset, 0)
         last = rest <= 2 * chunk
         size = Mux(rest > chunk, chunk, rest)
+        to = Mux(telling, Mux(told >= nodes, told - nodes, told), dest)
         stride = 1
         for d, k in enumerate(ici.dims):
-            m.d.comb += cmd.payload.dst[f"c{d}"].eq((dest // stride) % k)
+            m.d.comb += cmd.payload.dst[f"c{d}"].eq((to // stride) % k)
             stride *= k
         m.d.comb += [
-            cmd.valid.eq(active & held),
+            cmd.valid.eq(telling | (active & held)),
             cmd.payload.kind.eq(Kind.WRITE), cmd.payload.dst_port.eq(0),
             cmd.payload.space.eq(desc.space), cmd.payload.address.eq(entry.dst_address + offset),
-            cmd.payload.bytes.eq(size), cmd.payload.fmt.eq(desc.fmt),
-            cmd.payload.op.eq(Op.STORE), cmd.payload.tag.eq(Mux(last, A2A_TAG, A2A_PART)),
+            cmd.payload.bytes.eq(Mux(telling, 0, size)), cmd.payload.fmt.eq(desc.fmt),
+            cmd.payload.op.eq(Op.STORE),
+            cmd.payload.tag.eq(Mux(telling, A2A_READY, Mux(last, A2A_TAG, A2A_PART))),
             cmd.payload.sem.eq(COLLECTIVE_SEM),
         ]
-        with m.If(cmd.valid & cmd.ready):
+        with m.If(cmd.valid & cmd.ready & telling):
+            m.d.sync += announce.eq(announce - 1)
+        with m.Elif(cmd.valid & cmd.ready):
             flits = (size + cfg.flit_bytes - 1) >> shift
             m.d.sync += [held.eq(0), step.eq(step + 1), remaining.eq(flits), owed.eq(flits),
                          read.payload.address.eq(entry.src_address + offset)]
@@ -470,10 +493,11 @@ class CollectiveEngine(wiring.Component):
                 m.d.sync += [done.eq(done | (1 << dest)), left.eq(left - 1)]
         with m.If(self.start.valid & self.start.ready):
             m.d.sync += [step.eq(0), rnd.eq(0), done.eq(0), left.eq(nodes),
-                         waiting.eq(0), held.eq(0), owed.eq(0)]
-        sent = (left == 0) & ~waiting & ~held & (owed == 0)
+                         waiting.eq(0), held.eq(0), owed.eq(0),
+                         announce.eq(nodes if h == 0 else 0)]
+        sent = (left == 0) & ~waiting & ~held & (owed == 0) & (announce == 0)
         # Both directions send an oversized entry's (empty) message: count it once.
-        return sent, cmd.valid & cmd.ready & oversize & (rnd == 0) & (h == 0)
+        return sent, cmd.valid & cmd.ready & ~telling & oversize & (rnd == 0) & (h == 0)
 
     def _widen(self, m, h, issued, widen, partials):
         """Direction ``h``'s data path of a ring collective: the flits read pass on to
@@ -519,6 +543,7 @@ class CollectiveEngine(wiring.Component):
             cmd.fmt.eq(cur.fmt),
             cmd.op.eq(Mux(reducing & ~token, Mux(step == n - 2, Op.ADD_FINAL, Op.ADD),
                           Op.STORE)),
-            cmd.tag.eq(Mux(token, TOKEN_TAG + minus, (phase << 2) | (parity << 1) | minus)),
+            cmd.tag.eq(Mux(token, TOKEN_TAG + (phase << 1) + minus,
+                           (phase << 2) | (parity << 1) | minus)),
             cmd.sem.eq(COLLECTIVE_SEM),
         ]

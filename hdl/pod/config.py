@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from ..config import Config, ConfigError, check_bool, check_int
 from ..ici.config import ICIConfig
+from ..tensorcore.config import TensorCoreConfig
 
 __all__ = ["EndpointConfig", "PodConfig", "ADDR_BITS", "TAG_BITS", "SEM_BITS", "NO_SEM",
            "COLLECTIVE_SEM", "FLIT_BITS", "REQUEST_PORT", "RESPONSE_PORT", "MINUS_PORT",
@@ -11,7 +12,7 @@ __all__ = ["EndpointConfig", "PodConfig", "ADDR_BITS", "TAG_BITS", "SEM_BITS", "
 
 ADDR_BITS = 32
 """Byte address of a message in the destination's HBM or VMEM."""
-TAG_BITS = 4
+TAG_BITS = 5
 """The sender's message slot, carried so responses find their request."""
 SEM_BITS = 5
 """Semaphore number a message increments at its destination (the TensorCore's 0..30)."""
@@ -108,8 +109,9 @@ class EndpointConfig(Config):
 
 @dataclass(frozen=True)
 class PodConfig(Config):
-    """Parameters of a pod: simulation chips (endpoint, collective engine, message unit and a
-    local memory) on an ICI torus (docs/pod.md, "Pod top").
+    """Parameters of a pod: chips on an ICI torus (docs/pod.md, "Pod top"), each an endpoint
+    with its collective engine and message unit around a local memory (a simulation chip
+    driven by the host) or around a TensorCore's VMEM (a chip that runs programs).
 
     Parameters
     ----------
@@ -123,6 +125,10 @@ class PodConfig(Config):
         ``endpoint.staging_bytes``).
     faults : bool
         A fault injector on every link (test only: bit flips the link layer must repair).
+    tensorcore : TensorCoreConfig or None
+        None: simulation chips. Else every chip is this TensorCore (with ``ici``, its VMEM
+        rows a flit wide, ``memory_words`` its VMEM rows; no HBM: docs/pod.md, "Programs on
+        the pod").
     """
 
     KIND = "pod"
@@ -132,6 +138,7 @@ class PodConfig(Config):
         local_ports=LOCAL_PORTS))
     memory_words: int = 1024
     faults: bool = False
+    tensorcore: TensorCoreConfig | None = None
 
     def validate(self):
         ports = self.endpoint.ici.local_ports
@@ -145,6 +152,21 @@ class PodConfig(Config):
             raise ConfigError("memory_words", f"must be a power of two, got "
                                               f"{self.memory_words}")
         check_bool("faults", self.faults)
+        tc = self.tensorcore
+        if tc is not None:
+            if not tc.ici:
+                raise ConfigError("tensorcore.ici", "must be True (the chip's ICI queue "
+                                                    "drives its endpoint)")
+            if 8 * tc.row_bytes != self.ici.flit_bits:
+                raise ConfigError("tensorcore.row_bytes", f"must be a flit "
+                                                          f"({self.ici.flit_bits // 8} bytes: "
+                                                          f"endpoint.ici.flit_bits / 8), got "
+                                                          f"{tc.row_bytes}")
+            if self.memory_words != tc.vmem_rows:
+                raise ConfigError("memory_words", f"must be the TensorCore's VMEM rows "
+                                                  f"({tc.vmem_rows}: tensorcore.vmem_bytes / "
+                                                  f"tensorcore.row_bytes), got "
+                                                  f"{self.memory_words}")
         if self.memory_bytes < self.endpoint.staging_bytes:
             raise ConfigError("memory_words", f"must hold the bfloat16 staging area "
                                               f"({self.endpoint.staging_bytes} bytes: "
@@ -174,4 +196,5 @@ class PodConfig(Config):
         """Verilog module name of the pod top."""
         return (f"podium_pod_{self.ici.suffix}_e{self.endpoint.max_message}"
                 f"_s{self.endpoint.staging_slot}_m{self.memory_words}"
-                + ("_fi" if self.faults else ""))
+                + ("_fi" if self.faults else "")
+                + (f"_{self.tensorcore.name}" if self.tensorcore else ""))

@@ -41,8 +41,8 @@ from .endpoint import (
 )
 from .memory import LocalMemory
 
-__all__ = ["MessageUnit", "MessageMux", "PodNode", "COMPLETION_DEPTH", "READ_GROUPS",
-           "WRITE_GROUPS"]
+__all__ = ["MessageUnit", "MessageMux", "ChipEndpoint", "endpoint_memory", "PodNode",
+           "COMPLETION_DEPTH", "READ_GROUPS", "WRITE_GROUPS"]
 
 COMPLETION_DEPTH = 16
 """Completions a chip holds for its host before its Receivers wait."""
@@ -73,6 +73,8 @@ class MessageUnit(wiring.Component):
     data : Out(stream of flit_bits)
     read : Out(stream of read_beat_layout)
     read_data : In(stream of flit_bits)
+    idle : Out(1)
+        No message held, every flit of the last one read (its local bytes may change).
     errors : Out(32)
     """
 
@@ -84,6 +86,7 @@ class MessageUnit(wiring.Component):
             "data": Out(stream.Signature(cfg.ici.flit_bits)),
             "read": Out(stream.Signature(read_beat_layout(cfg))),
             "read_data": In(stream.Signature(cfg.ici.flit_bits)),
+            "idle": Out(1),
             "errors": Out(COUNTER_WIDTH),
         })
 
@@ -96,7 +99,7 @@ class MessageUnit(wiring.Component):
         held = Signal()
         bad = ((msg.kind != Kind.WRITE) & (msg.kind != Kind.READ)) | (msg.sem == COLLECTIVE_SEM)
         m.d.comb += [self.message.ready.eq(~held & (remaining == 0)),
-                     self.cmd.valid.eq(held)]
+                     self.cmd.valid.eq(held), self.idle.eq(~held & (remaining == 0))]
         with m.If(self.message.valid & self.message.ready & ~bad):
             m.d.sync += [self.cmd.payload.eq(msg), held.eq(1)]
         with m.If(self.cmd.valid & self.cmd.ready):
@@ -163,8 +166,10 @@ def _merge(m, name, sources, sink):
             m.d.comb += [sink.payload.eq(src.payload), src.ready.eq(sink.ready)]
 
 
-class PodNode(wiring.Component):
-    """One chip of a pod: see the module docstring.
+class ChipEndpoint(wiring.Component):
+    """A chip's ICI endpoint on its router's three local ports, as every pod chip has it:
+    the Senders, Receivers and Responder, the collective engine and the message unit (see the
+    module docstring); memory is the chip's (its clients' ports here).
 
     Members
     -------
@@ -172,47 +177,49 @@ class PodNode(wiring.Component):
     inject : Out(stream of flit_bits).array(3)
         To the router's local ports (0 requests, 1 responses, 2 the - ring's requests).
     eject : In(stream of eject_layout).array(3)
-    host_write : In(stream of write_beat_layout)
-    host_read : In(stream of read_beat_layout)
-    host_read_data : Out(stream of flit_bits)
-        The host's port on the local memory (load inputs, read results).
     message : In(stream of command_layout)
         A message for the :class:`MessageUnit`.
     collective : In(stream of descriptor_layout)
         A collective for the :class:`~.collective.CollectiveEngine`.
     busy : Out(1)
         The engine is running a collective.
+    messages_idle : Out(1)
+        The :class:`MessageUnit`'s ``idle``.
+    write : Out(stream of write_beat_layout).array(3)
+        The Receivers' writes: requests (port 0), the - ring's requests (port 2), responses.
+    read : Out(stream of read_beat_layout).array(6), read_data : In(...).array(6)
+        The memory's readers: the engine's two directions, the message unit, the two request
+        Receivers' adds, the Responder.
     done : Out(stream of completion_layout)
         Every completion here but the engine's: messages landed here (``WRITE``,
         ``READ_DATA``), and ``ACK`` s of this chip's writes.
-    dropped, seq_errors, errors : Out(32)
-        Bad packets dropped and sequence mismatches (both Receivers); bad descriptors,
-        messages and memory accesses.
+    dropped, seq_errors : Out(32)
+        Bad packets dropped and sequence mismatches (the Receivers').
+    engine_errors, message_errors : Out(32)
+        Descriptors and messages refused.
     """
 
-    def __init__(self, cfg, sram):
-        self._cfg, self._sram = cfg, sram
-        ep, ici = cfg.endpoint, cfg.ici
+    def __init__(self, cfg, *, staging_base):
+        self._cfg, self._staging = cfg, staging_base
+        ici = cfg.ici
         super().__init__({
             "coords": In(coord_layout(ici)),
             "inject": Out(stream.Signature(ici.flit_bits)).array(LOCAL_PORTS),
             "eject": In(stream.Signature(eject_layout(ici))).array(LOCAL_PORTS),
-            "host_write": In(stream.Signature(write_beat_layout(ep))),
-            "host_read": In(stream.Signature(read_beat_layout(ep))),
-            "host_read_data": Out(stream.Signature(ici.flit_bits)),
-            "message": In(stream.Signature(command_layout(ep))),
-            "collective": In(stream.Signature(descriptor_layout(ep))),
-            "busy": Out(1),
-            "done": Out(stream.Signature(completion_layout(ep))),
-            "dropped": Out(COUNTER_WIDTH),
-            "seq_errors": Out(COUNTER_WIDTH),
-            "errors": Out(COUNTER_WIDTH),
+            "message": In(stream.Signature(command_layout(cfg))),
+            "collective": In(stream.Signature(descriptor_layout(cfg))),
+            "busy": Out(1), "messages_idle": Out(1),
+            "write": Out(stream.Signature(write_beat_layout(cfg))).array(3),
+            "read": Out(stream.Signature(read_beat_layout(cfg))).array(6),
+            "read_data": In(stream.Signature(ici.flit_bits)).array(6),
+            "done": Out(stream.Signature(completion_layout(cfg))),
+            "dropped": Out(COUNTER_WIDTH), "seq_errors": Out(COUNTER_WIDTH),
+            "engine_errors": Out(COUNTER_WIDTH), "message_errors": Out(COUNTER_WIDTH),
         })
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._cfg.endpoint
-        staging = self._cfg.staging_base
+        cfg, staging = self._cfg, self._staging
         m.submodules.sender = sender = Sender(cfg)
         m.submodules.minus_sender = minus_sender = Sender(cfg)
         m.submodules.requests = requests = Receiver(cfg, staging_base=staging)
@@ -221,25 +228,19 @@ class PodNode(wiring.Component):
         m.submodules.responder = responder = Responder(cfg)
         m.submodules.engine = engine = CollectiveEngine(cfg, staging_base=staging)
         m.submodules.messages = messages = MessageUnit(cfg)
-        m.submodules.memory = memory = LocalMemory(
-            cfg, self._sram, words=self._cfg.memory_words, writers=4, readers=7,
-            read_groups=READ_GROUPS, write_groups=WRITE_GROUPS)
 
-        # Memory clients (READ_GROUPS, WRITE_GROUPS): each ring direction's sends and arrivals
-        # have read and write ports of their own, so a collective moves a flit per cycle each
-        # way; the host, the message unit and the responses share them with the + ring.
-        writers = [wiring.flipped(self.host_write), requests.write, minus_requests.write,
-                   responses.write]
-        for i, w in enumerate(writers):
-            wiring.connect(m, w, memory.write[i])
-        readers = [(wiring.flipped(self.host_read), wiring.flipped(self.host_read_data)),
-                   (engine.read[0], engine.read_data[0]), (engine.read[1], engine.read_data[1]),
+        # Memory clients: each ring direction's sends and arrivals have ports of their own in
+        # the chip's grouping (READ_GROUPS, WRITE_GROUPS), so a collective moves a flit per
+        # cycle each way.
+        for w, rx in zip(self.write, (requests, minus_requests, responses), strict=True):
+            wiring.connect(m, rx.write, wiring.flipped(w))
+        readers = [(engine.read[0], engine.read_data[0]), (engine.read[1], engine.read_data[1]),
                    (messages.read, messages.read_data), (requests.read, requests.read_data),
                    (minus_requests.read, minus_requests.read_data),
                    (responder.read, responder.read_data)]
         for i, (read, data) in enumerate(readers):
-            wiring.connect(m, read, memory.read[i])
-            wiring.connect(m, memory.read_data[i], data)
+            wiring.connect(m, read, wiring.flipped(self.read[i]))
+            wiring.connect(m, wiring.flipped(self.read_data[i]), data)
         m.d.comb += [responses.read.ready.eq(0), responses.read_data.valid.eq(0)]
 
         # Requests: the + ring and the message unit share a Sender a message at a time; the
@@ -272,8 +273,8 @@ class PodNode(wiring.Component):
                      minus_requests.respond.ready.eq(1), responses.respond.ready.eq(1)]
         wiring.connect(m, responder.o, wiring.flipped(self.inject[RESPONSE_PORT]))
 
-        # Completions: the engine's to the engine, the rest queued for the host.
-        to_engine, to_host = [], []
+        # Completions: the engine's to the engine, the rest out on ``done``.
+        to_engine, others = [], []
         for i, rx in enumerate((requests, minus_requests, responses)):
             sig = stream.Signature(completion_layout(cfg))
             mine, other = sig.create(path=(f"engine{i}",)), sig.create(path=(f"host{i}",))
@@ -283,18 +284,99 @@ class PodNode(wiring.Component):
                          other.valid.eq(rx.done.valid & ~is_mine),
                          rx.done.ready.eq(Mux(is_mine, mine.ready, other.ready))]
             to_engine.append(mine)
-            to_host.append(other)
+            others.append(other)
         _merge(m, "arrived_arb", to_engine[:2], engine.arrived)
         m.d.comb += to_engine[2].ready.eq(1)
-        m.submodules.done_queue = queue = Queue(completion_layout(cfg), COMPLETION_DEPTH)
-        _merge(m, "done_arb", to_host, queue.i)
-        wiring.connect(m, queue.o, wiring.flipped(self.done))
+        _merge(m, "done_arb", others, wiring.flipped(self.done))
 
         rxs = (requests, minus_requests, responses)
         m.d.comb += [
-            self.busy.eq(engine.busy),
+            self.busy.eq(engine.busy), self.messages_idle.eq(messages.idle),
             self.dropped.eq(tree_sum([rx.dropped for rx in rxs])),
             self.seq_errors.eq(tree_sum([rx.seq_errors for rx in rxs])),
-            self.errors.eq(tree_sum([engine.errors, messages.errors, memory.errors])),
+            self.engine_errors.eq(engine.errors), self.message_errors.eq(messages.errors),
+        ]
+        return m
+
+
+def endpoint_memory(m, endpoint, memory, host_write, host_read, host_read_data):
+    """Join a chip's ``endpoint`` and its host port to the memory clients of ``memory`` (a
+    :class:`~.memory.LocalMemory` of ``READ_GROUPS`` / ``WRITE_GROUPS``): the host is the
+    first writer and reader, the endpoint's follow."""
+    wiring.connect(m, host_write, memory.write[0])
+    for i, w in enumerate(endpoint.write):
+        wiring.connect(m, w, memory.write[1 + i])
+    wiring.connect(m, host_read, memory.read[0])
+    wiring.connect(m, memory.read_data[0], host_read_data)
+    for i, (read, data) in enumerate(zip(endpoint.read, endpoint.read_data, strict=True)):
+        wiring.connect(m, read, memory.read[1 + i])
+        wiring.connect(m, memory.read_data[1 + i], data)
+
+
+class PodNode(wiring.Component):
+    """A simulation chip of a pod: a :class:`ChipEndpoint` around a local memory, the host
+    at its edge (see the module docstring).
+
+    Members
+    -------
+    coords : In(coord_layout)
+    inject : Out(stream of flit_bits).array(3), eject : In(stream of eject_layout).array(3)
+        The router's local ports (0 requests, 1 responses, 2 the - ring's requests).
+    host_write : In(stream of write_beat_layout)
+    host_read : In(stream of read_beat_layout)
+    host_read_data : Out(stream of flit_bits)
+        The host's port on the local memory (load inputs, read results).
+    message : In(stream of command_layout)
+    collective : In(stream of descriptor_layout)
+    busy : Out(1)
+        As the :class:`ChipEndpoint`'s.
+    done : Out(stream of completion_layout)
+        The endpoint's completions, ``COMPLETION_DEPTH`` of them queued for the host.
+    dropped, seq_errors, errors : Out(32)
+        Bad packets dropped and sequence mismatches (the Receivers); bad descriptors,
+        messages and memory accesses.
+    """
+
+    def __init__(self, cfg, sram):
+        self._cfg, self._sram = cfg, sram
+        ep, ici = cfg.endpoint, cfg.ici
+        super().__init__({
+            "coords": In(coord_layout(ici)),
+            "inject": Out(stream.Signature(ici.flit_bits)).array(LOCAL_PORTS),
+            "eject": In(stream.Signature(eject_layout(ici))).array(LOCAL_PORTS),
+            "host_write": In(stream.Signature(write_beat_layout(ep))),
+            "host_read": In(stream.Signature(read_beat_layout(ep))),
+            "host_read_data": Out(stream.Signature(ici.flit_bits)),
+            "message": In(stream.Signature(command_layout(ep))),
+            "collective": In(stream.Signature(descriptor_layout(ep))),
+            "busy": Out(1),
+            "done": Out(stream.Signature(completion_layout(ep))),
+            "dropped": Out(COUNTER_WIDTH),
+            "seq_errors": Out(COUNTER_WIDTH),
+            "errors": Out(COUNTER_WIDTH),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg.endpoint
+        m.submodules.endpoint = ep = ChipEndpoint(cfg, staging_base=self._cfg.staging_base)
+        m.submodules.memory = memory = LocalMemory(
+            cfg, self._sram, words=self._cfg.memory_words, writers=4, readers=7,
+            read_groups=READ_GROUPS, write_groups=WRITE_GROUPS)
+        endpoint_memory(m, ep, memory, wiring.flipped(self.host_write),
+                        wiring.flipped(self.host_read), wiring.flipped(self.host_read_data))
+        m.d.comb += ep.coords.eq(self.coords)
+        for port in range(LOCAL_PORTS):
+            wiring.connect(m, ep.inject[port], wiring.flipped(self.inject[port]))
+            wiring.connect(m, wiring.flipped(self.eject[port]), ep.eject[port])
+        wiring.connect(m, wiring.flipped(self.message), ep.message)
+        wiring.connect(m, wiring.flipped(self.collective), ep.collective)
+        m.submodules.done_queue = queue = Queue(completion_layout(cfg), COMPLETION_DEPTH)
+        wiring.connect(m, ep.done, queue.i)
+        wiring.connect(m, queue.o, wiring.flipped(self.done))
+        m.d.comb += [
+            self.busy.eq(ep.busy), self.dropped.eq(ep.dropped),
+            self.seq_errors.eq(ep.seq_errors),
+            self.errors.eq(tree_sum([ep.engine_errors, ep.message_errors, memory.errors])),
         ]
         return m

@@ -1,11 +1,13 @@
-"""The pod top (`podium generate pod`): an X x Y [x Z] torus of simulation chips
-(:class:`~.node.PodNode`, emitted once and instantiated per chip with its coordinates) on
-the ICI network (:class:`~hdl.ici.network.Network`), each chip's two local ports on its
-router's.
+"""The pod top (`podium generate pod`): an X x Y [x Z] torus of chips on the ICI network
+(:class:`~hdl.ici.network.Network`), each chip's three local ports on its router's; the chip
+(emitted once and instantiated per chip with its coordinates) is a simulation chip
+(:class:`~.node.PodNode`) or, with ``tensorcore``, a TensorCore running programs
+(:class:`~.tensor_node.TensorNode`).
 
 The host side of every chip is a port of the top, as an array over the chips (chip ``n`` has
-coordinates ``c0 + X * (c1 + Y * c2)`` = ``n``, as in the ICI): its memory port, its messages,
-its collectives and its completions.
+coordinates ``c0 + X * (c1 + Y * c2)`` = ``n``, as in the ICI): its memory port, and its
+messages, collectives and completions (simulation chips) or its TensorCore's control and
+status (``csr``, ``running``, ``done``, ``error``).
 """
 
 from amaranth.hdl import Module
@@ -15,15 +17,18 @@ from amaranth.lib.wiring import In, Out
 from ..ici.config import node_coords
 from ..ici.network import Network
 from ..ici.router import COUNTERS
+from ..lib.axi import AXI4LiteSignature
 from ..lib.counter import COUNTER_WIDTH
 from ..lib.hier import Submodule
 from ..lib.sram import SRAM
 from ..lib.tree import tree_sum
+from ..tensorcore.core import CSR_ADDR_WIDTH, TensorCore
 from ..top import Top
 from .collective import descriptor_layout
 from .config import LOCAL_PORTS
 from .endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
 from .node import READ_GROUPS, WRITE_GROUPS, PodNode
+from .tensor_node import TensorNode
 
 __all__ = ["Pod", "CHIP_COUNTERS"]
 
@@ -32,7 +37,7 @@ CHIP_COUNTERS = ("dropped", "seq_errors", "errors")
 
 
 class Pod(Top):
-    """A pod of ``chips`` simulation chips.
+    """A pod of ``chips`` chips.
 
     Members
     -------
@@ -43,7 +48,9 @@ class Pod(Top):
     collective : In(stream of descriptor_layout).array(chips)
     busy : Out(1).array(chips)
     done : Out(stream of completion_layout).array(chips)
-        Each chip's :class:`~.node.PodNode` ports.
+        Each simulation chip's :class:`~.node.PodNode` ports.
+    csr : In(AXI4LiteSignature).array(chips), running, done, error : Out(1).array(chips)
+        With ``tensorcore``, instead of ``message`` .. ``done``: each chip's TensorCore.
     dropped, seq_errors, errors : Out(32)
         The chips' counters, summed.
     crc_errors, retries, net_dropped : Out(32)
@@ -56,22 +63,35 @@ class Pod(Top):
         cfg = config
         ep, ici, n = cfg.endpoint, cfg.ici, cfg.chips
         self._net = Network(ici, faults=cfg.faults)
-        sram = SRAM(f"{cfg.name}_mem", width=ici.flit_bits, depth=cfg.memory_words,
-                    read_ports=len(READ_GROUPS), write_ports=len(WRITE_GROUPS),
-                    byte_enable=True)
-        self._node = Submodule(f"{cfg.name}_chip", PodNode(cfg, sram), children=[sram])
         members = {
             "host_write": In(stream.Signature(write_beat_layout(ep))).array(n),
             "host_read": In(stream.Signature(read_beat_layout(ep))).array(n),
             "host_read_data": Out(stream.Signature(ici.flit_bits)).array(n),
-            "message": In(stream.Signature(command_layout(ep))).array(n),
-            "collective": In(stream.Signature(descriptor_layout(ep))).array(n),
-            "busy": Out(1).array(n),
-            "done": Out(stream.Signature(completion_layout(ep))).array(n),
+        }
+        if cfg.tensorcore is None:
+            sram = SRAM(f"{cfg.name}_mem", width=ici.flit_bits, depth=cfg.memory_words,
+                        read_ports=len(READ_GROUPS), write_ports=len(WRITE_GROUPS),
+                        byte_enable=True)
+            self._node = Submodule(f"{cfg.name}_chip", PodNode(cfg, sram), children=[sram])
+            members.update({
+                "message": In(stream.Signature(command_layout(ep))).array(n),
+                "collective": In(stream.Signature(descriptor_layout(ep))).array(n),
+                "busy": Out(1).array(n),
+                "done": Out(stream.Signature(completion_layout(ep))).array(n),
+            })
+        else:
+            self._tc = TensorCore(cfg.tensorcore)
+            tc = Submodule(cfg.tensorcore.name, self._tc, children=self._tc.submodules)
+            self._node = Submodule(f"{cfg.name}_chip", TensorNode(cfg, tc), children=[tc])
+            members.update({
+                "csr": In(AXI4LiteSignature(addr_width=CSR_ADDR_WIDTH)).array(n),
+                **{name: Out(1).array(n) for name in ("running", "done", "error")},
+            })
+        members.update({
             **{name: Out(COUNTER_WIDTH) for name in CHIP_COUNTERS},
             **{("net_" + name if name == "dropped" else name): Out(COUNTER_WIDTH)
                for name in COUNTERS},
-        }
+        })
         if cfg.faults:
             members.update({"fault_rate": In(16), "fault_seed": In(32),
                             "faults": Out(COUNTER_WIDTH)})
@@ -80,6 +100,11 @@ class Pod(Top):
     @property
     def submodules(self):
         return [*self._net.submodules, self._node]
+
+    @property
+    def extras(self):
+        """With ``tensorcore``: its register map (every chip's ``csr``)."""
+        return {"csr": self._tc.extras["csr"]} if self._config.tensorcore else {}
 
     def elaborate(self, platform):
         m = Module()
@@ -94,11 +119,16 @@ class Pod(Top):
             for port in range(LOCAL_PORTS):
                 wiring.connect(m, chip.inject[port], net.inject[LOCAL_PORTS * c + port])
                 wiring.connect(m, net.eject[LOCAL_PORTS * c + port], chip.eject[port])
-            for name in ("host_write", "host_read", "message", "collective"):
+            if cfg.tensorcore is None:
+                ins, outs, bits = ("message", "collective"), ("done",), ("busy",)
+            else:
+                ins, outs, bits = ("csr",), (), ("running", "done", "error")
+            for name in ("host_write", "host_read", *ins):
                 wiring.connect(m, wiring.flipped(getattr(self, name)[c]), getattr(chip, name))
-            for name in ("host_read_data", "done"):
+            for name in ("host_read_data", *outs):
                 wiring.connect(m, getattr(chip, name), wiring.flipped(getattr(self, name)[c]))
-            m.d.comb += self.busy[c].eq(chip.busy)
+            for name in bits:
+                m.d.comb += getattr(self, name)[c].eq(getattr(chip, name))
             chips.append(chip)
         for name in CHIP_COUNTERS:
             m.d.comb += getattr(self, name).eq(tree_sum(getattr(chip, name) for chip in chips))

@@ -4,7 +4,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..config import Config, ConfigError, check_choice, check_int
+from ..config import Config, ConfigError, check_bool, check_choice, check_int
 from ..mxu.config import MXUConfig
 from .isa import MAX_SEMAPHORES
 
@@ -46,6 +46,9 @@ class TensorCoreConfig(Config):
         Bursts in flight, 1..64.
     max_burst : int
         Beats per burst, 1..256.
+    ici : bool
+        An ICI queue (``ici.send``, ``ici.read``, ``ici.coll``; docs/pod.md) whose commands
+        leave on the ``ici`` port, with VMEM ports for the endpoint: a pod chip's TensorCore.
     """
 
     KIND = "TensorCore"
@@ -64,6 +67,7 @@ class TensorCoreConfig(Config):
     dma_ids: int = 4
     dma_bursts: int = 16
     max_burst: int = 16
+    ici: bool = False
 
     def validate(self):
         mxu = self.mxu
@@ -88,6 +92,7 @@ class TensorCoreConfig(Config):
         check_int("dma_ids", self.dma_ids, 1, min(16, 1 << self.axi_id_width))
         check_int("dma_bursts", self.dma_bursts, 1, 64)
         check_int("max_burst", self.max_burst, 1, 256)
+        check_bool("ici", self.ici)
 
     # Derived sizes ---------------------------------------------------------------------
 

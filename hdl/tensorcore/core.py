@@ -2,22 +2,28 @@
 status registers on AXI4-Lite (the memory map is in docs/tensorcore.md).
 
 VMEM ports: reads by the MXU's activation and weight readers, the VPU's two sources and the
-DMA's stores; writes by the MXU's result writer, the VPU and the DMA's loads.
+DMA's stores; writes by the MXU's result writer, the VPU and the DMA's loads; with ``ici``,
+the pod chip's ICI endpoint's reads and writes besides (``ICI_READ_PORTS``,
+``ICI_WRITE_PORTS``).
 """
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from ..lib.axi import engine_members
 from ..lib.axilite import AxiLiteRegisters
 from ..top import Top
 from .dma import DMA
+from .ici_port import ICI_READ_PORTS, ICI_WRITE_PORTS, ici_command_layout
 from .matmul import MatmulEngine
 from .sequencer import EVENTS, Sequencer
 from .vmem import VMEM
+from .vmem_ports import vmem_read_signature, vmem_write_signature
 from .vpu import VPU
 
-__all__ = ["TensorCore", "COUNTERS", "REG", "CSR_ADDR_WIDTH", "ID_VALUE"]
+__all__ = ["TensorCore", "COUNTERS", "ICI_COUNTERS", "counter_names", "REG", "CSR_ADDR_WIDTH",
+           "ID_VALUE"]
 
 CSR_ADDR_WIDTH = 16
 ID_VALUE = 0x50444D01
@@ -29,6 +35,14 @@ COUNTERS = ("cycles", "retired", "mxu_busy", "dma_busy", "vpu_busy", "dma_wait",
             "vpu_wait", "sem_stalls", "bytes_read", "bytes_written", "dispatch_stalls",
             "mxu_vectors", "mxu_starved")
 """The counters, in register order (COUNTERS + 4k)."""
+ICI_COUNTERS = ("ici_busy", "ici_wait", "arrivals")
+"""With ``ici``, the counters after COUNTERS: the ICI engine not idle, the ICI queue's front
+a ``wait`` that cannot proceed, messages from other chips that signalled a semaphore."""
+
+
+def counter_names(cfg):
+    """The counters of a TensorCore of ``cfg``, in register order."""
+    return COUNTERS + (ICI_COUNTERS if cfg.ici else ())
 
 
 class TensorCore(Top):
@@ -42,15 +56,32 @@ class TensorCore(Top):
         The DMA's manager port (to an HBM controller port).
     running, done, error : Out(1)
         STATUS bits, for a host that watches pins rather than polling.
+    ici : Out(stream of ici_command_layout), ici_idle, ici_error : In(1), ici_error_pc : In(16)
+    arrive : In(1), arrive_sem : In(5)
+        With ``ici``: as the :class:`~.sequencer.Sequencer`'s.
+    vmem_rd : In(vmem_read_signature).array(ICI_READ_PORTS)
+    vmem_wr : In(vmem_write_signature).array(ICI_WRITE_PORTS)
+        With ``ici``: VMEM ports for the chip's ICI endpoint.
     """
 
     def __init__(self, config):
         cfg = config
         self._seq = Sequencer(cfg, imem_name=f"{cfg.name}_imem")
-        self._vmem = VMEM(cfg, reads=5, writes=3, name=f"{cfg.name}_vmem_bank")
+        extra = (ICI_READ_PORTS, ICI_WRITE_PORTS) if cfg.ici else (0, 0)
+        self._vmem = VMEM(cfg, reads=5 + extra[0], writes=3 + extra[1],
+                          name=f"{cfg.name}_vmem_bank")
         self._matmul = MatmulEngine(cfg)
         self._vpu = VPU(cfg, prefix=cfg.name)
-        super().__init__(config, engine_members(cfg, CSR_ADDR_WIDTH))
+        members = engine_members(cfg, CSR_ADDR_WIDTH)
+        if cfg.ici:
+            members.update({
+                "ici": Out(stream.Signature(ici_command_layout(cfg))),
+                "ici_idle": In(1), "ici_error": In(1), "ici_error_pc": In(16),
+                "arrive": In(1), "arrive_sem": In(5),
+                "vmem_rd": In(vmem_read_signature(cfg)).array(ICI_READ_PORTS),
+                "vmem_wr": In(vmem_write_signature(cfg)).array(ICI_WRITE_PORTS),
+            })
+        super().__init__(config, members)
 
     @property
     def submodules(self):
@@ -60,7 +91,8 @@ class TensorCore(Top):
     @property
     def extras(self):
         """The register map, for hosts that drive the Verilog."""
-        return {"csr": {"registers": REG, "counters": list(COUNTERS), "id": ID_VALUE}}
+        return {"csr": {"registers": REG, "counters": list(counter_names(self.config)),
+                        "id": ID_VALUE}}
 
     def elaborate(self, platform):
         m = Module()
@@ -74,6 +106,15 @@ class TensorCore(Top):
             wiring.connect(m, port, vmem.rd[k])
         for k, port in enumerate([mm.c_wr, vpu.dst, dma.wr]):
             wiring.connect(m, port, vmem.wr[k])
+        if cfg.ici:
+            for k in range(ICI_READ_PORTS):
+                wiring.connect(m, wiring.flipped(self.vmem_rd[k]), vmem.rd[5 + k])
+            for k in range(ICI_WRITE_PORTS):
+                wiring.connect(m, wiring.flipped(self.vmem_wr[k]), vmem.wr[3 + k])
+            wiring.connect(m, seq.ici, wiring.flipped(self.ici))
+            m.d.comb += [seq.ici_idle.eq(self.ici_idle), seq.ici_error.eq(self.ici_error),
+                         seq.ici_error_pc.eq(self.ici_error_pc), seq.arrive.eq(self.arrive),
+                         seq.arrive_sem.eq(self.arrive_sem)]
         wiring.connect(m, seq.dma, dma.cmd)
         wiring.connect(m, seq.mxu, mm.cmd)
         wiring.connect(m, seq.vpu, vpu.cmd)
@@ -89,11 +130,15 @@ class TensorCore(Top):
         events.update({"mxu_busy": mm.mxu_busy, "dma_busy": ~dma.idle, "vpu_busy": ~vpu.idle,
                        "bytes_read": Mux(dma.read_beat, cfg.beat_bytes, 0),
                        "bytes_written": Mux(dma.write_beat, cfg.beat_bytes, 0)})
-        counters = [Signal(32, name=f"counter_{name}") for name in COUNTERS]
+        if cfg.ici:
+            events.update({"ici_busy": ~self.ici_idle, "ici_wait": seq.ici_wait,
+                           "arrivals": self.arrive})
+        names = counter_names(cfg)
+        counters = [Signal(32, name=f"counter_{name}") for name in names]
         mac_at_go = Signal(32)
         with m.If(seq.go):
             m.d.sync += mac_at_go.eq(mm.mac)
-        for name, counter in zip(COUNTERS, counters, strict=True):
+        for name, counter in zip(names, counters, strict=True):
             if name == "mxu_vectors":
                 m.d.comb += counter.eq(mm.mac - mac_at_go)
                 continue

@@ -16,13 +16,18 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.sram import SRAM
 from .dma import DIMS, dma_command_layout
+from .ici_port import IciKind, ici_command_layout
 from .isa import (
     FIELDS,
+    ICI_OPS,
     IMM_FIELDS,
     REGISTERS,
     SEM_NONE,
     SPECS,
+    Coll,
     Error,
+    IciFmt,
+    IciOp,
     Op,
     Queue,
     Src2,
@@ -80,6 +85,8 @@ class FrontEnd(wiring.Component):
         The host writes the instruction memory (only while not running).
     dma, mxu, vpu : Out(stream of entry_layout)
         The three engine queues.
+    ici : Out(stream of entry_layout)
+        With ``ici``: the ICI queue.
     running : Out(1)
         Fetching: started, not halted, not stopped, no fault.
     error : Out(1), error_code : Out(Error), error_pc : Out(16)
@@ -102,6 +109,8 @@ class FrontEnd(wiring.Component):
             "dma": Out(stream.Signature(entry_layout(dma_command_layout(cfg)))),
             "mxu": Out(stream.Signature(entry_layout(matmul_command_layout(cfg)))),
             "vpu": Out(stream.Signature(entry_layout(vpu_command_layout(cfg)))),
+            **({"ici": Out(stream.Signature(entry_layout(ici_command_layout(cfg))))}
+               if cfg.ici else {}),
             "running": Out(1), "error": Out(1), "error_code": Out(Error), "error_pc": Out(16),
             "pc": Out(16), "regs": Out(32).array(REGISTERS),
             "executed": Out(1), "stalled": Out(1),
@@ -155,22 +164,38 @@ class FrontEnd(wiring.Component):
         return m
 
     def _legal(self, m, word, op):
-        """The opcode exists, no unused bit is set, and every enumerated field has a value."""
+        """The opcode exists (the ICI's only with ``ici``), no unused bit is set, and every
+        enumerated field has a value."""
         cfg = self._cfg
         legal = Signal()
+        last_queue = Queue.ICI if cfg.ici else Queue.VPU
         with m.Switch(op):
             for spec in SPECS.values():
+                if spec.op in ICI_OPS and not cfg.ici:
+                    continue
                 with m.Case(spec.op.value):
                     ok = (word & ~Const(_used_mask(spec.op), 64)) == 0
                     if "queue" in spec.operands:
-                        ok = ok & (_imm(word, "queue") <= Queue.VPU.value)
+                        ok = ok & (_imm(word, "queue") <= last_queue.value)
                     if "vop" in spec.operands:
                         ok = ok & (_imm(word, "vop") <= 6)
                     if "dtype" in spec.operands:
                         ok = ok & (_imm(word, "dtype") <= 2)
                     if "src2" in spec.operands:
                         ok = ok & (_imm(word, "src2") <= 2)
-                    if "sem" in spec.operands:
+                    for name in ("iop", "coll"):
+                        if name in spec.operands:
+                            ok = ok & (_imm(word, name) <= (2 if name == "iop" else 4))
+                    for name in ("ifmt", "cfmt"):
+                        if name in spec.operands:
+                            ok = ok & (_imm(word, name) <= IciFmt.BF16.value)
+                    if spec.op == Op.ICI_SEND:
+                        # A send's adds are int32 or fp32 (bfloat16 adds are the
+                        # collectives'); its semaphore is the destination's, not 30.
+                        ok = ok & ~((_imm(word, "iop") != IciOp.STORE.value)
+                                    & (_imm(word, "ifmt") == IciFmt.BF16.value))
+                        ok = ok & (_imm(word, "sem") != SEM_NONE - 1)
+                    elif "sem" in spec.operands:
                         sem = _imm(word, "sem")
                         in_range = sem < cfg.semaphores
                         if spec.queue == Queue.DMA:
@@ -238,10 +263,13 @@ class FrontEnd(wiring.Component):
         instructions (``dma.shape``, ``mxu.shape``, ``mxu.stride``, ``vpu.cfg``) change the
         front end's copy of the shape state only: the commands after them carry it."""
         q = _imm(word, "queue")
-        ready = {Op.WAIT: Array([self.dma.ready, self.mxu.ready, self.vpu.ready, 0])[q],
+        ici = self.ici.ready if self._cfg.ici else 0
+        ready = {Op.WAIT: Array([self.dma.ready, self.mxu.ready, self.vpu.ready, ici])[q],
                  Op.DMA_LOAD: self.dma.ready, Op.DMA_STORE: self.dma.ready,
                  Op.MATMUL: self.mxu.ready, Op.VOP: self.vpu.ready, Op.VCAST: self.vpu.ready,
                  Op.VRED: self.vpu.ready}
+        if self._cfg.ici:
+            ready.update({o: ici for o in ICI_OPS})
         ready[Op.SIGNAL] = ready[Op.WAIT]
         result = Const(1)
         for o, r in ready.items():
@@ -249,14 +277,17 @@ class FrontEnd(wiring.Component):
         return result
 
     def _dispatch(self, m, word, op, go, pc, rb, rc, rd, check, advance):
-        """Shape state, operand checks (``check``) and the entries of the three queues
+        """Shape state, operand checks (``check``) and the entries of the engine queues
         (``go``: the instruction is legal, checked and the front end running)."""
         queue = _imm(word, "queue")
         sync_kind = Mux(op == Op.WAIT.value, EntryKind.WAIT, EntryKind.SIGNAL)
         is_sync = (op == Op.WAIT.value) | (op == Op.SIGNAL.value)
-        for port, first, last, q in ((self.dma, Op.DMA_LOAD, Op.DMA_STORE, Queue.DMA),
-                                     (self.mxu, Op.MATMUL, Op.MATMUL, Queue.MXU),
-                                     (self.vpu, Op.VOP, Op.VRED, Queue.VPU)):
+        queues = [(self.dma, Op.DMA_LOAD, Op.DMA_STORE, Queue.DMA),
+                  (self.mxu, Op.MATMUL, Op.MATMUL, Queue.MXU),
+                  (self.vpu, Op.VOP, Op.VRED, Queue.VPU)]
+        if self._cfg.ici:
+            queues.append((self.ici, Op.ICI_SEND, Op.ICI_COLL, Queue.ICI))
+        for port, first, last, q in queues:
             mine = (op >= first.value) & (op <= last.value)
             m.d.comb += [
                 port.valid.eq(go & (mine | (is_sync & (queue == q.value)))),
@@ -268,6 +299,8 @@ class FrontEnd(wiring.Component):
             self._dma_checks(m, word, op, rb, rc, rd, check, advance)
             self._mxu_checks(m, word, op, rb, rc, rd, check, advance)
             self._vpu_checks(m, word, op, rb, rc, rd, check, advance)
+            if self._cfg.ici:
+                self._ici_checks(m, word, op, rb, rc, rd, check)
 
     def _shadow(self, m, name, init=0, width=32):
         """A register of the front end's copy of an engine's shape state: ``init`` at start."""
@@ -382,4 +415,39 @@ class FrontEnd(wiring.Component):
             c.rop.eq(_imm(word, "rop")), c.count.eq(count), c.span.eq(span),
             c.dst.eq(rb >> row_shift), c.src1.eq(rc >> row_shift), c.src2.eq(rd >> row_shift),
             c.scalar.eq(scalar), c.shift.eq(Mux(shift > 62, 62, shift)),
+        ]
+
+    def _ici_checks(self, m, word, op, rb, rc, rd, check):
+        """The local operands of the ICI instructions: addresses on VMEM rows (a row is a
+        flit of the pod's endpoint), the bytes or elements inside VMEM; a send's adds in
+        whole 32-bit elements (docs/pod.md). The destination, the sizes and the collective
+        are the pod's to check (``Error.ICI``)."""
+        cfg = self._cfg
+        mask = cfg.row_bytes - 1
+        misaligned = ((rb & mask) != 0) | ((rc & mask) != 0)
+        coll = _imm(word, "coll")
+        fmt = _imm(word, "cfmt")
+        esize = Mux(fmt == IciFmt.BF16.value, 2, 4)
+        # An all-to-all's table holds an entry per chip, a row each.
+        extent = Mux(coll == Coll.ALL_TO_ALL.value, rc[:24] * cfg.row_bytes, rc[:24] * esize)
+        with m.Switch(op):
+            with m.Case(Op.ICI_SEND, Op.ICI_READ):
+                with m.If(misaligned | (rb + rd > cfg.vmem_bytes)):
+                    m.d.comb += check.eq(Error.VMEM_RANGE)
+                with m.Elif((op == Op.ICI_SEND.value)
+                            & (_imm(word, "iop") != IciOp.STORE.value) & (rd[:2] != 0)):
+                    m.d.comb += check.eq(Error.ICI)
+            with m.Case(Op.ICI_COLL):
+                with m.If(((rb & mask) != 0) | (rb + extent > cfg.vmem_bytes)
+                          | (rc >= 1 << 24)):
+                    m.d.comb += check.eq(Error.VMEM_RANGE)
+        c = self.ici.payload.cmd
+        m.d.comb += [
+            c.kind.eq(Mux(op == Op.ICI_SEND.value, IciKind.SEND,
+                          Mux(op == Op.ICI_READ.value, IciKind.READ, IciKind.COLL))),
+            c.local.eq(rb), c.remote.eq(rc), c.bytes.eq(Mux(op == Op.ICI_COLL.value, rc, rd)),
+            c.chip.eq(_imm(word, "chip")), c.op.eq(_imm(word, "iop")),
+            c.fmt.eq(Mux(op == Op.ICI_COLL.value, fmt, _imm(word, "ifmt"))),
+            c.sem.eq(_imm(word, "sem")), c.coll.eq(coll), c.dim.eq(_imm(word, "cdim")),
+            c.pc.eq(self.pc),
         ]

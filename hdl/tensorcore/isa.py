@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from amaranth.lib import enum
 
 __all__ = ["INSTR_BITS", "REG_BITS", "REGISTERS", "FIELDS", "Op", "Queue", "VOp", "DType",
-           "Src2", "Cast", "ROp", "Error", "Spec", "SPECS", "IMM_FIELDS", "encode", "decode",
-           "SEM_NONE", "MAX_SEMAPHORES", "illegal"]
+           "Src2", "Cast", "ROp", "IciOp", "IciFmt", "Coll", "Error", "Spec", "SPECS",
+           "IMM_FIELDS", "ICI_OPS", "encode", "decode", "SEM_NONE", "MAX_SEMAPHORES", "illegal"]
 
 INSTR_BITS = 64
 REG_BITS = 4
@@ -36,7 +36,8 @@ FIELDS = {"opcode": (58, 6), "a": (54, 4), "b": (50, 4), "c": (46, 4), "d": (42,
 
 class Op(enum.Enum, shape=6):
     """Opcodes. 0x00-0x0F scalar (executed by the front end), 0x10-0x11 synchronisation,
-    0x18-0x1F DMA, 0x20-0x27 MXU, 0x28-0x2F VPU (dispatched to that engine's queue)."""
+    0x18-0x1F DMA, 0x20-0x27 MXU, 0x28-0x2F VPU, 0x30-0x37 ICI (dispatched to that engine's
+    queue; the ICI's only on a TensorCore built with ``ici``, a pod's chip)."""
 
     NOP = 0x00
     HALT = 0x01
@@ -63,6 +64,9 @@ class Op(enum.Enum, shape=6):
     VOP = 0x29
     VCAST = 0x2A
     VRED = 0x2B
+    ICI_SEND = 0x30
+    ICI_READ = 0x31
+    ICI_COLL = 0x32
 
 
 class Queue(enum.Enum, shape=2):
@@ -71,6 +75,7 @@ class Queue(enum.Enum, shape=2):
     DMA = 0
     MXU = 1
     VPU = 2
+    ICI = 3
 
 
 class VOp(enum.Enum, shape=4):
@@ -113,6 +118,36 @@ class ROp(enum.Enum, shape=1):
     MAX = 1
 
 
+class IciOp(enum.Enum, shape=2):
+    """What an ``ici.send`` does with its bytes at the destination (docs/pod.md)."""
+
+    STORE = 0
+    ADD = 1         # add to the elements there, keep a partial (bfloat16: fp32 staging)
+    ADD_FINAL = 2   # add and store the format's result
+
+
+class IciFmt(enum.Enum, shape=2):
+    """Element format of an ICI add or a collective."""
+
+    INT32 = 0
+    FP32 = 1
+    BF16 = 2
+
+
+class Coll(enum.Enum, shape=3):
+    """The collective an ``ici.coll`` runs (docs/pod.md, "Collectives")."""
+
+    REDUCE_SCATTER = 0
+    ALL_GATHER = 1
+    ALL_REDUCE = 2
+    ALL_TO_ALL = 3
+    ALL_REDUCE_2D = 4
+
+
+ICI_OPS = (Op.ICI_SEND, Op.ICI_READ, Op.ICI_COLL)
+"""The ICI queue's instructions."""
+
+
 class Error(enum.Enum, shape=4):
     """The sequencer's sticky error code (status register ERROR)."""
 
@@ -125,6 +160,7 @@ class Error(enum.Enum, shape=4):
     SEM_OVERFLOW = 6            # a SIGNAL on a semaphore already at its maximum (255)
     DEADLOCK = 7                # nothing could make progress for deadlock_cycles cycles
     ABORTED = 8                 # the host wrote CONTROL.abort
+    ICI = 9                     # an ICI message or collective the pod cannot carry
 
 
 IMM_FIELDS = {
@@ -143,6 +179,12 @@ IMM_FIELDS = {
     "relu": (8, 1),             # VOP: ReLU applied after the operation
     "cast": (0, 2),             # VCAST
     "rop": (0, 1),              # VRED
+    "iop": (0, 2),              # ICI.SEND
+    "ifmt": (2, 2),             # ICI.SEND
+    "chip": (16, 16),           # ICI.SEND, ICI.READ: the destination (pod node number)
+    "coll": (0, 3),             # ICI.COLL
+    "cdim": (3, 2),             # ICI.COLL: the torus dimension of a ring collective
+    "cfmt": (5, 2),             # ICI.COLL
 }
 """Sub-fields of the immediate: name -> (lowest bit within the immediate, width)."""
 
@@ -193,6 +235,11 @@ SPECS = {s.op: s for s in [
          ("vop", "dtype", "src2", "relu"), Queue.VPU),
     Spec(Op.VCAST, "vcast", ("cast", "b", "c"), ("cast",), Queue.VPU),
     Spec(Op.VRED, "vred", ("rop", "dtype", "b", "c", "d"), ("rop", "dtype"), Queue.VPU),
+    Spec(Op.ICI_SEND, "ici.send", ("b", "c", "d", "chip", "iop", "ifmt", "sem"),
+         ("chip", "iop", "ifmt", "sem"), Queue.ICI),
+    Spec(Op.ICI_READ, "ici.read", ("b", "c", "d", "chip", "sem"), ("chip", "sem"), Queue.ICI),
+    Spec(Op.ICI_COLL, "ici.coll", ("coll", "cdim", "cfmt", "b", "c"), ("coll", "cdim", "cfmt"),
+         Queue.ICI),
 ]}
 """Every instruction. WAIT and SIGNAL go to the queue their ``queue`` field names."""
 
@@ -237,19 +284,27 @@ def decode(word):
     return op, fields
 
 
-_ENUMS = {"queue": Queue, "vop": VOp, "dtype": DType, "src2": Src2, "cast": Cast, "rop": ROp}
+_ENUMS = {"queue": Queue, "vop": VOp, "dtype": DType, "src2": Src2, "cast": Cast, "rop": ROp,
+          "iop": IciOp, "ifmt": IciFmt, "coll": Coll, "cfmt": IciFmt}
 
 
-def illegal(op, fields, *, semaphores):
+def illegal(op, fields, *, semaphores, ici=True):
     """Why the decoded instruction ``(op, fields)`` is illegal on a TensorCore with
-    ``semaphores`` semaphores, or None: an enumerated field with no meaning, or a semaphore
-    number past the last one (DMA.LOAD / DMA.STORE may also name ``SEM_NONE``)."""
+    ``semaphores`` semaphores (and, with ``ici``, an ICI queue), or None: an enumerated field
+    with no meaning, an ICI instruction or queue without one, or a semaphore number past the
+    last one (DMA.LOAD / DMA.STORE may also name ``SEM_NONE``; ICI.SEND's names a semaphore
+    of the destination, any but the collectives' 30)."""
+    if not ici and (op in ICI_OPS or fields.get("queue") == Queue.ICI.value):
+        return "this TensorCore has no ICI queue (a pod chip's has)"
     for name, value in fields.items():
         kind = _ENUMS.get(name)
         if kind is not None and value not in {m.value for m in kind}:
             return f"{name} {value} is not one of {', '.join(m.name for m in kind)}"
     sem = fields.get("sem")
-    if sem is not None and sem >= semaphores and not (
+    if op == Op.ICI_SEND:
+        if sem == SEM_NONE - 1:
+            return f"semaphore {sem} is the collective engine's"
+    elif sem is not None and sem >= semaphores and not (
             op in (Op.DMA_LOAD, Op.DMA_STORE) and sem == SEM_NONE):
         return f"semaphore {sem} does not exist (0..{semaphores - 1})"
     return None

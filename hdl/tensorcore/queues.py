@@ -1,11 +1,12 @@
 """The sequencer's engine queues and semaphores.
 
-Each engine (DMA, MXU, VPU) has a queue of entries in program order (``EngineQueue``). Its
-front entry is a command, handed to the engine when the engine takes it; a ``wait``, which
-leaves when it can take one count of its semaphore; or a ``signal``, which leaves when the
-engine is idle (every earlier entry has completed) and adds one to its semaphore. The
-``Semaphores`` grant the waits of one cycle in queue order (DMA, MXU, VPU) while counts
-last, add the signals (and the DMA's completion signals), and report an overflow past 255.
+Each engine (DMA, MXU, VPU, and on a pod chip the ICI) has a queue of entries in program
+order (``EngineQueue``). Its front entry is a command, handed to the engine when the engine
+takes it; a ``wait``, which leaves when it can take one count of its semaphore; or a
+``signal``, which leaves when the engine is idle (every earlier entry has completed) and adds
+one to its semaphore. The ``Semaphores`` grant the waits of one cycle in queue order (DMA,
+MXU, VPU, ICI) while counts last, add the signals (and the DMA's completion signals, and the
+ICI's arrivals), and report an overflow past 255.
 ``flush`` empties a queue without executing its entries (after an error).
 """
 
@@ -82,23 +83,23 @@ class Semaphores(wiring.Component):
     Members
     -------
     clear : In(1)
-    take : In(3), take_sem : In.array(3), granted : Out(3)
+    take : In(takes), take_sem : In.array(takes), granted : Out(takes)
         The queues' waits, in priority order.
-    give : In(4), give_sem : In.array(4)
-        The queues' signals and the DMA's completion signal.
-    overflow : Out(1), overflow_source : Out(range(4))
+    give : In(gives), give_sem : In.array(gives)
+        The queues' signals, then the DMA's completion signal (and others).
+    overflow : Out(1), overflow_source : Out(range(gives))
         A signal would pass 255 (the first signaller that did).
     values : Out(8).array(count)
     """
 
-    def __init__(self, count):
-        self._count = count
+    def __init__(self, count, *, takes=3, gives=4):
+        self._count, self._takes, self._gives = count, takes, gives
         sem = range(MAX_SEMAPHORES + 1)
         super().__init__({
             "clear": In(1),
-            "take": In(3), "take_sem": In(sem).array(3), "granted": Out(3),
-            "give": In(4), "give_sem": In(sem).array(4),
-            "overflow": Out(1), "overflow_source": Out(range(4)),
+            "take": In(takes), "take_sem": In(sem).array(takes), "granted": Out(takes),
+            "give": In(gives), "give_sem": In(sem).array(gives),
+            "overflow": Out(1), "overflow_source": Out(range(gives)),
             "values": Out(8).array(count),
         })
 
@@ -108,23 +109,23 @@ class Semaphores(wiring.Component):
         for s, value in enumerate(self.values):
             left = value
             taken = []
-            for q in range(3):
+            for q in range(self._takes):
                 want = self.take[q] & (self.take_sem[q] == s)
                 ok = want & (left != 0)
                 taken.append(ok)
                 left = left - ok
-            gives = [self.give[g] & (self.give_sem[g] == s) for g in range(4)]
+            gives = [self.give[g] & (self.give_sem[g] == s) for g in range(self._gives)]
             total = value + sum(gives) - sum(taken)
             over.append(Cat(*gives).any() & (total > SEM_MAX))
             with m.If(self.clear):
                 m.d.sync += value.eq(0)
             with m.Elif(total <= SEM_MAX):
                 m.d.sync += value.eq(total)
-            for q in range(3):
+            for q in range(self._takes):
                 with m.If(taken[q]):
                     m.d.comb += self.granted[q].eq(1)
         m.d.comb += self.overflow.eq(Cat(*over).any())
-        for g in reversed(range(4)):
+        for g in reversed(range(self._gives)):
             hits = Cat(*[self.give[g] & (self.give_sem[g] == s) & over[s]
                          for s in range(self._count)]).any()
             with m.If(hits):

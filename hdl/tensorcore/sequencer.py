@@ -14,6 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from .dma import dma_command_layout
 from .frontend import FrontEnd
+from .ici_port import ici_command_layout
 from .isa import REGISTERS, Error
 from .matmul import matmul_command_layout
 from .queues import EngineQueue, Semaphores
@@ -41,6 +42,15 @@ class Sequencer(wiring.Component):
         A DMA transfer completed and signals ``dma_sem``.
     dma_error : In(1), dma_error_pc : In(16)
     dma_flush : Out(1)
+    ici : Out(stream of ici_command_layout), ici_idle : In(1)
+        With ``ici``: the ICI queue's commands and its engine's state.
+    ici_error : In(1), ici_error_pc : In(16)
+        With ``ici``: the ICI engine refused the command of ``ici_error_pc``.
+    arrive : In(1), arrive_sem : In(5)
+        With ``ici``: a message from another chip landed and signals ``arrive_sem`` (an
+        overflow it causes is reported at the front end's PC).
+    ici_wait : Out(1)
+        With ``ici``: the ICI queue's front is a ``wait`` that cannot proceed.
     running, done, error : Out(1), error_code : Out(Error), error_pc, pc : Out(16)
     regs : Out(32).array(16), sems : Out(8).array(semaphores)
     go : Out(1)
@@ -67,6 +77,9 @@ class Sequencer(wiring.Component):
             "error_pc": Out(16), "pc": Out(16),
             "regs": Out(32).array(REGISTERS), "sems": Out(8).array(cfg.semaphores),
             "go": Out(1), "events": Out(len(EVENTS)),
+            **({"ici": Out(stream.Signature(ici_command_layout(cfg))), "ici_idle": In(1),
+                "ici_error": In(1), "ici_error_pc": In(16), "arrive": In(1),
+                "arrive_sem": In(5), "ici_wait": Out(1)} if cfg.ici else {}),
         })
 
     @property
@@ -77,23 +90,31 @@ class Sequencer(wiring.Component):
         m = Module()
         cfg = self._cfg
         m.submodules.front = front = self._front
-        m.submodules.sems = sems = Semaphores(cfg.semaphores)
+        engines = [("dma", dma_command_layout(cfg)), ("mxu", matmul_command_layout(cfg)),
+                   ("vpu", vpu_command_layout(cfg))]
+        idle = [self.dma_idle, self.mxu_idle, self.vpu_idle]
+        # Signallers besides the queues: the DMA's completions (and the ICI's arrivals).
+        others = [(self.dma_signal, self.dma_sem, self.dma_signal_pc)]
+        if cfg.ici:
+            engines.append(("ici", ici_command_layout(cfg)))
+            idle.append(self.ici_idle)
+            others.append((self.arrive, self.arrive_sem, front.pc))
+        n = len(engines)
+        m.submodules.sems = sems = Semaphores(cfg.semaphores, takes=n, gives=n + len(others))
         queues = {}
-        for name, layout in (("dma", dma_command_layout(cfg)),
-                             ("mxu", matmul_command_layout(cfg)),
-                             ("vpu", vpu_command_layout(cfg))):
+        for name, layout in engines:
             queues[name] = q = EngineQueue(layout, cfg.queue_depth)
             m.submodules[f"{name}_queue"] = q
             wiring.connect(m, getattr(front, name), q.i)
             wiring.connect(m, q.cmd, wiring.flipped(getattr(self, name)))
-        order = [queues[n] for n in ("dma", "mxu", "vpu")]
-        idle = [self.dma_idle, self.mxu_idle, self.vpu_idle]
+        order = [queues[name] for name, _ in engines]
         for k, q in enumerate(order):
             m.d.comb += [q.engine_idle.eq(idle[k]), sems.take[k].eq(q.take),
                          sems.take_sem[k].eq(q.take_sem), q.granted.eq(sems.granted[k]),
                          sems.give[k].eq(q.give), sems.give_sem[k].eq(q.give_sem)]
+        for k, (give, sem, _) in enumerate(others):
+            m.d.comb += [sems.give[n + k].eq(give), sems.give_sem[n + k].eq(sem)]
         m.d.comb += [self.go.eq(self.start & ~self.running),
-                     sems.give[3].eq(self.dma_signal), sems.give_sem[3].eq(self.dma_sem),
                      sems.clear.eq(self.go),
                      *[self.sems[s].eq(sems.values[s]) for s in range(cfg.semaphores)],
                      *[self.regs[r].eq(front.regs[r]) for r in range(REGISTERS)],
@@ -103,16 +124,18 @@ class Sequencer(wiring.Component):
                      self.pc.eq(front.pc)]
 
         stopping = Signal()          # an error or abort: flush and drain
-        progress = Cat(front.executed, *[q.popped for q in order], *[~x for x in idle]).any()
+        progress = Cat(front.executed, *[q.popped for q in order], *[~x for x in idle],
+                       *([self.arrive] if cfg.ici else [])).any()
         stuck = Signal(range(cfg.deadlock_cycles + 1))
         with m.If(self.go | progress | ~self.running):
             m.d.sync += stuck.eq(0)
         with m.Else():
             m.d.sync += stuck.eq(stuck + 1)
-        give_pc = Array([*[q.give_pc for q in order], self.dma_signal_pc])
+        give_pc = Array([*[q.give_pc for q in order], *[pc for _, _, pc in others]])
         faults = [  # (condition, code, pc): the first that holds wins
             (front.error, front.error_code, front.error_pc),
             (self.dma_error, Error.DMA_RESPONSE, self.dma_error_pc),
+            *([(self.ici_error, Error.ICI, self.ici_error_pc)] if cfg.ici else []),
             (sems.overflow, Error.SEM_OVERFLOW, give_pc[sems.overflow_source]),
             (stuck == cfg.deadlock_cycles, Error.DEADLOCK, front.pc),
             (self.abort & self.running, Error.ABORTED, front.pc),
@@ -138,6 +161,8 @@ class Sequencer(wiring.Component):
                 m.d.sync += [self.running.eq(0), self.done.eq(~stopping)]
 
         waits = [q.waiting for q in order]
+        if cfg.ici:
+            m.d.comb += self.ici_wait.eq(waits[3])
         events = {"cycles": self.running, "retired": front.executed, "dma_wait": waits[0],
                   "mxu_wait": waits[1], "vpu_wait": waits[2], "sem_stalls": Cat(*waits).any(),
                   "dispatch_stalls": front.stalled, "mxu_starved": waits[1] & self.mxu_idle}

@@ -57,10 +57,12 @@ def _grain(tb, fmt):
     return tb.fb // 4 if ESIZE[fmt] == 4 else tb.fb // 2
 
 
-class PodBench:
-    """The host side of every chip of a pod, and its golden memory image."""
+class PodHost:
+    """The host's memory port on every chip of a pod (``host_write``, ``host_read``,
+    ``host_read_data``), and whatever other streams a subclass names (``sources``,
+    ``sinks``), each with the flow's idle and backpressure."""
 
-    def __init__(self, dut):
+    def __init__(self, dut, sources=(), sinks=()):
         self.dut = dut
         self.sidecar = load_sidecar()
         self.cfg = PodConfig.from_dict(self.sidecar["parameters"])
@@ -68,14 +70,14 @@ class PodBench:
         self.fb = self.cfg.endpoint.flit_bytes
         self.chips = self.cfg.chips
         self.ports = {name: Port.of(self.sidecar, f"{name}__0")
-                      for name in ("host_write", "host_read", "message", "collective", "done")}
+                      for name in ("host_write", "host_read", *sources, *sinks)}
         self.bench = StreamBench(dut, dut.clk)
         self.src, self.snk = [], []
         for c in range(self.chips):
             self.src.append({name: self.bench.source(f"{name}__{c}")
-                             for name in ("host_write", "host_read", "message", "collective")})
+                             for name in ("host_write", "host_read", *sources)})
             self.snk.append({name: self.bench.sink(f"{name}__{c}")
-                             for name in ("host_read_data", "done")})
+                             for name in ("host_read_data", *sinks)})
         self.taken = [0] * self.chips       # host_read_data beats consumed per chip
         self.faults = hasattr(dut, "fault_rate")
         self._loop = None
@@ -163,6 +165,14 @@ class PodBench:
         await self.until(lambda: all(s.pending == 0 for c in self.src for s in c.values()),
                          "host streams")
         await ClockCycles(self.dut.clk, 2)
+
+
+class PodBench(PodHost):
+    """The host side of every simulation chip of a pod: memory, messages, collectives and
+    completions."""
+
+    def __init__(self, dut):
+        super().__init__(dut, sources=("message", "collective"), sinks=("done",))
 
     # Collectives and messages -------------------------------------------------------------
 

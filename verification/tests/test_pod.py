@@ -1,15 +1,20 @@
 """Pod regression: simulation chips on the RTL ICI network (hdl/pod/pod.py), through the
 cocotb testbench verification/tb/pod.py, on a 1x4 ring, a 2x2 torus (with link fault
-injectors) and a 4x4 torus; and the pod's configuration checks."""
+injectors) and a 4x4 torus; program-running chips (TensorCores, hdl/pod/tensor_node.py)
+through verification/tb/pod_programs.py on a 1x4 ring and a 2x2 torus; and the pod's
+configuration checks."""
 
 import pytest
 
 from hdl.config import ConfigError
 from hdl.ici.config import ICIConfig
+from hdl.mxu.config import MXUConfig
 from hdl.pod.config import LOCAL_PORTS, EndpointConfig, PodConfig
+from hdl.tensorcore.config import TensorCoreConfig
 from verification.tests.suite import cases
 
 TB = "verification.tb.pod"
+PROGRAMS_TB = "verification.tb.pod_programs"
 
 
 def _pod(dims, *, faults=False, **ici):
@@ -33,9 +38,28 @@ def _slow(pod, test):
     return [pytest.mark.slow] if (pod, test) == ("4x4", "test_collectives") else []
 
 
+TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, row_bytes=32,
+                              deadlock_cycles=1 << 16, ici=True)
+"""The program-running chips' TensorCore: a 4x4 int8 MXU, 32 KiB of VMEM in rows of a flit
+(256 bits), a deadlock watch long enough for a neighbour's work."""
+
+
+def _tensor_pod(dims):
+    pod = _pod(dims, flit_bits=256)
+    return pod.replace(memory_words=TENSORCORE.vmem_rows, tensorcore=TENSORCORE)
+
+
+PROGRAM_CONFIGS = {"1x4-tc": _tensor_pod((4,)), "2x2-tc": _tensor_pod((2, 2))}
+
+
 @pytest.mark.parametrize("pod, test", cases(TB, CONFIGS, _slow))
 def test_pod(cocotb_run, pod, test):
     cocotb_run("pod", CONFIGS[pod], TB, test)
+
+
+@pytest.mark.parametrize("pod, test", cases(PROGRAMS_TB, PROGRAM_CONFIGS))
+def test_pod_programs(cocotb_run, pod, test):
+    cocotb_run("pod", PROGRAM_CONFIGS[pod], PROGRAMS_TB, test)
 
 
 @pytest.mark.parametrize("change, path", [

@@ -1,0 +1,254 @@
+"""cocotb testbench of a pod of program-running chips (hdl/pod/tensor_node.py; docs/pod.md,
+"Programs on the pod"): every chip a TensorCore whose ICI queue sends, reads and runs
+collectives.
+
+Python is the host of every chip: it fills each chip's VMEM through its host port, loads
+programs over AXI4-Lite (cocotbext-axi, with the flow's idle and backpressure), starts every
+chip, waits for all of them and reads back status, registers, semaphores and VMEM; the golden
+pod simulator (podium/podsim.py) runs the same programs on the same images, and everything is
+compared (VMEM but the staging area after a bfloat16 reduction, which the golden model leaves
+undefined).
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from hdl.pod.collective import all_to_all_table
+from hdl.tensorcore.isa import Error
+from podium.asm import assemble
+from podium.podsim import PodSim
+from podium.spmd import data_parallel_step
+from verification.models.collectives import random_elements
+from verification.tb.bench import FLOWS, new_rng
+from verification.tb.pod import PodHost
+from verification.tb.tensorcore import TensorCoreHost
+
+__all__ = ["TensorPodBench"]
+
+ARRIVE, READ, DONE = 0, 1, 2
+"""Semaphores of the test programs: messages landed here, reads landed here, the ICI idle."""
+SETTLE = 400
+"""Cycles the host waits after every chip is done before it reads VMEM back, for messages
+that signal nothing (``sem none``) to land."""
+
+
+class TensorPodBench(PodHost):
+    """The host of every chip: VMEM through the host port, programs and status over
+    AXI4-Lite."""
+
+    def __init__(self, dut, flow="random_random"):
+        super().__init__(dut)
+        self.tc = self.cfg.tensorcore
+        self.hosts = [TensorCoreHost(dut, f"csr__{c}", self.tc, self.sidecar["csr"], flow)
+                      for c in range(self.chips)]
+
+    async def run(self, programs, images, *, budget=200_000, seed=None):
+        """Run ``programs`` (assembly, one per chip) on VMEM ``images`` (bytes, one per chip);
+        returns ``(outcomes, vmems)`` of the RTL and ``results`` of the golden pod simulator
+        on the same input (``seed``: its schedule)."""
+        words = [assemble(p) for p in programs]
+        for c, image in enumerate(images):
+            self.write(c, 0, image)
+        await self.drained()
+        for host, w in zip(self.hosts, words, strict=True):
+            await host.load(w)
+        for host in self.hosts:
+            await host.write(host.reg["START_PC"], 0)
+        for host in self.hosts:
+            await host.write(host.reg["CONTROL"], 1)
+        for _ in range(budget):
+            await RisingEdge(self.dut.clk)
+            if not any(int(getattr(self.dut, f"running__{c}").value)
+                       for c in range(self.chips)):
+                break
+        else:
+            raise AssertionError(f"a chip is still running after {budget} cycles")
+        await ClockCycles(self.dut.clk, SETTLE)
+        outcomes = [await host.outcome() for host in self.hosts]
+        vmems = [await self.read(c, 0, self.tc.vmem_bytes) for c in range(self.chips)]
+        for host in self.hosts:
+            await host.clear()
+        sim = PodSim(self.cfg, seed=seed)
+        for chip, w, image in zip(sim.chips, words, images, strict=True):
+            chip.load(w)
+            chip.vmem[:len(image)] = np.frombuffer(image, np.uint8)
+        return outcomes, vmems, sim.run()
+
+    def check(self, outcomes, vmems, results, *, staging=False):
+        """Every chip as the golden simulator left it: done or the same error at the same PC,
+        the same registers and semaphores, the same VMEM (without the staging area when
+        ``staging``)."""
+        end = self.cfg.staging_base if staging else self.tc.vmem_bytes
+        for c, (out, vmem, res) in enumerate(zip(outcomes, vmems, results, strict=True)):
+            assert (out.done, out.error, out.error_pc if out.error != Error.NONE else 0) == (
+                res.status == "done", res.error,
+                res.error_pc if res.error != Error.NONE else 0), (c, out, res)
+            assert out.regs == res.registers, f"chip {c}: registers"
+            assert out.sems == res.semaphores, f"chip {c}: semaphores {out.sems}"
+            got, want = vmem[:end], res.vmem[:end].tobytes()
+            if got != want:
+                bad = next(i for i in range(end) if got[i] != want[i])
+                raise AssertionError(f"chip {c}: VMEM differs from byte {bad:#x}")
+
+
+def _li(reg, value):
+    return f"li r{reg}, {value & 0xFFFFFFFF}"
+
+
+async def _started(dut):
+    tb = TensorPodBench(dut, FLOWS[new_rng().randrange(len(FLOWS))])
+    await tb.start()
+    return tb, new_rng()
+
+
+@cocotb.test()
+async def test_program_messages(dut):
+    """Random programs of ``ici.send`` (stores, int32 and fp32 adds, 0 bytes to several
+    packets, partial rows, to every chip and to itself, signalling the destination or not)
+    and ``ici.read`` (into this chip, signalling it), each message with a landing slot of its
+    own, every chip waiting for its arrivals: VMEM, semaphores and registers of every chip as
+    the golden pod simulator's."""
+    tb, rng = await _started(dut)
+    chips, slot, size_max = tb.chips, 256, 256
+    source, landing = 0, 4096
+    images = [random_elements(rng, "fp32", tb.tc.vmem_bytes // 4) for _ in range(chips)]
+    programs = [[] for _ in range(chips)]
+    arrivals, reads = [0] * chips, [0] * chips
+    for k in range(6 * chips):
+        src, dst = rng.randrange(chips), rng.randrange(chips)
+        size = rng.choice([0, 4, 32, 100, 164, size_max])
+        at = landing + k * slot
+        if rng.random() < 0.25:
+            programs[src] += [_li(1, at), _li(2, source + rng.randrange(8) * 32), _li(3, size),
+                              f"ici.read r1, r2, r3, {dst}, s{READ}"]
+            reads[src] += 1
+            continue
+        op = rng.choice(["store", "add", "add_final"])
+        if op != "store":
+            size -= size % 4
+        signal = rng.random() < 0.8
+        programs[src] += [_li(1, source + rng.randrange(8) * 32), _li(2, at), _li(3, size),
+                          f"ici.send r1, r2, r3, {dst}, {op}, {rng.choice(['int32', 'fp32'])}, "
+                          f"{f's{ARRIVE}' if signal else 'none'}"]
+        arrivals[dst] += signal
+    texts = ["\n".join(p + [f"wait dma, s{ARRIVE}"] * arrivals[c] + [f"wait dma, s{READ}"]
+                       * reads[c] + ["halt"]) for c, p in enumerate(programs)]
+    outcomes, vmems, results = await tb.run(texts, images, seed=rng.getrandbits(32))
+    tb.check(outcomes, vmems, results)
+    assert all(o.done for o in outcomes), outcomes
+    assert sum(o.counters["arrivals"] for o in outcomes) == sum(arrivals) + sum(reads)
+
+
+def _collective_programs(tb, rng):
+    """SPMD collectives on buffers of one chip's VMEM: (program, images)."""
+    chips, fb = tb.chips, tb.fb
+    dims = [d for d, k in enumerate(tb.ici.dims) if k > 1]
+    lengths = [1, 37, 2 * chips * tb.cfg.endpoint.packet_bytes // 4 + 5]
+    steps, images = [], [bytearray(tb.tc.vmem_bytes) for _ in range(chips)]
+    address = 0
+    cases = [(op, dim, fmt) for dim in dims for op in ("reduce_scatter", "all_gather",
+                                                         "all_reduce")
+             for fmt in ("int32", "fp32", "bf16")]
+    if len(dims) == 2:
+        cases += [("all_reduce_2d", 0, "fp32"), ("all_reduce_2d", 0, "int32")]
+    for op, dim, fmt in rng.sample(cases, min(len(cases), 6)):
+        length = rng.choice(lengths)
+        esize = 2 if fmt == "bf16" else 4
+        for c in range(chips):
+            data = random_elements(rng, "bfloat16" if fmt == "bf16" else fmt, length)
+            images[c][address:address + len(data)] = data
+        repeat = 2 if rng.random() < 0.3 else 1     # back to back on one buffer
+        steps += [_li(1, address), _li(2, length)] + [f"ici.coll {op}, {dim}, {fmt}, r1, r2"] \
+            * repeat
+        address += -(-length * esize // fb) * fb
+    # A ragged all-to-all from per-chip tables: send buffers, receive buffers, tables.
+    sizes = [[rng.choice([0, 3, 40, 200]) for _ in range(chips)] for _ in range(chips)]
+
+    def rows(total):
+        return -(-total // fb) * fb
+
+    src_base = address
+    dst_base = src_base + max(sum(rows(b) for b in row) for row in sizes)
+    table_base = dst_base + max(sum(rows(sizes[s][d]) for s in range(chips))
+                                for d in range(chips))
+    tables, _ = all_to_all_table(sizes, fb, src_base, dst_base)
+    for c in range(chips):
+        for d, entry in enumerate(tables[c]):
+            images[c][entry["src_address"]:entry["src_address"] + entry["bytes"]] = \
+                rng.randbytes(entry["bytes"])
+            row = table_base + d * fb
+            images[c][row:row + 12] = np.array([entry["src_address"], entry["dst_address"],
+                                                entry["bytes"]], np.uint32).tobytes()
+    steps += [_li(1, table_base), _li(2, chips), "ici.coll all_to_all, 0, int32, r1, r2"]
+    assert table_base + chips * fb <= tb.cfg.staging_base, "the test's buffers overflow VMEM"
+    program = "\n".join(steps + [f"signal ici, s{DONE}", f"wait dma, s{DONE}", "halt"])
+    return program, [bytes(i) for i in images]
+
+
+@cocotb.test()
+async def test_program_collectives(dut):
+    """SPMD programs of collectives: reduce-scatter, all-gather and all-reduce in int32, fp32
+    and bfloat16 along every dimension (on a 2-D pod the 2-D all-reduce), some twice in a row
+    on one buffer, then a ragged all-to-all, every chip starting when its host starts it:
+    every chip's VMEM (but the bfloat16 staging area) as the golden pod simulator's."""
+    tb, rng = await _started(dut)
+    program, images = _collective_programs(tb, rng)
+    outcomes, vmems, results = await tb.run([program] * tb.chips, images,
+                                            seed=rng.getrandbits(32))
+    tb.check(outcomes, vmems, results, staging=True)
+    assert all(o.done for o in outcomes), outcomes
+
+
+@cocotb.test()
+async def test_program_errors(dut):
+    """What a pod chip refuses stops its program with the code and PC the golden pod
+    simulator gives, and the pod runs the next program: a message to a chip past the pod and
+    one over ``max_message`` (ICI), a misaligned send (VMEM_RANGE), a collective along a
+    dimension of one chip (ICI, on every chip), a DMA transfer with no HBM (DMA_RESPONSE)."""
+    tb, rng = await _started(dut)
+    image = [bytes(tb.tc.vmem_bytes)] * tb.chips
+    long = tb.cfg.endpoint.max_message + tb.fb
+    flat = len(tb.ici.dims)
+    cases = [
+        [_li(3, 64), f"ici.send r0, r0, r3, {tb.chips}, store, int32, none", "halt"],
+        [_li(3, long), "ici.send r0, r0, r3, 0, store, int32, none", "halt"],
+        [_li(1, 4), "ici.send r1, r0, r0, 0, store, int32, none", "halt"],
+        [_li(2, 64), f"ici.coll all_reduce, {flat}, fp32, r0, r2", "halt"],
+        [_li(1, 32), "dma.shape 0, r1, r0, r0", "dma.load r0, r0, s0", "halt"],
+    ]
+    for case in cases:
+        victim = rng.randrange(tb.chips)
+        programs = ["\n".join(case if c == victim or "ici.coll" in case[1] else ["halt"])
+                    for c in range(tb.chips)]
+        outcomes, vmems, results = await tb.run(programs, image, seed=rng.getrandbits(32))
+        tb.check(outcomes, vmems, results)
+        assert outcomes[victim].error != Error.NONE, (case, outcomes[victim])
+
+
+@cocotb.test()
+async def test_training_step(dut):
+    """The data-parallel training step of a linear layer (podium/spmd.py): every chip's local
+    gradient on its MXU, all-reduced over the pod, the weights updated on its VPU; every
+    chip's VMEM as the golden pod simulator's, and (int8: exactly) the new weights
+    ``W - sum over chips of X^T dY``, the same on every chip."""
+    tb, rng = await _started(dut)
+    step = data_parallel_step(tb.cfg, d_in=16, batch=8, d_out=8)
+    gen = np.random.default_rng(rng.getrandbits(32))
+    xs = [gen.integers(-128, 128, (8, 16)) for _ in range(tb.chips)]
+    dys = [gen.integers(-128, 128, (8, 8)) for _ in range(tb.chips)]
+    w = gen.integers(-1 << 20, 1 << 20, (16, 8))
+    images = []
+    for x, dy in zip(xs, dys, strict=True):
+        image = bytearray(tb.tc.vmem_bytes)
+        for buffer, array in ((step.x_t, x.T), (step.dy, dy), (step.w, w)):
+            address, data = buffer.pack(array)
+            image[address:address + len(data)] = data
+        images.append(bytes(image))
+    outcomes, vmems, results = await tb.run([step.text] * tb.chips, images,
+                                            seed=rng.getrandbits(32))
+    tb.check(outcomes, vmems, results)
+    want = w - sum(x.T @ dy for x, dy in zip(xs, dys, strict=True))
+    for c, vmem in enumerate(vmems):
+        assert (step.w.unpack(vmem) == want).all(), f"chip {c}: weights"
+    assert all(o.counters["mxu_vectors"] > 0 for o in outcomes)
