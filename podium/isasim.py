@@ -89,7 +89,9 @@ class HBM:
 @dataclass
 class Result:
     """The state after a run. ``status`` is ``done`` (halted and drained), ``error`` (see
-    ``error`` and ``error_pc``) or ``timeout`` (``max_steps`` reached first)."""
+    ``error`` and ``error_pc``) or ``timeout`` (``max_steps`` reached first). ``undefined``:
+    the ``(start, end)`` VMEM byte ranges whose contents the run left undefined (a pod chip's:
+    what a collective leaves, docs/pod.md)."""
 
     status: str
     error: Error
@@ -101,6 +103,7 @@ class Result:
     hbm: HBM
     counters: dict = field(default_factory=dict)
     steps: int = 0
+    undefined: list = field(default_factory=list)
 
 
 @dataclass
@@ -228,6 +231,7 @@ class TensorCoreSim:
         """Reset the machine state (not memory) and set the PC: ``start`` of the host."""
         self._reset()
         self.pc = start_pc
+        self.undefined = []
 
     def result(self, steps, *, timed_out):
         """The :class:`Result` once the schedule has stopped after ``steps`` actions: done,
@@ -244,7 +248,7 @@ class TensorCoreSim:
         return Result(status=status, error=self.error, error_pc=self.error_pc, pc=self.pc,
                       registers=list(self.regs), semaphores=list(self.sems),
                       vmem=self.vmem.copy(), hbm=self.hbm, counters=dict(self.counters),
-                      steps=steps)
+                      steps=steps, undefined=list(self.undefined))
 
     # Front end --------------------------------------------------------------------------
 

@@ -11,8 +11,10 @@ fall on. A collective runs when every chip's ICI queue has an ``ici.coll`` at it
 programs are SPMD: every chip issues the same collectives in the same order, on buffers at
 the same address), as the golden model verification/models/collectives.py defines it, with
 the engine's grains (a flit of 32-bit elements, half a flit in bfloat16); each chip's part
-then completes. A bfloat16 reduction leaves the staging area at the top of VMEM undefined;
-the simulator leaves it unchanged. What the pod cannot carry fails with ``Error.ICI`` on the
+then completes. What a collective leaves undefined is listed in the results' ``undefined``
+(the simulator leaves those bytes unchanged): a reduce-scatter's buffer outside the chip's
+own block (partial sums pass through it), the staging area at the top of VMEM after a
+bfloat16 reduction. What the pod cannot carry fails with ``Error.ICI`` on the
 chip that asked: a destination past the pod, a message over ``max_message``, a collective the
 engine refuses (the same checks as hdl/pod/collective.py).
 
@@ -174,12 +176,19 @@ class PodSim:
                 coords = [node // int(np.prod(ici.dims[:d])) % k for d, k in enumerate(ici.dims)]
                 rings.setdefault(tuple(coords[:dim] + coords[dim + 1:]), []).append(node)
             groups = [((1, ici.dims[dim]), 1, ring) for ring in rings.values()]
+        end = address + length * esize
         for dims, gdim, nodes in groups:
             out = ring_collective(op, _FMT[fmt], dims, gdim, length, self._grain(fmt),
                                   [buffers[n] for n in nodes])
             for node, (offset, data) in zip(nodes, out, strict=True):
+                chip = self.chips[node]
                 start = address + esize * offset
-                self.chips[node].vmem[start:start + len(data)] = np.frombuffer(data, np.uint8)
+                chip.vmem[start:start + len(data)] = np.frombuffer(data, np.uint8)
+                if coll == Coll.REDUCE_SCATTER:
+                    chip.undefined += [(address, start), (start + len(data), end)]
+                if fmt == IciFmt.BF16 and coll != Coll.ALL_GATHER:
+                    chip.undefined.append((self.config.staging_base,
+                                           self.config.tensorcore.vmem_bytes))
 
     def _all_to_all(self, entries):
         """Every chip's table: an entry per destination, a VMEM row each (``src_address``,

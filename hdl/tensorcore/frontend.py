@@ -175,7 +175,8 @@ class FrontEnd(wiring.Component):
                     continue
                 with m.Case(spec.op.value):
                     ok = (word & ~Const(_used_mask(spec.op), 64)) == 0
-                    if "queue" in spec.operands:
+                    if "queue" in spec.operands and last_queue != Queue.ICI:
+                        # With the ICI every value of the field names a queue.
                         ok = ok & (_imm(word, "queue") <= last_queue.value)
                     if "vop" in spec.operands:
                         ok = ok & (_imm(word, "vop") <= 6)

@@ -304,6 +304,8 @@ def illegal(op, fields, *, semaphores, ici=True):
     if op == Op.ICI_SEND:
         if sem == SEM_NONE - 1:
             return f"semaphore {sem} is the collective engine's"
+        if fields["iop"] != IciOp.STORE.value and fields["ifmt"] == IciFmt.BF16.value:
+            return "ici.send adds int32 or fp32 (bfloat16 adds are the collectives')"
     elif sem is not None and sem >= semaphores and not (
             op in (Op.DMA_LOAD, Op.DMA_STORE) and sem == SEM_NONE):
         return f"semaphore {sem} does not exist (0..{semaphores - 1})"

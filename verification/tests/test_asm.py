@@ -13,7 +13,10 @@ from hdl.tensorcore.isa import (
     SEM_NONE,
     SPECS,
     Cast,
+    Coll,
     DType,
+    IciFmt,
+    IciOp,
     Op,
     Queue,
     ROp,
@@ -26,7 +29,8 @@ from hdl.tensorcore.isa import (
 from podium.asm import AsmError, assemble, disassemble, format_instruction
 
 PROPERTY = settings(max_examples=300, deadline=None, database=None, derandomize=True)
-_ENUMS = {"queue": Queue, "vop": VOp, "dtype": DType, "src2": Src2, "cast": Cast, "rop": ROp}
+_ENUMS = {"queue": Queue, "vop": VOp, "dtype": DType, "src2": Src2, "cast": Cast, "rop": ROp,
+          "iop": IciOp, "ifmt": IciFmt, "coll": Coll, "cfmt": IciFmt}
 
 
 def test_hand_written_program():
@@ -120,7 +124,9 @@ def test_disassembly_text():
     ("jmp nowhere", "line 2: undefined label 'nowhere'"),
     ("jmp 65536", "line 2: target out of range"),
     ("add r1, r2", "line 2: add takes 3 operand(s) (a, b, c), got 2"),
-    ("wait gpu, s1", "line 2: queue must be one of dma, mxu, vpu, got 'gpu'"),
+    ("wait gpu, s1", "line 2: queue must be one of dma, mxu, vpu, ici, got 'gpu'"),
+    ("ici.send r1, r2, r3, 1, move, int32, s0", "line 2: iop must be one of store, add"),
+    ("ici.coll all_reduce, 0, fp16, r1, r2", "line 2: cfmt must be one of int32, fp32"),
     ("wait dma, none", "line 2: semaphore must be s<n>, got 'none'"),
     ("signal dma, s32", "line 2: semaphore out of range: must be in 0..31"),
     ("vop add.int8 r1, r2, r3", "line 2: dtype must be one of int32, fp32, bf16"),
@@ -152,6 +158,12 @@ def legal_words(draw):
     range (enumerated fields from their values), every other bit zero."""
     spec = SPECS[draw(st.sampled_from(sorted(SPECS, key=lambda op: op.value)))]
     fields = {name: draw(_field_values(name)) for name in spec.operands}
+    if spec.op == Op.ICI_SEND:
+        # A send's semaphore is the destination's (any but the collectives' 30); its adds are
+        # int32 or fp32.
+        fields["sem"] = draw(st.sampled_from([*range(30), SEM_NONE]))
+        if fields["iop"] != IciOp.STORE.value:
+            fields["ifmt"] = draw(st.sampled_from([IciFmt.INT32.value, IciFmt.FP32.value]))
     return encode(spec.op, **fields)
 
 
