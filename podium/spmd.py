@@ -12,7 +12,8 @@ waits on it before it reads the result.
 layer's input ``X`` (``batch x d_in``, stored transposed) and the loss gradient of its output
 ``dY`` (``batch x d_out``), and the same weights ``W`` (``d_in x d_out``); the step computes
 the local weight gradient ``G = X^T dY`` on the MXU, all-reduces it over the pod (int32 for
-an int8 MXU, fp32 for the float formats, in the collectives' documented order), and updates
+an int8 MXU, fp32 for the float formats, in the collectives' documented order: the 2-D
+all-reduce on a 2-D pod, else ring all-reduces along each dimension in turn), and updates
 ``W = W - lr G`` on the VPU (int8: ``lr`` 1; float: ``lr`` any fp32), so every chip ends with
 the same new weights.
 """
@@ -88,6 +89,21 @@ class DataParallelStep:
     lr: float
 
 
+def _pod_all_reduce(pod, address, length, fmt, *, ready, done):
+    """An all-reduce over every chip of ``pod``: the 2-D all-reduce on a 2-D torus (both
+    dimensions of 2 chips or more), else a ring all-reduce along each dimension of more than
+    one chip, one after the other (semaphore ``done`` carries each to the next)."""
+    dims = [d for d, k in enumerate(pod.ici.dims) if k > 1]
+    if len(dims) == 2 and pod.ici.ndims == 2:
+        return collective("all_reduce_2d", address=address, length=length, fmt=fmt,
+                          ready=ready, done=done)
+    lines = []
+    for d in dims:
+        lines += collective("all_reduce", address=address, length=length, fmt=fmt, dim=d,
+                            ready=ready if d == dims[0] else done, done=done)
+    return lines
+
+
 def _row(n, align):
     return -(-n // align) * align
 
@@ -137,8 +153,7 @@ def data_parallel_step(pod, *, d_in, batch, d_out, lr=1.0):
         "mxu.stride r7, r8, r9",
         "matmul r1, r2, r3, 0, emit",
         "signal mxu, s0",                                   # the local gradient is in VMEM
-        *collective("all_reduce", address=g.address, length=d_in * d_out, fmt=fmt, ready=0,
-                    done=1),
+        *_pod_all_reduce(pod, g.address, d_in * d_out, fmt, ready=0, done=1),
         "wait vpu, s1",
         f"li r10, {rows}", f"li r11, {lr_bits}", "vpu.cfg r10, r11, r0",
         *([f"vop mul.{fmt} r3, r3, r0, src2=scalar"] if floats else []),

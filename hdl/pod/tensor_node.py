@@ -24,6 +24,7 @@ from ..lib.counter import COUNTER_WIDTH, EventCounter
 from ..lib.tree import tree_sum
 from ..tensorcore.core import CSR_ADDR_WIDTH
 from ..tensorcore.ici_port import IciKind, ici_command_layout
+from ..tensorcore.isa import Coll
 from .collective import descriptor_layout
 from .config import LOCAL_PORTS, NO_SEM, REQUEST_PORT
 from .endpoint import Kind, Space, command_layout, read_beat_layout, write_beat_layout
@@ -39,8 +40,9 @@ class IciUnit(wiring.Component):
     ``remote`` on ``chip``; ``ici.read``: a ``READ`` of ``bytes`` remote bytes into
     ``local``) or a descriptor for the :class:`~.collective.CollectiveEngine`
     (``ici.coll``), taken as soon as its unit takes it. A message to a chip past the pod or
-    longer than ``max_message`` is consumed and reported on ``error`` with its PC, as is a
-    collective the engine refuses (its ``errors`` counter moved). ``idle``: the message
+    longer than ``max_message``, or a ring collective along a dimension the pod does not have
+    (the descriptor could not name it), is consumed and reported on ``error`` with its PC, as
+    is a collective the engine refuses (its ``errors`` counter moved). ``idle``: the message
     unit has read every byte of the messages given to it, and no collective is running.
 
     Members
@@ -69,7 +71,9 @@ class IciUnit(wiring.Component):
         ici = cfg.ici
         c = self.cmd.payload
         coll = c.kind == IciKind.COLL
-        bad = ~coll & ((c.chip >= ici.nodes) | (c.bytes > cfg.endpoint.max_message))
+        ring = c.coll.as_value() <= Coll.ALL_REDUCE.value
+        bad = Mux(coll, ring & (c.dim >= ici.ndims),
+                  (c.chip >= ici.nodes) | (c.bytes > cfg.endpoint.max_message))
         msg = self.message.payload
         stride = 1
         for d, k in enumerate(ici.dims):
@@ -87,8 +91,8 @@ class IciUnit(wiring.Component):
                      desc.length.eq(c.bytes)]
         m.d.comb += [
             self.message.valid.eq(self.cmd.valid & ~coll & ~bad),
-            self.collective.valid.eq(self.cmd.valid & coll),
-            self.cmd.ready.eq(Mux(coll, self.collective.ready, bad | self.message.ready)),
+            self.collective.valid.eq(self.cmd.valid & coll & ~bad),
+            self.cmd.ready.eq(bad | Mux(coll, self.collective.ready, self.message.ready)),
             self.idle.eq(self.messages_idle & ~self.engine_busy),
         ]
         # The engine counts a refused descriptor (or an all-to-all entry too long to send):

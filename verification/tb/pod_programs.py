@@ -76,13 +76,16 @@ class TensorPodBench(PodHost):
         return outcomes, vmems, sim.run()
 
     def check(self, outcomes, vmems, results):
-        """Every chip as the golden simulator left it: done or the same error at the same PC,
-        the same registers and semaphores, the same VMEM but where the golden model leaves
-        it undefined."""
+        """Every chip as the golden simulator left it: done or the same error at the same PC;
+        when done, the same registers and semaphores and the same VMEM but where the golden
+        model leaves it undefined (after an error only the code and PC are exact:
+        docs/tensorcore.md, "Errors")."""
         for c, (out, vmem, res) in enumerate(zip(outcomes, vmems, results, strict=True)):
             assert (out.done, out.error, out.error_pc if out.error != Error.NONE else 0) == (
                 res.status == "done", res.error,
                 res.error_pc if res.error != Error.NONE else 0), (c, out, res)
+            if res.status != "done":
+                continue
             assert out.regs == res.registers, f"chip {c}: registers"
             assert out.sems == res.semaphores, f"chip {c}: semaphores {out.sems}"
             got, want = bytearray(vmem), bytearray(res.vmem.tobytes())
