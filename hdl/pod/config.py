@@ -129,6 +129,10 @@ class PodConfig(Config):
         None: simulation chips. Else every chip is this TensorCore (with ``ici``, its VMEM
         rows a flit wide, ``memory_words`` its VMEM rows; no HBM: docs/pod.md, "Programs on
         the pod").
+    hbm : bool
+        Simulation chips with an HBM port (an AXI4 manager per chip, ``hbm`` on the top) for
+        the endpoint's accesses to space HBM (docs/pod.md, "HBM"); without it they are
+        refused.
     """
 
     KIND = "pod"
@@ -139,6 +143,7 @@ class PodConfig(Config):
     memory_words: int = 1024
     faults: bool = False
     tensorcore: TensorCoreConfig | None = None
+    hbm: bool = False
 
     def validate(self):
         ports = self.endpoint.ici.local_ports
@@ -152,7 +157,11 @@ class PodConfig(Config):
             raise ConfigError("memory_words", f"must be a power of two, got "
                                               f"{self.memory_words}")
         check_bool("faults", self.faults)
+        check_bool("hbm", self.hbm)
         tc = self.tensorcore
+        if tc is not None and self.hbm:
+            raise ConfigError("hbm", "must be False with a tensorcore (the pod's TensorCores "
+                                     "are VMEM-only)")
         if tc is not None:
             if not tc.ici:
                 raise ConfigError("tensorcore.ici", "must be True (the chip's ICI queue "
@@ -196,5 +205,5 @@ class PodConfig(Config):
         """Verilog module name of the pod top."""
         return (f"podium_pod_{self.ici.suffix}_e{self.endpoint.max_message}"
                 f"_s{self.endpoint.staging_slot}_m{self.memory_words}"
-                + ("_fi" if self.faults else "")
+                + ("_fi" if self.faults else "") + ("_hbm" if self.hbm else "")
                 + (f"_{self.tensorcore.name}" if self.tensorcore else ""))

@@ -309,6 +309,9 @@ class Receiver(wiring.Component):
     done : Out(stream of completion_layout)
     respond : Out(stream of command_layout)
         To the :class:`Responder`.
+    pending : In(1)
+        The memory has writes it has taken but not yet made visible (an AXI4 port waiting for
+        its responses): a completion, and an add packet's first read, wait until it falls.
     packets, seq_errors, dropped : Out(32)
 
     ``staging_base`` is the byte address of the staging area of ``bfloat16`` adds
@@ -325,6 +328,7 @@ class Receiver(wiring.Component):
             "read_data": In(stream.Signature(cfg.ici.flit_bits)),
             "done": Out(stream.Signature(completion_layout(cfg))),
             "respond": Out(stream.Signature(command_layout(cfg))),
+            "pending": In(1),
             "packets": Out(COUNTER_WIDTH),
             "seq_errors": Out(COUNTER_WIDTH),
             "dropped": Out(COUNTER_WIDTH),
@@ -419,6 +423,7 @@ class Receiver(wiring.Component):
         to_read = Signal(ici.length_bits)           # an add's flits not yet read
         read_address = Signal(ADDR_BITS)
         ahead = Signal(range(ADD_AHEAD + 1))        # flits read and not yet written back
+        started = Signal()                          # an add packet's first read is issued
         step = Mux(bf16_add(pkt), cfg.flit_bytes // 2, cfg.flit_bytes)   # address per flit
         m.d.comb += self.read.payload.address.eq(
             Mux(bf16_add(pkt), read_address & ~(cfg.flit_bytes - 1), read_address))
@@ -429,6 +434,7 @@ class Receiver(wiring.Component):
         with m.FSM():
             with m.State("HEAD"):
                 m.d.comb += self.i.ready.eq(1)
+                m.d.sync += started.eq(0)
                 with m.If(self.i.valid):
                     bad = self._bad(head, ep)
                     index = src * ici.classes + head.tclass
@@ -465,7 +471,8 @@ class Receiver(wiring.Component):
                 both = self.i.valid & self.read_data.valid
                 wrote = both & self.write.ready
                 m.d.comb += [
-                    self.read.valid.eq((to_read != 0) & (ahead < ADD_AHEAD)),
+                    self.read.valid.eq((to_read != 0) & (ahead < ADD_AHEAD)
+                                       & (started | ~self.pending)),
                     self.write.valid.eq(both),
                     self.write.payload.data.eq(self._sum(m, pkt, self.i.payload.data,
                                                          self.read_data.payload)),
@@ -474,7 +481,8 @@ class Receiver(wiring.Component):
                 ]
                 issued = self.read.valid & self.read.ready
                 with m.If(issued):
-                    m.d.sync += [to_read.eq(to_read - 1), read_address.eq(read_address + step)]
+                    m.d.sync += [to_read.eq(to_read - 1), read_address.eq(read_address + step),
+                                 started.eq(1)]
                 m.d.sync += ahead.eq(ahead + issued - wrote)
                 with m.If(wrote):
                     m.d.sync += advance
@@ -493,8 +501,8 @@ class Receiver(wiring.Component):
                 with m.If(self.respond.ready):
                     m.next = "HEAD"
             with m.State("DONE"):
-                m.d.comb += self.done.valid.eq(1)
-                with m.If(self.done.ready):
+                m.d.comb += self.done.valid.eq(~self.pending)
+                with m.If(self.done.valid & self.done.ready):
                     m.next = "HEAD"
                     with m.If((pkt.kind == Kind.WRITE) & pkt.ack):
                         m.next = "ACK"

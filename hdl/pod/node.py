@@ -39,14 +39,17 @@ from .endpoint import (
     read_beat_layout,
     write_beat_layout,
 )
-from .memory import LocalMemory
+from .hbm_port import HBM_DEPTH, HbmPort, SpaceSplit, hbm_signature
+from .memory import RESPONSE_DEPTH, LocalMemory
 
 __all__ = ["MessageUnit", "MessageMux", "ChipEndpoint", "endpoint_memory", "PodNode",
-           "COMPLETION_DEPTH", "READ_GROUPS", "WRITE_GROUPS"]
+           "COMPLETION_DEPTH", "READ_GROUPS", "WRITE_GROUPS", "READERS"]
 
 COMPLETION_DEPTH = 16
 """Completions a chip holds for its host before its Receivers wait."""
 READ_GROUPS = [[0, 1, 3], [2], [4, 6], [5]]
+READERS = 7
+"""A chip's memory readers (the host's and the endpoint's six)."""
 """The local memory's read ports and the readers each serves (see ``elaborate``): the host,
 the + ring's sends and the message unit; the - ring's sends; the + ring's adds and the
 Responder; the - ring's adds."""
@@ -193,6 +196,8 @@ class ChipEndpoint(wiring.Component):
     done : Out(stream of completion_layout)
         Every completion here but the engine's: messages landed here (``WRITE``,
         ``READ_DATA``), and ``ACK`` s of this chip's writes.
+    pending : In(1)
+        The memory's writes are not all visible yet (the Receivers' ``pending``).
     dropped, seq_errors : Out(32)
         Bad packets dropped and sequence mismatches (the Receivers').
     engine_errors, message_errors : Out(32)
@@ -213,6 +218,7 @@ class ChipEndpoint(wiring.Component):
             "read": Out(stream.Signature(read_beat_layout(cfg))).array(6),
             "read_data": In(stream.Signature(ici.flit_bits)).array(6),
             "done": Out(stream.Signature(completion_layout(cfg))),
+            "pending": In(1),
             "dropped": Out(COUNTER_WIDTH), "seq_errors": Out(COUNTER_WIDTH),
             "engine_errors": Out(COUNTER_WIDTH), "message_errors": Out(COUNTER_WIDTH),
         })
@@ -264,6 +270,7 @@ class ChipEndpoint(wiring.Component):
         for rx, port in ((requests, REQUEST_PORT), (minus_requests, MINUS_PORT),
                          (responses, RESPONSE_PORT)):
             wiring.connect(m, wiring.flipped(self.eject[port]), rx.i)
+            m.d.comb += rx.pending.eq(self.pending)
         m.d.comb += [responder.job.payload.eq(requests.respond.payload),
                      responder.job.payload.dst_port.eq(RESPONSE_PORT),
                      responder.job.valid.eq(requests.respond.valid),
@@ -301,8 +308,9 @@ class ChipEndpoint(wiring.Component):
 
 def endpoint_memory(m, endpoint, memory, host_write, host_read, host_read_data):
     """Join a chip's ``endpoint`` and its host port to the memory clients of ``memory`` (a
-    :class:`~.memory.LocalMemory` of ``READ_GROUPS`` / ``WRITE_GROUPS``): the host is the
-    first writer and reader, the endpoint's follow."""
+    :class:`~.memory.LocalMemory` of ``READ_GROUPS`` / ``WRITE_GROUPS``, or a
+    :class:`~.hbm_port.SpaceSplit` in front of one): the host is the first writer and
+    reader, the endpoint's follow."""
     wiring.connect(m, host_write, memory.write[0])
     for i, w in enumerate(endpoint.write):
         wiring.connect(m, w, memory.write[1 + i])
@@ -332,9 +340,11 @@ class PodNode(wiring.Component):
         As the :class:`ChipEndpoint`'s.
     done : Out(stream of completion_layout)
         The endpoint's completions, ``COMPLETION_DEPTH`` of them queued for the host.
+    hbm : Out(hbm_signature)
+        With ``hbm``: the chip's HBM port (accesses to space HBM, :mod:`~.hbm_port`).
     dropped, seq_errors, errors : Out(32)
         Bad packets dropped and sequence mismatches (the Receivers); bad descriptors,
-        messages and memory accesses.
+        messages and memory accesses (and HBM error responses).
     """
 
     def __init__(self, cfg, sram):
@@ -354,6 +364,7 @@ class PodNode(wiring.Component):
             "dropped": Out(COUNTER_WIDTH),
             "seq_errors": Out(COUNTER_WIDTH),
             "errors": Out(COUNTER_WIDTH),
+            **({"hbm": Out(hbm_signature(ep, READERS))} if cfg.hbm else {}),
         })
 
     def elaborate(self, platform):
@@ -361,9 +372,26 @@ class PodNode(wiring.Component):
         cfg = self._cfg.endpoint
         m.submodules.endpoint = ep = ChipEndpoint(cfg, staging_base=self._cfg.staging_base)
         m.submodules.memory = memory = LocalMemory(
-            cfg, self._sram, words=self._cfg.memory_words, writers=4, readers=7,
+            cfg, self._sram, words=self._cfg.memory_words, writers=4, readers=READERS,
             read_groups=READ_GROUPS, write_groups=WRITE_GROUPS)
-        endpoint_memory(m, ep, memory, wiring.flipped(self.host_write),
+        errors = [ep.engine_errors, ep.message_errors, memory.errors]
+        clients = memory
+        if self._cfg.hbm:
+            m.submodules.split = clients = SpaceSplit(cfg, writers=4, readers=READERS,
+                                                      depth=RESPONSE_DEPTH + HBM_DEPTH)
+            m.submodules.hbm = hbm = HbmPort(cfg, writers=4, readers=READERS)
+            for mine, theirs in (("vmem", memory), ("hbm", hbm)):
+                for a, b in zip(getattr(clients, f"{mine}_write"), theirs.write, strict=True):
+                    wiring.connect(m, a, b)
+                for a, b in zip(getattr(clients, f"{mine}_read"), theirs.read, strict=True):
+                    wiring.connect(m, a, b)
+                for a, b in zip(theirs.read_data, getattr(clients, f"{mine}_read_data"),
+                                strict=True):
+                    wiring.connect(m, a, b)
+            wiring.connect(m, hbm.axi, wiring.flipped(self.hbm))
+            m.d.comb += ep.pending.eq(hbm.pending)
+            errors.append(hbm.errors)
+        endpoint_memory(m, ep, clients, wiring.flipped(self.host_write),
                         wiring.flipped(self.host_read), wiring.flipped(self.host_read_data))
         m.d.comb += ep.coords.eq(self.coords)
         for port in range(LOCAL_PORTS):
@@ -377,6 +405,6 @@ class PodNode(wiring.Component):
         m.d.comb += [
             self.busy.eq(ep.busy), self.dropped.eq(ep.dropped),
             self.seq_errors.eq(ep.seq_errors),
-            self.errors.eq(tree_sum([ep.engine_errors, ep.message_errors, memory.errors])),
+            self.errors.eq(tree_sum(errors)),
         ]
         return m

@@ -27,7 +27,8 @@ from ..top import Top
 from .collective import descriptor_layout
 from .config import LOCAL_PORTS
 from .endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
-from .node import READ_GROUPS, WRITE_GROUPS, PodNode
+from .hbm_port import hbm_signature
+from .node import READ_GROUPS, READERS, WRITE_GROUPS, PodNode
 from .tensor_node import TensorNode
 
 __all__ = ["Pod", "CHIP_COUNTERS"]
@@ -49,6 +50,8 @@ class Pod(Top):
     busy : Out(1).array(chips)
     done : Out(stream of completion_layout).array(chips)
         Each simulation chip's :class:`~.node.PodNode` ports.
+    hbm : Out(hbm_signature).array(chips)
+        With ``hbm``: each simulation chip's HBM port.
     csr : In(AXI4LiteSignature).array(chips), running, done, error : Out(1).array(chips)
         With ``tensorcore``, instead of ``message`` .. ``done``: each chip's TensorCore.
     dropped, seq_errors, errors : Out(32)
@@ -79,6 +82,8 @@ class Pod(Top):
                 "busy": Out(1).array(n),
                 "done": Out(stream.Signature(completion_layout(ep))).array(n),
             })
+            if cfg.hbm:
+                members["hbm"] = Out(hbm_signature(ep, READERS)).array(n)
         else:
             self._tc = TensorCore(cfg.tensorcore)
             tc = Submodule(cfg.tensorcore.name, self._tc, children=self._tc.submodules)
@@ -121,6 +126,8 @@ class Pod(Top):
                 wiring.connect(m, net.eject[LOCAL_PORTS * c + port], chip.eject[port])
             if cfg.tensorcore is None:
                 ins, outs, bits = ("message", "collective"), ("done",), ("busy",)
+                if cfg.hbm:
+                    outs += ("hbm",)
             else:
                 ins, outs, bits = ("csr",), (), ("running", "done", "error")
             for name in ("host_write", "host_read", *ins):

@@ -29,7 +29,7 @@ from .collective import descriptor_layout
 from .config import LOCAL_PORTS, NO_SEM, REQUEST_PORT
 from .endpoint import Kind, Space, command_layout, read_beat_layout, write_beat_layout
 from .memory import LocalMemory
-from .node import READ_GROUPS, WRITE_GROUPS, ChipEndpoint, endpoint_memory
+from .node import READ_GROUPS, READERS, WRITE_GROUPS, ChipEndpoint, endpoint_memory
 
 __all__ = ["IciUnit", "TensorNode"]
 
@@ -154,7 +154,7 @@ class TensorNode(wiring.Component):
         tc = self._tc.instance(m, "tensorcore")
         m.submodules.endpoint = ep = ChipEndpoint(ep_cfg, staging_base=cfg.staging_base)
         m.submodules.memory = memory = LocalMemory(
-            ep_cfg, words=cfg.memory_words, writers=4, readers=7, read_groups=READ_GROUPS,
+            ep_cfg, words=cfg.memory_words, writers=4, readers=READERS, read_groups=READ_GROUPS,
             write_groups=WRITE_GROUPS, vmem=tc_cfg)
         endpoint_memory(m, ep, memory, wiring.flipped(self.host_write),
                         wiring.flipped(self.host_read), wiring.flipped(self.host_read_data))

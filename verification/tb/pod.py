@@ -22,6 +22,7 @@ from verification.models.collectives import (
     random_elements,
     ring_collective,
 )
+from verification.tb.axi import axi_ram
 from verification.tb.bench import (
     FLOWS,
     flow_pauses,
@@ -46,6 +47,8 @@ SLOT = 0x200
 A2A_SRC, A2A_DST = 0x0000, 0x2000
 """Byte addresses of the all-to-all's send and receive buffers (8 KiB each in the tests); its
 table follows the receive buffer."""
+HBM_BYTES = 1 << 16
+"""Bytes of each chip's HBM model (with ``hbm``)."""
 PERIOD_NS = 10
 """The testbench's clock period (verification/tb/bench.py's default)."""
 ESIZE = {"int32": 4, "fp32": 4, "bfloat16": 2}
@@ -131,13 +134,13 @@ class PodHost:
 
     # Host memory port ---------------------------------------------------------------------
 
-    def write(self, chip, address, data):
+    def write(self, chip, address, data, *, space="VMEM"):
         """Queue host writes of ``data`` at ``address`` (a multiple of the flit bytes)."""
         port = self.ports["host_write"]
         for i in range(0, len(data), self.fb):
             chunk = data[i:i + self.fb]
             self.src[chip]["host_write"].send([port.pack(
-                space="VMEM", address=address + i,
+                space=space, address=address + i,
                 data=int.from_bytes(chunk.ljust(self.fb, b"\0"), "little"),
                 strobe=(1 << len(chunk)) - 1)])
 
@@ -158,7 +161,8 @@ class PodHost:
             if predicate():
                 return
             await RisingEdge(self.dut.clk)
-        raise AssertionError(f"{what}: not done within {bound} cycles")
+        raise AssertionError(f"{what() if callable(what) else what}: not done within {bound} "
+                             f"cycles")
 
     async def drained(self):
         """Every queued beat of every source taken."""
@@ -169,10 +173,13 @@ class PodHost:
 
 class PodBench(PodHost):
     """The host side of every simulation chip of a pod: memory, messages, collectives and
-    completions."""
+    completions; with ``hbm`` a cocotbext-axi ``AxiRam`` as each chip's HBM."""
 
     def __init__(self, dut):
         super().__init__(dut, sources=("message", "collective"), sinks=("done",))
+        self.spaces = ("VMEM", "HBM") if self.cfg.hbm else ("VMEM",)
+        self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, "random_random")
+                    for c in range(self.chips)] if self.cfg.hbm else []
 
     # Collectives and messages -------------------------------------------------------------
 
@@ -398,45 +405,56 @@ async def _run_messages(tb, rng, count, *, during=None):
     """Send ``count`` random messages (and start ``during``, a coroutine, meanwhile); check
     every chip's message slots and completions against a model of the messages."""
     slots = count
-    image = [bytearray(random_elements(rng, "fp32", slots * SLOT // 4)) for _ in range(tb.chips)]
+    image = [{space: bytearray(random_elements(rng, "fp32", slots * SLOT // 4))
+              for space in tb.spaces} for _ in range(tb.chips)]
     for c in range(tb.chips):
-        tb.write(c, MESSAGE_BASE, bytes(image[c]))
+        for space in tb.spaces:
+            tb.write(c, MESSAGE_BASE, bytes(image[c][space]), space=space)
     await tb.drained()
     before = [len(tb.snk[c]["done"].beats) for c in range(tb.chips)]
     expect = [[] for _ in range(tb.chips)]
     messages = _random_messages(tb, rng, count)
     for msg in messages:
         s, d, k, n = msg["src"], msg["dst"], msg["slot"], msg["bytes"]
+        here, there = rng.choice(tb.spaces), rng.choice(tb.spaces)
+        local, remote = image[s][here], image[d][there]
         base = k * SLOT
         if msg["kind"] == "WRITE":
-            data = bytes(image[s][base:base + n])
+            data = bytes(local[base:base + n])
             if msg["op"] != "STORE":
-                data = add_bytes(msg["fmt"].lower(), data, bytes(image[d][base:base + n]))
-            image[d][base:base + n] = data
+                data = add_bytes(msg["fmt"].lower(), data, bytes(remote[base:base + n]))
+            remote[base:base + n] = data
             expect[d].append(("WRITE", s * LOCAL_PORTS + REQUEST_PORT, msg["sem"], msg["tag"]))
             if msg["ack"]:
                 expect[s].append(("ACK", d * LOCAL_PORTS + RESPONSE_PORT, NO_SEM, msg["tag"]))
         else:
-            image[s][base:base + n] = image[d][base:base + n]
+            local[base:base + n] = remote[base:base + n]
             expect[s].append(("READ_DATA", d * LOCAL_PORTS + RESPONSE_PORT, msg["sem"], msg["tag"]))
-        tb.message(s, kind=msg["kind"], dst=tb.dst(d), space="VMEM",
+        tb.dut._log.info(f"message {k}: {s} -> {d} {msg['kind']} {msg['op']} {n} B, "
+                         f"{here} -> {there}")
+        tb.message(s, kind=msg["kind"], dst=tb.dst(d), space=there,
                    address=MESSAGE_BASE + base, bytes=n, op=msg["op"], fmt=msg["fmt"],
-                   ack=msg["ack"], tag=msg["tag"], sem=msg["sem"], reply_space="VMEM",
+                   ack=msg["ack"], tag=msg["tag"], sem=msg["sem"], reply_space=here,
                    reply_address=MESSAGE_BASE + base)
     if during is not None:
         await during
     kinds = {v: k for k, v in tb.ports["done"].field("kind")["enum"].items()}
     await tb.until(lambda: all(len(tb.snk[c]["done"].beats) - before[c] >= len(expect[c])
-                               for c in range(tb.chips)), "message completions")
+                               for c in range(tb.chips)),
+                   lambda: f"message completions (per chip, of {[len(e) for e in expect]}: "
+                           f"{[len(tb.snk[c]['done'].beats) - before[c] for c in range(tb.chips)]}"
+                           ")")
     await ClockCycles(tb.dut.clk, 50)
     for c in range(tb.chips):
         got = sorted((kinds[x["kind"]], x["src"], x["sem"], x["tag"])
                      for x in tb.completions(c)[before[c]:])
         assert got == sorted(expect[c]), f"chip {c}: completions {got} != {sorted(expect[c])}"
-        mem = await tb.read(c, MESSAGE_BASE, slots * SLOT)
-        for k in range(slots):
-            assert mem[k * SLOT:(k + 1) * SLOT] == bytes(image[c][k * SLOT:(k + 1) * SLOT]), (
-                f"chip {c} slot {k}: {[m for m in messages if m['slot'] == k]}")
+        for space in tb.spaces:
+            mem = await tb.read(c, MESSAGE_BASE, slots * SLOT, space=space)
+            want = image[c][space]
+            for k in range(slots):
+                assert mem[k * SLOT:(k + 1) * SLOT] == bytes(want[k * SLOT:(k + 1) * SLOT]), (
+                    f"chip {c} {space} slot {k}: {[m for m in messages if m['slot'] == k]}")
 
 
 @cocotb.test()
@@ -520,8 +538,8 @@ async def test_all_to_all(dut):
 async def test_bad_input(dut):
     """Bad requests are counted and dropped, and the pod goes on: a message of a response
     kind, a descriptor of an unknown op, an all-to-all of the wrong length, a host read of
-    HBM (answered with zeros) and a remote write past the memory; then a collective is still
-    exact."""
+    HBM at an address that is not a flit's (answered with zeros) and a remote write past the
+    memory; then a collective is still exact."""
     tb = PodBench(dut)
     await tb.start()
     rng = new_rng()
@@ -533,7 +551,7 @@ async def test_bad_input(dut):
                                                                length=tb.chips + 1,
                                                                space="VMEM")])
     await tb.drained()
-    assert await tb.read(0, 0, 16, space="HBM") == bytes(16)
+    assert await tb.read(0, 4, 16, space="HBM") == bytes(16)
     tb.message(0, kind="WRITE", dst=tb.dst(tb.chips - 1), space="VMEM",
                address=tb.cfg.memory_words * tb.fb, bytes=16, sem=3, reply_space="VMEM",
                reply_address=0)

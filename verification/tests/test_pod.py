@@ -1,8 +1,8 @@
 """Pod regression: simulation chips on the RTL ICI network (hdl/pod/pod.py), through the
 cocotb testbench verification/tb/pod.py, on a 1x4 ring, a 2x2 torus (with link fault
-injectors) and a 4x4 torus; program-running chips (TensorCores, hdl/pod/tensor_node.py)
-through verification/tb/pod_programs.py on a 1x4 ring and a 2x2 torus; and the pod's
-configuration checks."""
+injectors and HBM ports) and a 4x4 torus; program-running chips (TensorCores,
+hdl/pod/tensor_node.py) through verification/tb/pod_programs.py on a 1x4 ring and a 2x2
+torus; and the pod's configuration checks."""
 
 import pytest
 
@@ -17,17 +17,17 @@ TB = "verification.tb.pod"
 PROGRAMS_TB = "verification.tb.pod_programs"
 
 
-def _pod(dims, *, faults=False, **ici):
+def _pod(dims, *, faults=False, hbm=False, **ici):
     params = dict(classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
                   local_ports=LOCAL_PORTS)
     params.update(ici)
     return PodConfig(endpoint=EndpointConfig(ici=ICIConfig(dims=dims, **params)),
-                     faults=faults)
+                     faults=faults, hbm=hbm)
 
 
 CONFIGS = {
     "1x4": _pod((4,)),
-    "2x2": _pod((2, 2), faults=True, max_packet=4, buffer_depth=4),
+    "2x2": _pod((2, 2), faults=True, hbm=True, max_packet=4, buffer_depth=4),
     "4x4": _pod((4, 4), vcs=4),
 }
 

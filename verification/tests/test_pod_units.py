@@ -28,8 +28,11 @@ from hdl.pod.endpoint import (
     Responder,
     Sender,
     endpoint_header_layout,
+    read_beat_layout,
     read_request_layout,
+    write_beat_layout,
 )
+from hdl.pod.hbm_port import HbmPort, SpaceSplit
 from hdl.pod.node import MessageMux
 from verification.models.collectives import (
     add_bytes,
@@ -712,3 +715,123 @@ def test_engine_refuses(seed):
         assert ctx.get(dut.errors) == len(bad)
 
     _simulate(dut, bench)
+
+
+class _SplitMemory(Elaboratable):
+    """A SpaceSplit in front of an HbmPort (space HBM) for two writers and two readers; the
+    VMEM side is left to the test."""
+
+    def __init__(self, cfg):
+        self.split = SpaceSplit(cfg, writers=2, readers=2, depth=8)
+        self.hbm = HbmPort(cfg, writers=2, readers=2)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.split, m.submodules.hbm = self.split, self.hbm
+        for a, b in zip(self.split.hbm_write, self.hbm.write, strict=True):
+            wiring.connect(m, a, b)
+        for a, b in zip(self.split.hbm_read, self.hbm.read, strict=True):
+            wiring.connect(m, a, b)
+        for a, b in zip(self.hbm.read_data, self.split.hbm_read_data, strict=True):
+            wiring.connect(m, a, b)
+        return m
+
+
+def test_hbm_port(seed):
+    """SpaceSplit and HbmPort between two writers, two readers, a Python VMEM answering in
+    order and a Python AXI4 memory answering after random delays, out of order across IDs:
+    writes of both spaces land (single-beat bursts) and ``pending`` stays high until every
+    one is answered; then reads of both spaces, interleaved, return each reader's data in the
+    order it issued them."""
+    cfg = CFG
+    rng = random.Random(seed)
+    fb = cfg.flit_bytes
+    dut = _SplitMemory(cfg)
+    memories = {0: {}, 1: {}}                   # space (HBM 0, VMEM 1) -> address -> flit
+    cells = rng.sample([(space, k * fb) for space in (0, 1) for k in range(64)], 48)
+    values = {cell: rng.getrandbits(cfg.ici.flit_bits) for cell in cells}
+    reads = [[rng.choice(cells) for _ in range(30)] for _ in range(2)]
+    got = [[], []]
+
+    async def bench(ctx):
+        split, bus = dut.split, dut.hbm.axi
+        wl, rl = write_beat_layout(cfg), read_beat_layout(cfg)
+        writers = [_Driver(split.write[i], rng, 0.6, _set_bits) for i in range(2)]
+        readers = [_Driver(split.read[i], rng, 0.6, _set_bits) for i in range(2)]
+        vmem_data = [_Driver(split.vmem_read_data[i], rng, 1.0, _set_value) for i in range(2)]
+        for k, (space, address) in enumerate(cells):
+            writers[k % 2].queue.append(_pack(wl, space=space, address=address,
+                                              data=values[(space, address)],
+                                              strobe=(1 << fb) - 1))
+        b_due, r_due = [], []                   # [address, data, delay], [id, data, delay]
+        addresses, data = deque(), deque()      # AW and W, paired in order (either first)
+        phase = "write"
+        for _ in range(20000):
+            if phase == "write" and all(w.idle for w in writers) and not b_due \
+                    and not addresses and not data:
+                assert not ctx.get(dut.hbm.pending), "pending with every write answered"
+                for i in range(2):
+                    readers[i].queue.extend(_pack(rl, space=sp, address=ad)
+                                            for sp, ad in reads[i])
+                phase = "read"
+            if phase == "read" and all(len(got[i]) == len(reads[i]) for i in range(2)):
+                break
+            for d in writers + readers + vmem_data:
+                d.drive(ctx)
+            for i in range(2):
+                ctx.set(split.read_data[i].ready, rng.random() < 0.7)
+            for name in ("awready", "wready", "arready"):
+                ctx.set(getattr(bus, name), rng.random() < 0.6)
+            # The AXI memory's answers: a B for the oldest write (data in) past its delay; an
+            # R for the oldest read of a random ID past its delay.
+            b = b_due[0] if b_due and b_due[0][2] <= 0 else None
+            ctx.set(bus.bvalid, b is not None)
+            heads = {}
+            for x in r_due:
+                heads.setdefault(x[0], x)
+            due = [x for x in heads.values() if x[2] <= 0]
+            r = rng.choice(due) if due else None
+            ctx.set(bus.rvalid, r is not None)
+            if r is not None:
+                ctx.set(bus.rid, r[0])
+                ctx.set(bus.rdata, r[1])
+            for i in range(2):
+                beat = _sink(ctx, split.vmem_write[i], rng, 0.8)
+                if beat is not None:
+                    memories[1][beat.address] = beat.data
+                read = _sink(ctx, split.vmem_read[i], rng, 0.8)
+                if read is not None:
+                    vmem_data[i].queue.append(memories[1].get(read.address, 0))
+                out = split.read_data[i]
+                if ctx.get(out.valid) and ctx.get(out.ready):
+                    got[i].append(ctx.get(out.payload))
+            if ctx.get(bus.awvalid) and ctx.get(bus.awready):
+                assert (ctx.get(bus.awlen), ctx.get(bus.awsize)) == (0, 4)
+                addresses.append(ctx.get(bus.awaddr))
+            if ctx.get(bus.wvalid) and ctx.get(bus.wready):
+                assert ctx.get(bus.wlast)
+                data.append(ctx.get(bus.wdata))
+            while addresses and data:
+                b_due.append([addresses.popleft(), data.popleft(), rng.randrange(1, 6)])
+            if ctx.get(bus.arvalid) and ctx.get(bus.arready):
+                assert ctx.get(bus.arlen) == 0
+                r_due.append([ctx.get(bus.arid), memories[0].get(ctx.get(bus.araddr), 0),
+                              rng.randrange(1, 8)])
+            if b is not None:
+                memories[0][b[0]] = b[1]
+                b_due.remove(b)
+            if r is not None:
+                r_due.remove(r)
+            for x in b_due + r_due:
+                x[2] -= 1
+            for d in writers + readers + vmem_data:
+                d.taken(ctx)
+            await ctx.tick()
+        else:
+            pytest.fail(f"{phase} did not finish")
+        assert ctx.get(dut.hbm.errors) == 0
+
+    _simulate(dut, bench)
+    assert {cell: memories[cell[0]][cell[1]] for cell in cells} == values
+    for i in range(2):
+        assert got[i] == [values[cell] for cell in reads[i]], f"reader {i}"
