@@ -162,6 +162,16 @@ class SpaceSplit(wiring.Component):
         return (beat.space == Space.HBM) & (beat.address[:(self._cfg.flit_bytes - 1)
                                                           .bit_length()] == 0)
 
+    def join(self, m, side, memory):
+        """Connect this split's ``side`` (``"vmem"`` or ``"hbm"``) clients to ``memory``'s
+        ``write``, ``read`` and ``read_data`` in module ``m``."""
+        for a, b in zip(getattr(self, f"{side}_write"), memory.write, strict=True):
+            wiring.connect(m, a, b)
+        for a, b in zip(getattr(self, f"{side}_read"), memory.read, strict=True):
+            wiring.connect(m, a, b)
+        for a, b in zip(memory.read_data, getattr(self, f"{side}_read_data"), strict=True):
+            wiring.connect(m, a, b)
+
     def elaborate(self, platform):
         m = Module()
         for w, vmem, hbm in zip(self.write, self.vmem_write, self.hbm_write, strict=True):

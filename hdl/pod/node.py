@@ -48,11 +48,11 @@ __all__ = ["MessageUnit", "MessageMux", "ChipEndpoint", "endpoint_memory", "PodN
 COMPLETION_DEPTH = 16
 """Completions a chip holds for its host before its Receivers wait."""
 READ_GROUPS = [[0, 1, 3], [2], [4, 6], [5]]
-READERS = 7
-"""A chip's memory readers (the host's and the endpoint's six)."""
 """The local memory's read ports and the readers each serves (see ``elaborate``): the host,
 the + ring's sends and the message unit; the - ring's sends; the + ring's adds and the
 Responder; the - ring's adds."""
+READERS = 7
+"""A chip's memory readers (the host's and the endpoint's six)."""
 WRITE_GROUPS = [[0, 1, 3], [2]]
 """The local memory's write ports and the writers each serves: the host, the + ring's
 arrivals and the responses; the - ring's arrivals."""
@@ -380,14 +380,8 @@ class PodNode(wiring.Component):
             m.submodules.split = clients = SpaceSplit(cfg, writers=4, readers=READERS,
                                                       depth=RESPONSE_DEPTH + HBM_DEPTH)
             m.submodules.hbm = hbm = HbmPort(cfg, writers=4, readers=READERS)
-            for mine, theirs in (("vmem", memory), ("hbm", hbm)):
-                for a, b in zip(getattr(clients, f"{mine}_write"), theirs.write, strict=True):
-                    wiring.connect(m, a, b)
-                for a, b in zip(getattr(clients, f"{mine}_read"), theirs.read, strict=True):
-                    wiring.connect(m, a, b)
-                for a, b in zip(theirs.read_data, getattr(clients, f"{mine}_read_data"),
-                                strict=True):
-                    wiring.connect(m, a, b)
+            clients.join(m, "vmem", memory)
+            clients.join(m, "hbm", hbm)
             wiring.connect(m, hbm.axi, wiring.flipped(self.hbm))
             m.d.comb += ep.pending.eq(hbm.pending)
             errors.append(hbm.errors)
