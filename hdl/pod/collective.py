@@ -13,6 +13,8 @@ message of step ``k - 1`` in that direction has landed here (what is sent at ste
 what arrived at step ``k - 1``): that data dependency is the only synchronisation.
 """
 
+import math
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -34,7 +36,7 @@ from .endpoint import (
 )
 
 __all__ = ["Collective", "LENGTH_BITS", "A2A_TAG", "A2A_PART", "TOKEN_TAG", "entry_layout",
-           "descriptor_layout", "all_to_all_table", "CollectiveEngine"]
+           "descriptor_layout", "a2a_displacements", "all_to_all_table", "CollectiveEngine"]
 
 LENGTH_BITS = 24
 """Width of a collective's length in elements."""
@@ -84,6 +86,19 @@ def descriptor_layout(cfg):
         "op": Collective, "dim": range(max(2, cfg.ici.ndims)), "fmt": Fmt, "space": Space,
         "address": ADDR_BITS, "length": LENGTH_BITS,
     })
+
+
+def a2a_displacements(dims, h):
+    """Per dimension, the coordinate displacement of every all-to-all step ``s`` (0 .. nodes - 1)
+    of direction ``h``: ``s``'s mixed-radix digits (dimension 0 the fastest), plus half the
+    radix in direction 1. Every step is a translation of the torus, so it loads the links of
+    a dimension evenly, and the two directions' translations are half a ring apart."""
+    nodes = math.prod(dims)
+    out, stride = [], 1
+    for k in dims:
+        out.append([((s // stride) % k + h * (k // 2)) % k for s in range(nodes)])
+        stride *= k
+    return out
 
 
 def all_to_all_table(sizes, flit_bytes, src_base, dst_base):
@@ -143,14 +158,13 @@ class CollectiveEngine(wiring.Component):
     every message has been sent and every arrival of the collective counted.
 
     An ``ALL_TO_ALL`` (docs/pod.md, "All-to-all") sends one message to every chip of the pod,
-    this one included, in the golden model's order: step ``s`` (0 .. nodes - 1) to chip
-    ``(me + s) mod nodes``, the even steps on direction 0's ``cmd``, the odd on direction 1's
-    (two Senders, so the chip injects two flits per cycle). A step first reads the table's
-    entry for its destination (``read[h]``), then sends the entry's ``bytes`` from its
-    ``src_address`` to the destination's ``dst_address`` as a ``WRITE`` ``STORE`` tagged
-    ``A2A_TAG``; it is done when every message is sent and one from every chip (0-byte ones
-    too) has arrived. An entry of more than ``max_message`` bytes is counted in ``errors`` and
-    sent as 0 bytes, so its destination still finishes.
+    this one included, cut into chunks of a packet shared by both directions (two Senders, so
+    the chip injects two flits per cycle; see ``_all_to_all``). A chunk first reads the table's
+    entry for its destination (``read[h]``), then sends its part of the entry's ``bytes`` from
+    its ``src_address`` to the destination's ``dst_address`` as a ``WRITE`` ``STORE``; the
+    collective is done when every chunk is sent and every chip's last chunks (0-byte ones too)
+    have arrived. An entry of more than ``max_message`` bytes is counted in ``errors`` and sent
+    as 0 bytes, so its destination still finishes.
 
     In ``bfloat16`` (docs/pod.md, "bfloat16") the buffer is cut in grains of half a flit's
     partials (``flit_bytes / 2`` elements), the reduce-scatter's messages carry fp32 partials
@@ -408,16 +422,17 @@ class CollectiveEngine(wiring.Component):
         """Direction ``h``'s part of an all-to-all (while ``active``): every message is cut
         into chunks of a packet, chunk ``k`` sent by direction ``k mod 2``, so both Senders
         carry half of every message. Each direction visits the destinations in turn, one chunk
-        each per round (so every link carries all the messages routed over it at once), from
-        chip ``me`` (direction 0) or ``me + nodes // 2`` (direction 1) onwards. A chunk first
-        reads its destination's table entry (while the previous chunk's data still streams
-        out). A direction's last chunk to a destination is tagged ``A2A_TAG`` (a 0-byte one if
-        it has no chunk there), the others ``A2A_PART``: packets of one Sender to one chip
-        arrive in order, so a destination has every byte once it has counted two ``A2A_TAG``
-        from every chip. A chunk goes to a chip once its ready token is here (``ready_from``):
-        direction 0 first sends this chip's token to every chip (``A2A_READY``, 0 bytes), in
-        the same order. Returns (every chunk sent, an entry of more than ``max_message``
-        bytes sent now as 0 bytes, counted by direction 0)."""
+        each per round (so every link carries all the messages routed over it at once): step
+        ``s`` goes to this chip displaced by ``a2a_displacements`` (a translation of the torus,
+        the same on every chip, so the chips' chunks of one step load the links evenly). A
+        chunk first reads its destination's table entry (while the previous chunk's data still
+        streams out). A direction's last chunk to a destination is tagged ``A2A_TAG`` (a 0-byte
+        one if it has no chunk there), the others ``A2A_PART``: packets of one Sender to one
+        chip arrive in order, so a destination has every byte once it has counted two
+        ``A2A_TAG`` from every chip. A chunk goes to a chip once its ready token is here
+        (``ready_from``): direction 0 first sends this chip's token to every chip (``A2A_READY``,
+        0 bytes), to chips ``me``, ``me + 1``, ... Returns (every chunk sent, an entry of more
+        than ``max_message`` bytes sent now as 0 bytes, counted by direction 0)."""
         cfg, ici = self._cfg, self._cfg.ici
         nodes, chunk = ici.nodes, cfg.packet_bytes
         shift = (cfg.flit_bytes - 1).bit_length()
@@ -442,11 +457,17 @@ class CollectiveEngine(wiring.Component):
             m.d.sync += [entry.eq(read_data.payload[:len(entry.as_value())]),
                          waiting.eq(0), held.eq(1)]
 
-        unwrapped = Signal(range(3 * nodes), name=f"a2a_unwrapped{h}")
+        # Step s's destination: this chip displaced by s's coordinates (direction 1: plus half
+        # of every dimension), each coordinate modulo its radix.
         target = Signal(range(nodes), name=f"a2a_target{h}")
-        m.d.comb += [unwrapped.eq(me + step + h * (nodes // 2)),
-                     target.eq(Mux(unwrapped >= 2 * nodes, unwrapped - 2 * nodes,
-                                   Mux(unwrapped >= nodes, unwrapped - nodes, unwrapped)))]
+        parts, stride = [], 1
+        for d, (k, rom) in enumerate(zip(ici.dims, a2a_displacements(ici.dims, h), strict=True)):
+            shift_d = Array(Const(v, range(k)) for v in (*rom, 0))[step]
+            moved = Signal(range(2 * k), name=f"a2a_c{d}_{h}")
+            m.d.comb += moved.eq(self.coords[f"c{d}"] + shift_d)
+            parts.append(Mux(moved >= k, moved - k, moved) * stride)
+            stride *= k
+        m.d.comb += target.eq(sum(parts))
         # Direction 0's ready tokens first: to chip (me + k) mod nodes, k = 0 ..
         announce = Signal(range(nodes + 1), name=f"a2a_announce{h}")
         told = Signal(range(2 * nodes), name=f"a2a_told{h}")

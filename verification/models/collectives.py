@@ -291,10 +291,11 @@ def _check_sizes(dims, sizes):
 def all_to_all_schedule(dims, sizes):
     """Steps of a ragged all-to-all among the N = X * Y chips: ``sizes[src][dst]`` elements
     go from src to dst. Source buffers hold their messages in destination order, outputs their
-    messages in source order. Step s (0 .. N - 1) sends from every src to
-    ``(src + s) mod N`` (step 0 the chip's own, a local copy), so every step is a permutation:
-    no chip receives two messages at once. The steps order each chip's messages; they are not
-    barriers (the engine issues them back to back). Zero-sized messages are left out."""
+    messages in source order. Step s (0 .. N - 1) = sx + X * sy moves every chip's message by
+    (sx, sy) on the torus: from (x, y) to ((x + sx) mod X, (y + sy) mod Y) (step 0 the chip's
+    own, a local copy), so every step is a translation: a permutation that loads the links of
+    a dimension evenly. The steps order each chip's messages; they are not barriers (the
+    engine issues them back to back). Zero-sized messages are left out."""
     dims = _check_dims(dims)
     sizes = _check_sizes(dims, sizes)
     nodes = len(sizes)
@@ -302,7 +303,8 @@ def all_to_all_schedule(dims, sizes):
     for s in range(nodes):
         transfers = []
         for src in range(nodes):
-            dst = (src + s) % nodes
+            x, y = coords_of(dims, src)
+            dst = node_of(dims, (x + s % dims[0]) % dims[0], (y + s // dims[0]) % dims[1])
             count = int(sizes[src, dst])
             if count:
                 transfers.append(Transfer(
