@@ -419,20 +419,20 @@ class CollectiveEngine(wiring.Component):
         return m
 
     def _all_to_all(self, m, h, desc, me, active, remaining, ready_from):
-        """Direction ``h``'s part of an all-to-all (while ``active``): every message is cut
-        into chunks of a packet, chunk ``k`` sent by direction ``k mod 2``, so both Senders
-        carry half of every message. Each direction visits the destinations in turn, one chunk
-        each per round (so every link carries all the messages routed over it at once): step
-        ``s`` goes to this chip displaced by ``a2a_displacements`` (a translation of the torus,
-        the same on every chip, so the chips' chunks of one step load the links evenly). A
-        chunk first reads its destination's table entry (while the previous chunk's data still
-        streams out). A direction's last chunk to a destination is tagged ``A2A_TAG`` (a 0-byte
-        one if it has no chunk there), the others ``A2A_PART``: packets of one Sender to one
-        chip arrive in order, so a destination has every byte once it has counted two
-        ``A2A_TAG`` from every chip. A chunk goes to a chip once its ready token is here
-        (``ready_from``): direction 0 first sends this chip's token to every chip (``A2A_READY``,
-        0 bytes), to chips ``me``, ``me + 1``, ... Returns (every chunk sent, an entry of more
-        than ``max_message`` bytes sent now as 0 bytes, counted by direction 0)."""
+        """Direction ``h``'s part of an all-to-all (while ``active``): every message is cut into
+        chunks of a packet, chunk ``k`` sent by direction ``k mod 2``, so both Senders carry half of
+        every message. Each direction visits the destinations in turn, one chunk each per round (so
+        every link carries all the messages routed over it at once): step ``s`` goes to this chip
+        displaced by ``a2a_displacements`` (a translation of the torus, the same on every chip, so
+        the chips' chunks of one step load the links evenly). A chunk first reads its destination's
+        table entry (while the previous chunk's data still streams out), then its data, before its
+        command is taken. A direction's last chunk to a destination is tagged ``A2A_TAG`` (a 0-byte
+        one if it has no chunk there), the others ``A2A_PART``: packets of one Sender to one chip
+        arrive in order, so a destination has every byte once it has counted two ``A2A_TAG`` from
+        every chip. A chunk goes to a chip once its ready token is here (``ready_from``): direction
+        0 first sends this chip's token to every chip (``A2A_READY``, 0 bytes), to chips ``me``,
+        ``me + 1``, ... Returns (every chunk sent, an entry of more than ``max_message`` bytes sent
+        now as 0 bytes, counted by direction 0)."""
         cfg, ici = self._cfg, self._cfg.ici
         nodes, chunk = ici.nodes, cfg.packet_bytes
         shift = (cfg.flit_bytes - 1).bit_length()
@@ -444,6 +444,7 @@ class CollectiveEngine(wiring.Component):
         left = Signal(range(nodes + 1), name=f"a2a_left{h}")
         waiting = Signal(name=f"a2a_waiting{h}")            # the entry's read is in flight
         held = Signal(name=f"a2a_held{h}")                  # the entry is here, chunk unsent
+        fetched = Signal(name=f"a2a_fetched{h}")            # the held chunk's reads are issued
         entry = Signal(entry_layout(), name=f"a2a_entry{h}")
         owed = Signal(range(ici.max_packet + 1), name=f"a2a_owed{h}")  # data beats to pass on
 
@@ -496,7 +497,7 @@ class CollectiveEngine(wiring.Component):
             m.d.comb += cmd.payload.dst[f"c{d}"].eq((to // stride) % k)
             stride *= k
         m.d.comb += [
-            cmd.valid.eq(telling | (active & held)),
+            cmd.valid.eq(telling | (active & held & fetched)),
             cmd.payload.kind.eq(Kind.WRITE), cmd.payload.dst_port.eq(0),
             cmd.payload.space.eq(desc.space), cmd.payload.address.eq(entry.dst_address + offset),
             cmd.payload.bytes.eq(Mux(telling, 0, size)), cmd.payload.fmt.eq(desc.fmt),
@@ -504,17 +505,21 @@ class CollectiveEngine(wiring.Component):
             cmd.payload.tag.eq(Mux(telling, A2A_READY, Mux(last, A2A_TAG, A2A_PART))),
             cmd.payload.sem.eq(COLLECTIVE_SEM),
         ]
+        # The held chunk's data is read at once, so its first flits wait at the Sender when it
+        # takes the command (the read port's latency is not paid between packets).
+        with m.If(active & held & ~fetched):
+            flits = (size + cfg.flit_bytes - 1) >> shift
+            m.d.sync += [fetched.eq(1), remaining.eq(flits), owed.eq(flits),
+                         read.payload.address.eq(entry.src_address + offset)]
         with m.If(cmd.valid & cmd.ready & telling):
             m.d.sync += announce.eq(announce - 1)
         with m.Elif(cmd.valid & cmd.ready):
-            flits = (size + cfg.flit_bytes - 1) >> shift
-            m.d.sync += [held.eq(0), step.eq(step + 1), remaining.eq(flits), owed.eq(flits),
-                         read.payload.address.eq(entry.src_address + offset)]
+            m.d.sync += [held.eq(0), fetched.eq(0), step.eq(step + 1)]
             with m.If(last):
                 m.d.sync += [done.eq(done | (1 << dest)), left.eq(left - 1)]
         with m.If(self.start.valid & self.start.ready):
             m.d.sync += [step.eq(0), rnd.eq(0), done.eq(0), left.eq(nodes),
-                         waiting.eq(0), held.eq(0), owed.eq(0),
+                         waiting.eq(0), held.eq(0), fetched.eq(0), owed.eq(0),
                          announce.eq(nodes if h == 0 else 0)]
         sent = (left == 0) & ~waiting & ~held & (owed == 0) & (announce == 0)
         # Both directions send an oversized entry's (empty) message: count it once.
