@@ -34,7 +34,7 @@ lint: $(STAMP)  ## ruff, and Verilator --lint-only of every generated top
 	$(VENV)/bin/ruff check .
 	$(PY) -m sim.generate_all --out build/verilog --lint
 
-test: $(STAMP)  ## the regression (parallel, about 30 minutes on 2 cores)
+test: $(STAMP)  ## the regression (parallel; about 45 CPU-minutes, measured on one worker)
 	$(PY) -m pytest -n $(JOBS) --durations=25 -m "not slow" verification/tests
 
 test-all: $(STAMP)  ## the regression plus long sweeps and large configurations
