@@ -34,7 +34,7 @@ lint: $(STAMP)  ## ruff, and Verilator --lint-only of every generated top
 	$(VENV)/bin/ruff check .
 	$(PY) -m sim.generate_all --out build/verilog --lint
 
-test: $(STAMP)  ## the regression (parallel; about 45 CPU-minutes, measured on one worker)
+test: $(STAMP)  ## the regression (parallel; measured 25 minutes on 2 cores, most builds fresh)
 	$(PY) -m pytest -n $(JOBS) --durations=25 -m "not slow" verification/tests
 
 test-all: $(STAMP)  ## the regression plus long sweeps and large configurations
