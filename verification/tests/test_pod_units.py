@@ -11,6 +11,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module, Shape
 from amaranth.lib import wiring
@@ -41,9 +42,10 @@ from hdl.pod.endpoint import (
 )
 from hdl.pod.hbm_port import HbmPort, SpaceSplit
 from hdl.pod.node import MessageMux
-from sim.collectives_model import route
+from sim.collectives_model import Network, bisection_bound, route
 from verification.models.collectives import (
     add_bytes,
+    all_to_all_schedule,
     coords_of,
     node_of,
     random_elements,
@@ -687,28 +689,39 @@ def test_collective(seed, ring, op, fmt):
         assert got == data, f"chip {chips[node]}: {got.hex()} != {data.hex()}"
 
 
+def _a2a_steps(dims, h):
+    """Direction ``h``'s all-to-all displacement of every step, as tuples."""
+    return list(zip(*a2a_displacements(dims, h), strict=True))
+
+
 @pytest.mark.parametrize("dims", [(4,), (2, 2), (4, 4), (3, 2), (2, 2, 2)])
 def test_a2a_displacements(dims):
     """Each direction's all-to-all steps visit every displacement once, direction 1 half of
-    every ring away from direction 0."""
+    every ring away from direction 0; on a 2-D pod direction 0 follows the golden schedule's
+    steps."""
     nodes = math.prod(dims)
     every = set(itertools.product(*[range(k) for k in dims]))
-    steps = [list(zip(*a2a_displacements(dims, h), strict=True)) for h in range(2)]
+    steps = [_a2a_steps(dims, h) for h in range(2)]
     for h in range(2):
         assert set(steps[h]) == every and len(steps[h]) == nodes
     for d0, d1 in zip(*steps, strict=True):
         assert all((a + k // 2) % k == b for a, b, k in zip(d0, d1, dims, strict=True))
+    if len(dims) == 2:
+        schedule = all_to_all_schedule(dims, np.ones((nodes, nodes), dtype=int))
+        for (dx, dy), step in zip(steps[0], schedule, strict=True):
+            for t in step.transfers:
+                x, y = coords_of(dims, t.src)
+                assert t.dst == node_of(dims, (x + dx) % dims[0], (y + dy) % dims[1])
 
 
 def test_a2a_order_meets_the_bisection_bound():
-    """On a 4x4 torus, with every chip and both directions in step, the busiest link of each
-    step (the ICI's routes) sums to the bisection bound over a round: 16 chunks (8 x 8 x 2
-    cross the X cut one way over its 8 links). Visiting by linear index took 28."""
+    """On a 4x4 torus, with every chip and both directions in step (a chunk each to every
+    chip per round), the busiest link of each step (the ICI's routes) sums over a round to
+    the time model's bisection bound of that round's traffic, in chunk times. Visiting by
+    linear index took 28 against 16."""
     dims = (4, 4)
-    steps = list(zip(*[list(zip(*a2a_displacements(dims, h), strict=True)) for h in range(2)],
-                     strict=True))
     total = 0
-    for pair in steps:
+    for pair in zip(_a2a_steps(dims, 0), _a2a_steps(dims, 1), strict=True):
         loads = {}
         for src in range(16):
             x, y = coords_of(dims, src)
@@ -716,7 +729,8 @@ def test_a2a_order_meets_the_bisection_bound():
                 for link in route(dims, src, node_of(dims, (x + dx) % 4, (y + dy) % 4)):
                     loads[link] = loads.get(link, 0) + 1
         total += max(loads.values(), default=0)
-    assert total == 16
+    net = Network(dims=dims, alpha=0, per_hop=0, link_bw=1, inject_bw=2)
+    assert total == bisection_bound(np.full((16, 16), 2), 1, net) == 16
 
 
 def test_engine_refuses(seed):
