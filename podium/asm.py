@@ -19,10 +19,12 @@ low 32 bits); branch targets as labels or instruction indices; queues ``dma``, `
 signals nothing); the ICI's ``store|add|add_final``, ``int32|fp32|bf16`` and the collective
 (``all_reduce``, ...) by name, the destination chip as its node number; ``vop`` and
 ``vred`` take ``op.dtype`` (``add.fp32``, ``max.int32``); ``vcast`` its kind (``i32_i8``);
-``src2=rows|broadcast|scalar`` (default ``rows``) and the flags ``relu``, ``accumulate`` and
-``emit`` are optional. ``.word <value>`` places a raw 64-bit word, which is how the
-disassembler writes a word that is not a legal instruction, so every word list round-trips:
-``assemble(disassemble(words)) == words``.
+``src2=rows|broadcast|scalar`` (default ``rows``), the ICI's memories ``lspace=`` /
+``rspace=`` (``ici.send``, ``ici.read``: this chip's and the other chip's operand) and
+``cspace=`` (``ici.coll``), each ``vmem|hbm`` (default ``vmem``), and the flags ``relu``,
+``accumulate`` and ``emit`` are optional. ``.word <value>`` places a raw 64-bit word, which
+is how the disassembler writes a word that is not a legal instruction, so every word list
+round-trips: ``assemble(disassemble(words)) == words``.
 """
 
 import re
@@ -38,6 +40,7 @@ from hdl.tensorcore.isa import (
     DType,
     IciFmt,
     IciOp,
+    IciSpace,
     Op,
     Queue,
     ROp,
@@ -53,6 +56,8 @@ __all__ = ["AsmError", "assemble", "disassemble", "format_instruction"]
 _BY_MNEMONIC = {spec.mnemonic: spec for spec in SPECS.values()}
 _FLAGS = ("accumulate", "emit", "relu")
 _FUSED = {"vop": VOp, "rop": ROp}           # written together with dtype: add.fp32, sum.int32
+_KEYWORDS = {"src2": Src2, "lspace": IciSpace, "rspace": IciSpace, "cspace": IciSpace}
+"""Operands written ``name=value``, optional: their default is the enumeration's 0."""
 _NAMED = {"queue": Queue, "cast": Cast, "iop": IciOp, "ifmt": IciFmt, "coll": Coll,
           "cfmt": IciFmt}
 _NO_SEM = (Op.DMA_LOAD, Op.DMA_STORE, Op.ICI_SEND)
@@ -97,9 +102,9 @@ def _enum_value(kind, text, what):
 
 
 def _positional(spec):
-    """The operands written by position: flags and ``src2`` are keywords, ``dtype`` is fused
+    """The operands written by position: flags and ``_KEYWORDS`` are not, ``dtype`` is fused
     with ``vop`` / ``rop``."""
-    return [n for n in spec.operands if n not in _FLAGS and n not in ("src2", "dtype")]
+    return [n for n in spec.operands if n not in (*_FLAGS, *_KEYWORDS, "dtype")]
 
 
 def _parse_operand(spec, name, text, labels, pending):
@@ -151,7 +156,7 @@ def _parse_instruction(mnemonic, tokens, labels, pending):
         raise ValueError(f"unknown mnemonic {mnemonic!r} (known: "
                          f"{', '.join(sorted(_BY_MNEMONIC))}, .word)")
     positional = _positional(spec)
-    words = [t for t in tokens if t in _FLAGS or t.startswith("src2=")]
+    words = [t for t in tokens if t in _FLAGS or t.partition("=")[0] in _KEYWORDS]
     values = [t for t in tokens if t not in words]
     if len(values) != len(positional):
         raise ValueError(f"{mnemonic} takes {len(positional)} operand(s) "
@@ -165,8 +170,8 @@ def _parse_instruction(mnemonic, tokens, labels, pending):
             raise ValueError(f"{mnemonic} has no {name!r} operand")
         if name in fields:
             raise ValueError(f"{name} given twice")
-        fields[name] = (_enum_value(Src2, word.partition("=")[2], "src2")
-                        if name == "src2" else 1)
+        fields[name] = (_enum_value(_KEYWORDS[name], word.partition("=")[2], name)
+                        if name in _KEYWORDS else 1)
     return encode(spec.op, **fields)
 
 
@@ -248,8 +253,8 @@ def format_instruction(word, label_of=str):
         return f".word {word:#018x}"
     spec = SPECS[op]
     parts = [_format_operand(spec, n, fields, label_of) for n in _positional(spec)]
-    if "src2" in fields and fields["src2"] != Src2.ROWS.value:
-        parts.append(f"src2={Src2(fields['src2']).name.lower()}")
+    parts += [f"{name}={kind(fields[name]).name.lower()}" for name, kind in _KEYWORDS.items()
+              if fields.get(name)]
     parts += [flag for flag in _FLAGS if fields.get(flag)]
     head = spec.mnemonic
     if spec.operands and spec.operands[0] in (*_FUSED, "cast", "coll"):

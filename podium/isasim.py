@@ -40,6 +40,7 @@ from hdl.tensorcore.isa import (
     Error,
     IciFmt,
     IciOp,
+    IciSpace,
     Op,
     Queue,
     Src2,
@@ -89,9 +90,9 @@ class HBM:
 @dataclass
 class Result:
     """The state after a run. ``status`` is ``done`` (halted and drained), ``error`` (see
-    ``error`` and ``error_pc``) or ``timeout`` (``max_steps`` reached first). ``undefined``:
-    the ``(start, end)`` VMEM byte ranges whose contents the run left undefined (a pod chip's:
-    what a collective leaves, docs/pod.md)."""
+    ``error`` and ``error_pc``) or ``timeout`` (``max_steps`` reached first). ``undefined``
+    / ``hbm_undefined``: the ``(start, end)`` VMEM / HBM byte ranges whose contents the run
+    left undefined (a pod chip's: what a collective leaves, docs/pod.md)."""
 
     status: str
     error: Error
@@ -104,6 +105,7 @@ class Result:
     counters: dict = field(default_factory=dict)
     steps: int = 0
     undefined: list = field(default_factory=list)
+    hbm_undefined: list = field(default_factory=list)
 
 
 @dataclass
@@ -231,7 +233,7 @@ class TensorCoreSim:
         """Reset the machine state (not memory) and set the PC: ``start`` of the host."""
         self._reset()
         self.pc = start_pc
-        self.undefined = []
+        self.undefined, self.hbm_undefined = [], []
 
     def result(self, steps, *, timed_out):
         """The :class:`Result` once the schedule has stopped after ``steps`` actions: done,
@@ -248,7 +250,8 @@ class TensorCoreSim:
         return Result(status=status, error=self.error, error_pc=self.error_pc, pc=self.pc,
                       registers=list(self.regs), semaphores=list(self.sems),
                       vmem=self.vmem.copy(), hbm=self.hbm, counters=dict(self.counters),
-                      steps=steps, undefined=list(self.undefined))
+                      steps=steps, undefined=list(self.undefined),
+                      hbm_undefined=list(self.hbm_undefined))
 
     # Front end --------------------------------------------------------------------------
 
@@ -354,19 +357,22 @@ class TensorCoreSim:
         return self._check_vpu(op, f)
 
     def _check_ici(self, op, local, remote, size, f):
-        """An ICI instruction's local operands (docs/pod.md, "Programs on the pod")."""
-        rb, vmem = self.config.row_bytes, self.config.vmem_bytes
+        """An ICI instruction's local operands (docs/pod.md, "Programs on the pod"): row
+        aligned, and inside VMEM when they are in VMEM."""
+        rb = self.config.row_bytes
         if op == Op.ICI_COLL:
             length = remote
             coll = Coll(f["coll"])
             esize = 2 if f["cfmt"] == IciFmt.BF16.value else 4
             extent = length * (rb if coll == Coll.ALL_TO_ALL else esize)
-            if local % rb or length > LENGTH_MAX or local + extent > vmem:
+            space = IciSpace(f["cspace"])
+            if local % rb or length > LENGTH_MAX or self._outside(space, local, extent):
                 raise _Fault(Error.VMEM_RANGE, f"ici.coll buffer at {local:#x} of {length} "
                                                f"elements is outside VMEM or not row aligned")
             return {"coll": coll, "dim": f["cdim"], "fmt": IciFmt(f["cfmt"]),
-                    "address": local, "length": length}
-        if local % rb or remote % rb or local + size > vmem:
+                    "address": local, "length": length, "space": space}
+        space = IciSpace(f["lspace"])
+        if local % rb or remote % rb or self._outside(space, local, size):
             raise _Fault(Error.VMEM_RANGE, f"{SPECS[op].mnemonic} of {size} bytes at "
                                            f"{local:#x} (remote {remote:#x}) is outside VMEM "
                                            f"or not row aligned")
@@ -374,7 +380,13 @@ class TensorCoreSim:
         if iop != IciOp.STORE and size % 4:
             raise _Fault(Error.ICI, f"ici.send adds whole 32-bit elements, got {size} bytes")
         return {"local": local, "remote": remote, "bytes": size, "chip": f["chip"],
-                "op": iop, "fmt": IciFmt(f.get("ifmt", 0)), "sem": f["sem"]}
+                "op": iop, "fmt": IciFmt(f.get("ifmt", 0)), "sem": f["sem"],
+                "lspace": space, "rspace": IciSpace(f["rspace"])}
+
+    def _outside(self, space, address, size):
+        """``size`` bytes at ``address`` of ``space`` are past VMEM (HBM answers for its own
+        addresses)."""
+        return space == IciSpace.VMEM and address + size > self.config.vmem_bytes
 
     def _check_dma(self, hbm_base, vmem_base, sem):
         s, beat = self.dma_shape, self.config.beat_bytes

@@ -4,19 +4,21 @@ schedule, and the ICI between them, written from docs/pod.md (not from the RTL).
 
 An ``ici.send`` lands at once when the sending chip's ICI engine takes it: its bytes are
 written over (``STORE``) or added to (``ADD``, ``ADD_FINAL``: int32 wrapping or fp32) the
-destination's VMEM, then the destination's semaphore ``sem`` is signalled. An ``ici.read``
-copies the remote bytes here and signals this chip's ``sem``. Rows outside the destination's
-VMEM are dropped (a read of them gives zeros) and counted in the ``errors`` of the chip they
-fall on. A collective runs when every chip's ICI queue has an ``ici.coll`` at its front (the
-programs are SPMD: every chip issues the same collectives in the same order, on buffers at
-the same address), as the golden model verification/models/collectives.py defines it, with
-the engine's grains (a flit of 32-bit elements, half a flit in bfloat16); each chip's part
-then completes. What a collective leaves undefined is listed in the results' ``undefined``
-(the simulator leaves those bytes unchanged): a reduce-scatter's buffer outside the chip's
-own block (partial sums pass through it), the staging area at the top of VMEM after a
-bfloat16 reduction. What the pod cannot carry fails with ``Error.ICI`` on the
-chip that asked: a destination past the pod, a message over ``max_message``, a collective the
-engine refuses (the same checks as hdl/pod/collective.py).
+destination's memory, then the destination's semaphore ``sem`` is signalled. An ``ici.read``
+copies the remote bytes here and signals this chip's ``sem``. Each end's memory is VMEM or,
+on a pod with ``hbm``, the chip's HBM (``hbm_capacity`` bytes, which the DMA reaches too).
+Rows outside the memory (all of HBM on a pod without it) are dropped (a read of them gives
+zeros) and counted in the ``errors`` of the chip they fall on. A collective runs when every
+chip's ICI queue has an ``ici.coll`` at its front (the programs are SPMD: every chip issues
+the same collectives in the same order, on buffers at the same address), as the golden model
+verification/models/collectives.py defines it, with the engine's grains (a flit of 32-bit
+elements, half a flit in bfloat16); each chip's part then completes. What a collective
+leaves undefined is listed in the results' ``undefined`` (VMEM) and ``hbm_undefined`` (the
+simulator leaves those bytes unchanged): a reduce-scatter's buffer outside the chip's own
+block (partial sums pass through it), the staging area (at the top of VMEM's addresses, in
+the buffer's memory) after a bfloat16 reduction. What the pod cannot carry fails with
+``Error.ICI`` on the chip that asked: a destination past the pod, a message over
+``max_message``, a collective the engine refuses (the same checks as hdl/pod/collective.py).
 
 A program whose chips touch bytes another chip's message may change, without a semaphore
 between them, has no defined result; so has one whose chips disagree on a collective (raised
@@ -26,7 +28,7 @@ here as a ValueError).
 import numpy as np
 
 from hdl.pod.config import NO_SEM
-from hdl.tensorcore.isa import Coll, Error, IciFmt, IciOp, Op
+from hdl.tensorcore.isa import Coll, Error, IciFmt, IciOp, IciSpace, Op
 from verification.models.collectives import add_bytes, ring_collective
 
 from .isasim import TensorCoreSim, schedule
@@ -48,13 +50,14 @@ class PodSim:
     instruction 0 and returns their :class:`~podium.isasim.Result` s. ``seed``: random speeds
     for every component (see podium/isasim.py), else turns in a fixed order."""
 
-    def __init__(self, config, seed=None):
+    def __init__(self, config, seed=None, hbm_capacity=1 << 20):
         if config.tensorcore is None:
             raise ValueError("PodSim runs pods of TensorCores (PodConfig.tensorcore)")
         self.config = config
         self.rng = None if seed is None else np.random.default_rng(seed)
-        # A pod chip has no HBM: every DMA transfer is answered DECERR.
-        self.chips = [TensorCoreSim(config.tensorcore, hbm_capacity=1)
+        # Without ``hbm`` a chip has no HBM: every DMA transfer is answered DECERR.
+        self.chips = [TensorCoreSim(config.tensorcore,
+                                    hbm_capacity=hbm_capacity if config.hbm else 1)
                       for _ in range(config.chips)]
         for n, chip in enumerate(self.chips):
             chip.pod, chip.index = self, n
@@ -69,13 +72,33 @@ class PodSim:
 
     # Messages ---------------------------------------------------------------------------
 
-    def _rows(self, chip, address, size):
-        """The part of ``size`` bytes at ``address`` inside ``chip``'s VMEM, whole rows: the
-        rows past it are ``errors``."""
-        vmem, rb = self.config.tensorcore.vmem_bytes, self.config.tensorcore.row_bytes
-        inside = max(0, min(size, vmem - address)) if address < vmem else 0
+    def _memory(self, chip, space):
+        """``chip``'s bytes of ``space`` (an IciSpace) and how far an access reaches: VMEM, or
+        HBM (nothing on a pod without ``hbm``)."""
+        if space == IciSpace.HBM:
+            return chip.hbm.data, chip.hbm.capacity if self.config.hbm else 0
+        return chip.vmem, len(chip.vmem)
+
+    def _rows(self, chip, space, address, size):
+        """The part of ``size`` bytes at ``address`` of ``chip``'s ``space`` inside it, whole
+        rows: the rows past it are ``errors``."""
+        limit, rb = self._memory(chip, space)[1], self.config.tensorcore.row_bytes
+        inside = max(0, min(size, limit - address)) if address < limit else 0
         self.errors[chip.index] += -(-(size - inside) // rb)
         return inside
+
+    def _load(self, chip, space, address, size):
+        """``size`` bytes at ``address`` of ``chip``'s ``space``: zeros past it."""
+        inside = self._rows(chip, space, address, size)
+        data = self._memory(chip, space)[0][address:address + inside].tobytes()
+        return data + bytes(size - inside)
+
+    def _store(self, chip, space, address, data):
+        """Write ``data`` at ``address`` of ``chip``'s ``space``: what falls past it is
+        dropped."""
+        inside = self._rows(chip, space, address, len(data))
+        memory = self._memory(chip, space)[0]
+        memory[address:address + inside] = np.frombuffer(data[:inside], np.uint8)
 
     def message(self, chip, op, pc, a):
         """Carry out ``chip``'s ``ici.send`` / ``ici.read`` ``a``; False if refused."""
@@ -86,20 +109,18 @@ class PodSim:
                                       f"{cfg.endpoint.max_message} bytes")
             return False
         other = self.chips[a["chip"]]
-        size = a["bytes"]
+        size, local, remote = a["bytes"], a["local"], a["remote"]
         if op == Op.ICI_READ:
-            data = bytearray(size)
-            inside = self._rows(other, a["remote"], size)
-            data[:inside] = other.vmem[a["remote"]:a["remote"] + inside].tobytes()
-            chip.vmem[a["local"]:a["local"] + size] = np.frombuffer(bytes(data), np.uint8)
+            data = self._load(other, a["rspace"], remote, size)
+            self._store(chip, a["lspace"], local, data)
             return chip._signal(a["sem"], pc)
-        data = chip.vmem[a["local"]:a["local"] + size].tobytes()
-        inside = self._rows(other, a["remote"], size)
-        window = slice(a["remote"], a["remote"] + inside)
-        data = data[:inside]
+        data = self._load(chip, a["lspace"], local, size)
         if a["op"] != IciOp.STORE:
-            data = add_bytes(_FMT[a["fmt"]], data, other.vmem[window].tobytes())
-        other.vmem[window] = np.frombuffer(data, np.uint8)
+            memory, limit = self._memory(other, a["rspace"])
+            n = max(0, min(size, limit - remote))
+            data = add_bytes(_FMT[a["fmt"]], data[:n], memory[remote:remote + n].tobytes()) \
+                + data[n:]
+        self._store(other, a["rspace"], remote, data)
         sem = a["sem"]
         if sem != NO_SEM:
             if sem < cfg.tensorcore.semaphores:
@@ -163,9 +184,10 @@ class PodSim:
 
     def _ring(self, a):
         coll, fmt, address, length = a["coll"], a["fmt"], a["address"], a["length"]
+        space = a["space"]
         esize = 2 if fmt == IciFmt.BF16 else 4
         ici = self.config.ici
-        buffers = [c.vmem[address:address + length * esize].tobytes() for c in self.chips]
+        buffers = [self._load(c, space, address, length * esize) for c in self.chips]
         if coll == Coll.ALL_REDUCE_2D:
             groups = [(tuple(ici.dims), 0, list(range(ici.nodes)))]
             op = "all_reduce_2d"
@@ -183,29 +205,30 @@ class PodSim:
             for node, (offset, data) in zip(nodes, out, strict=True):
                 chip = self.chips[node]
                 start = address + esize * offset
-                chip.vmem[start:start + len(data)] = np.frombuffer(data, np.uint8)
+                self._store(chip, space, start, data)
+                undefined = chip.hbm_undefined if space == IciSpace.HBM else chip.undefined
                 if coll == Coll.REDUCE_SCATTER:
-                    chip.undefined += [(address, start), (start + len(data), end)]
+                    undefined += [(address, start), (start + len(data), end)]
                 if fmt == IciFmt.BF16 and coll != Coll.ALL_GATHER:
-                    chip.undefined.append((self.config.staging_base,
-                                           self.config.tensorcore.vmem_bytes))
+                    # The staging area is in the buffer's memory.
+                    undefined.append((self.config.staging_base,
+                                      self.config.tensorcore.vmem_bytes))
 
     def _all_to_all(self, entries):
-        """Every chip's table: an entry per destination, a VMEM row each (``src_address``,
-        ``dst_address``, ``bytes``, 32 bits each)."""
+        """Every chip's table: an entry per destination, a row each (``src_address``,
+        ``dst_address``, ``bytes``, 32 bits each), the table and the messages in the
+        collective's memory."""
         cfg, rb = self.config, self.config.tensorcore.row_bytes
         moves = []
         for chip, entry in zip(self.chips, entries, strict=True):
-            base = entry.args["address"]
+            base, space = entry.args["address"], entry.args["space"]
             for dst in range(cfg.chips):
-                row = chip.vmem[base + dst * rb:base + dst * rb + 12].view(np.uint32)
+                row = np.frombuffer(self._load(chip, space, base + dst * rb, rb)[:12], np.uint32)
                 src_address, dst_address, size = (int(v) for v in row)
                 if size > cfg.endpoint.max_message:
                     chip._fail(Error.ICI, entry.pc, f"all-to-all entry of {size} bytes")
                     continue
-                inside = self._rows(chip, src_address, size)
-                data = chip.vmem[src_address:src_address + inside].tobytes()
-                moves.append((self.chips[dst], dst_address, data + bytes(size - inside)))
-        for dst, address, data in moves:
-            inside = self._rows(dst, address, len(data))
-            dst.vmem[address:address + inside] = np.frombuffer(data[:inside], np.uint8)
+                moves.append((self.chips[dst], space, dst_address,
+                              self._load(chip, space, src_address, size)))
+        for dst, space, address, data in moves:
+            self._store(dst, space, address, data)

@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 from ..config import check, check_int
 
 __all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature", "engine_members",
-           "AxiNoMemory"]
+           "manager_signature", "AxiNoMemory"]
 
 
 class AxiResp(enum.Enum, shape=2):
@@ -126,14 +126,19 @@ class AXI4LiteSignature(_BusSignature):
         })
 
 
+def manager_signature(cfg):
+    """The AXI4 bus of an engine's manager port: the ``axi_*_width`` fields of ``cfg``."""
+    return AXI4Signature(addr_width=cfg.axi_addr_width, data_width=cfg.axi_data_width,
+                         id_width=cfg.axi_id_width)
+
+
 def engine_members(cfg, csr_addr_width):
     """The members every engine top shares (the TensorCore, the SparseCore): control and status
     on ``csr`` (AXI4-Lite of ``csr_addr_width`` address bits), its manager port ``axi`` (the
     ``axi_*_width`` fields of ``cfg``) and the STATUS bits ``running``, ``done``, ``error``."""
     return {
         "csr": In(AXI4LiteSignature(addr_width=csr_addr_width)),
-        "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width, data_width=cfg.axi_data_width,
-                                 id_width=cfg.axi_id_width)),
+        "axi": Out(manager_signature(cfg)),
         "running": Out(1), "done": Out(1), "error": Out(1),
     }
 

@@ -127,12 +127,12 @@ class PodConfig(Config):
         A fault injector on every link (test only: bit flips the link layer must repair).
     tensorcore : TensorCoreConfig or None
         None: simulation chips. Else every chip is this TensorCore (with ``ici``, its VMEM
-        rows a flit wide, ``memory_words`` its VMEM rows; no HBM: docs/pod.md, "Programs on
-        the pod").
+        rows a flit wide, ``memory_words`` its VMEM rows: docs/pod.md, "Programs on the
+        pod").
     hbm : bool
-        Simulation chips with an HBM port (an AXI4 manager per chip, ``hbm`` on the top) for
-        the endpoint's accesses to space HBM (docs/pod.md, "HBM"); without it they are
-        refused.
+        Chips with an HBM port (an AXI4 manager per chip, ``hbm`` on the top) for the
+        endpoint's accesses to space HBM (docs/pod.md, "HBM"), and with ``tensorcore`` the
+        DMA's port to the same HBM (``dma``); without it they are refused.
     """
 
     KIND = "pod"
@@ -159,9 +159,6 @@ class PodConfig(Config):
         check_bool("faults", self.faults)
         check_bool("hbm", self.hbm)
         tc = self.tensorcore
-        if tc is not None and self.hbm:
-            raise ConfigError("hbm", "must be False with a tensorcore (the pod's TensorCores "
-                                     "are VMEM-only)")
         if tc is not None:
             if not tc.ici:
                 raise ConfigError("tensorcore.ici", "must be True (the chip's ICI queue "

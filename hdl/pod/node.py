@@ -42,7 +42,8 @@ from .endpoint import (
 from .hbm_port import HBM_DEPTH, HbmPort, SpaceSplit, hbm_signature
 from .memory import RESPONSE_DEPTH, LocalMemory
 
-__all__ = ["MessageUnit", "MessageMux", "ChipEndpoint", "endpoint_memory", "PodNode",
+__all__ = ["MessageUnit", "MessageMux", "ChipEndpoint", "endpoint_memory", "hbm_clients",
+           "PodNode",
            "COMPLETION_DEPTH", "READ_GROUPS", "WRITE_GROUPS", "READERS"]
 
 COMPLETION_DEPTH = 16
@@ -321,6 +322,21 @@ def endpoint_memory(m, endpoint, memory, host_write, host_read, host_read_data):
         wiring.connect(m, memory.read_data[1 + i], data)
 
 
+def hbm_clients(m, cfg, endpoint, memory, axi):
+    """Put a :class:`~.hbm_port.SpaceSplit` in front of ``memory`` and an
+    :class:`~.hbm_port.HbmPort` on ``axi`` (the chip's HBM port) beside it, for the memory
+    clients of ``endpoint`` and the host; returns the split (their clients) and the HBM
+    port's error counter."""
+    m.submodules.split = clients = SpaceSplit(cfg, writers=4, readers=READERS,
+                                              depth=RESPONSE_DEPTH + HBM_DEPTH)
+    m.submodules.hbm = hbm = HbmPort(cfg, writers=4, readers=READERS)
+    clients.join(m, "vmem", memory)
+    clients.join(m, "hbm", hbm)
+    wiring.connect(m, hbm.axi, axi)
+    m.d.comb += endpoint.pending.eq(hbm.pending)
+    return clients, hbm.errors
+
+
 class PodNode(wiring.Component):
     """A simulation chip of a pod: a :class:`ChipEndpoint` around a local memory, the host
     at its edge (see the module docstring).
@@ -377,14 +393,8 @@ class PodNode(wiring.Component):
         errors = [ep.engine_errors, ep.message_errors, memory.errors]
         clients = memory
         if self._cfg.hbm:
-            m.submodules.split = clients = SpaceSplit(cfg, writers=4, readers=READERS,
-                                                      depth=RESPONSE_DEPTH + HBM_DEPTH)
-            m.submodules.hbm = hbm = HbmPort(cfg, writers=4, readers=READERS)
-            clients.join(m, "vmem", memory)
-            clients.join(m, "hbm", hbm)
-            wiring.connect(m, hbm.axi, wiring.flipped(self.hbm))
-            m.d.comb += ep.pending.eq(hbm.pending)
-            errors.append(hbm.errors)
+            clients, hbm_errors = hbm_clients(m, cfg, ep, memory, wiring.flipped(self.hbm))
+            errors.append(hbm_errors)
         endpoint_memory(m, ep, clients, wiring.flipped(self.host_write),
                         wiring.flipped(self.host_read), wiring.flipped(self.host_read_data))
         m.d.comb += ep.coords.eq(self.coords)

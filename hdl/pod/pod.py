@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from ..ici.config import node_coords
 from ..ici.network import Network
 from ..ici.router import COUNTERS
-from ..lib.axi import AXI4LiteSignature
+from ..lib.axi import AXI4LiteSignature, manager_signature
 from ..lib.counter import COUNTER_WIDTH
 from ..lib.hier import Submodule
 from ..lib.sram import SRAM
@@ -51,7 +51,9 @@ class Pod(Top):
     done : Out(stream of completion_layout).array(chips)
         Each simulation chip's :class:`~.node.PodNode` ports.
     hbm : Out(hbm_signature).array(chips)
-        With ``hbm``: each simulation chip's HBM port.
+        With ``hbm``: each chip's HBM port (its endpoint's accesses).
+    dma : Out(AXI4Signature).array(chips)
+        With ``hbm`` and ``tensorcore``: each chip's DMA port to the same HBM.
     csr : In(AXI4LiteSignature).array(chips), running, done, error : Out(1).array(chips)
         With ``tensorcore``, instead of ``message`` .. ``done``: each chip's TensorCore.
     dropped, seq_errors, errors : Out(32)
@@ -82,8 +84,6 @@ class Pod(Top):
                 "busy": Out(1).array(n),
                 "done": Out(stream.Signature(completion_layout(ep))).array(n),
             })
-            if cfg.hbm:
-                members["hbm"] = Out(hbm_signature(ep, READERS)).array(n)
         else:
             self._tc = TensorCore(cfg.tensorcore)
             tc = Submodule(cfg.tensorcore.name, self._tc, children=self._tc.submodules)
@@ -92,6 +92,10 @@ class Pod(Top):
                 "csr": In(AXI4LiteSignature(addr_width=CSR_ADDR_WIDTH)).array(n),
                 **{name: Out(1).array(n) for name in ("running", "done", "error")},
             })
+            if cfg.hbm:
+                members["dma"] = Out(manager_signature(cfg.tensorcore)).array(n)
+        if cfg.hbm:
+            members["hbm"] = Out(hbm_signature(ep, READERS)).array(n)
         members.update({
             **{name: Out(COUNTER_WIDTH) for name in CHIP_COUNTERS},
             **{("net_" + name if name == "dropped" else name): Out(COUNTER_WIDTH)
@@ -126,10 +130,9 @@ class Pod(Top):
                 wiring.connect(m, net.eject[LOCAL_PORTS * c + port], chip.eject[port])
             if cfg.tensorcore is None:
                 ins, outs, bits = ("message", "collective"), ("done",), ("busy",)
-                if cfg.hbm:
-                    outs += ("hbm",)
             else:
-                ins, outs, bits = ("csr",), (), ("running", "done", "error")
+                ins, outs, bits = ("csr",), ("dma",) * cfg.hbm, ("running", "done", "error")
+            outs += ("hbm",) * cfg.hbm
             for name in ("host_write", "host_read", *ins):
                 wiring.connect(m, wiring.flipped(getattr(self, name)[c]), getattr(chip, name))
             for name in ("host_read_data", *outs):

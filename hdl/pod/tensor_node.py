@@ -7,8 +7,12 @@ queue drives the chip's ICI endpoint, its VMEM the endpoint's memory.
               └── arrive (a landed message's semaphore) ◄── completions
     host_write, host_read ─► LocalMemory (the host's VMEM port)
 
-The chip is VMEM-only: its DMA's AXI4 port ends in :class:`~hdl.lib.axi.AxiNoMemory`, so a
-``dma.load`` or ``dma.store`` fails with DMA_RESPONSE. A message that lands here and names a
+With ``PodConfig.hbm`` the chip has an HBM: its DMA's AXI4 port is ``dma`` and its endpoint's
+(and the host's) accesses to space HBM leave on ``hbm`` (:mod:`~.hbm_port`), two ports of the
+chip's one HBM controller (as hdl/chip.py joins its TensorCore and SparseCore). Without it the
+chip is VMEM-only: the DMA's port ends in :class:`~hdl.lib.axi.AxiNoMemory`, so a ``dma.load``
+or ``dma.store`` fails with DMA_RESPONSE, and an ICI access to HBM is counted in ``errors``
+(a write dropped, a read answered with zeros). A message that lands here and names a
 semaphore of this TensorCore signals it (``ici.send``'s ``sem``, an ``ici.read``'s own);
 one that names none (31) signals nothing, and one naming a semaphore this TensorCore does not
 have is counted in ``errors``.
@@ -19,27 +23,41 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.packet import coord_layout, eject_layout
-from ..lib.axi import AXI4LiteSignature, AXI4Signature, AxiNoMemory
+from ..lib.axi import AXI4LiteSignature, AxiNoMemory, manager_signature
 from ..lib.counter import COUNTER_WIDTH, EventCounter
 from ..lib.tree import tree_sum
 from ..tensorcore.core import CSR_ADDR_WIDTH
 from ..tensorcore.ici_port import IciKind, ici_command_layout
-from ..tensorcore.isa import Coll
+from ..tensorcore.isa import Coll, IciSpace
 from .collective import descriptor_layout
 from .config import LOCAL_PORTS, NO_SEM, REQUEST_PORT
 from .endpoint import Kind, Space, command_layout, read_beat_layout, write_beat_layout
+from .hbm_port import hbm_signature
 from .memory import LocalMemory
-from .node import READ_GROUPS, READERS, WRITE_GROUPS, ChipEndpoint, endpoint_memory
+from .node import (
+    READ_GROUPS,
+    READERS,
+    WRITE_GROUPS,
+    ChipEndpoint,
+    endpoint_memory,
+    hbm_clients,
+)
 
 __all__ = ["IciUnit", "TensorNode"]
+
+
+def _space(ici_space):
+    """The endpoint's :class:`~.endpoint.Space` of an instruction's memory field."""
+    return Mux(ici_space == IciSpace.HBM, Space.HBM, Space.VMEM)
 
 
 class IciUnit(wiring.Component):
     """The TensorCore's ICI engine: each command of its ICI queue becomes a message for the
     :class:`~.node.MessageUnit` (``ici.send``: a ``WRITE`` of ``bytes`` local bytes to
     ``remote`` on ``chip``; ``ici.read``: a ``READ`` of ``bytes`` remote bytes into
-    ``local``) or a descriptor for the :class:`~.collective.CollectiveEngine`
-    (``ici.coll``), taken as soon as its unit takes it. A message to a chip past the pod or
+    ``local``; each address in the memory its ``lspace`` / ``rspace`` names) or a
+    descriptor for the :class:`~.collective.CollectiveEngine` (``ici.coll``, its buffer in
+    ``lspace``), taken as soon as its unit takes it. A message to a chip past the pod or
     longer than ``max_message``, or a ring collective along a dimension the pod does not have
     (the descriptor could not name it), is consumed and reported on ``error`` with its PC, as
     is a collective the engine refuses (its ``errors`` counter moved). ``idle``: the message
@@ -81,13 +99,14 @@ class IciUnit(wiring.Component):
             stride *= k
         m.d.comb += [
             msg.kind.eq(Mux(c.kind == IciKind.SEND, Kind.WRITE, Kind.READ)),
-            msg.dst_port.eq(REQUEST_PORT), msg.space.eq(Space.VMEM), msg.address.eq(c.remote),
-            msg.bytes.eq(c.bytes), msg.op.eq(c.op), msg.fmt.eq(c.fmt), msg.sem.eq(c.sem),
-            msg.reply_space.eq(Space.VMEM), msg.reply_address.eq(c.local),
+            msg.dst_port.eq(REQUEST_PORT), msg.space.eq(_space(c.rspace)),
+            msg.address.eq(c.remote), msg.bytes.eq(c.bytes), msg.op.eq(c.op), msg.fmt.eq(c.fmt),
+            msg.sem.eq(c.sem), msg.reply_space.eq(_space(c.lspace)),
+            msg.reply_address.eq(c.local),
         ]
         desc = self.collective.payload
         m.d.comb += [desc.op.eq(c.coll), desc.dim.eq(c.dim), desc.fmt.eq(c.fmt),
-                     desc.space.eq(Space.VMEM), desc.address.eq(c.local),
+                     desc.space.eq(_space(c.lspace)), desc.address.eq(c.local),
                      desc.length.eq(c.bytes)]
         m.d.comb += [
             self.message.valid.eq(self.cmd.valid & ~coll & ~bad),
@@ -125,10 +144,14 @@ class TensorNode(wiring.Component):
         Its STATUS bits.
     host_write : In(stream of write_beat_layout), host_read : In(stream of read_beat_layout)
     host_read_data : Out(stream of flit_bits)
-        The host's port on VMEM (load operands, read results; a flit is a VMEM row).
+        The host's port on VMEM (load operands, read results; a flit is a VMEM row) and,
+        with ``hbm``, on HBM.
+    dma : Out(AXI4Signature), hbm : Out(hbm_signature)
+        With ``hbm``: the DMA's and the endpoint's ports of the chip's HBM controller.
     dropped, seq_errors, errors : Out(32)
         The endpoint's bad packets and sequence mismatches; refused messages and
-        collectives, VMEM accesses outside VMEM, messages naming no semaphore of this chip.
+        collectives, VMEM accesses outside VMEM, messages naming no semaphore of this chip,
+        HBM error responses to the endpoint.
     """
 
     def __init__(self, cfg, tensorcore):
@@ -145,6 +168,8 @@ class TensorNode(wiring.Component):
             "host_read_data": Out(stream.Signature(ici.flit_bits)),
             "dropped": Out(COUNTER_WIDTH), "seq_errors": Out(COUNTER_WIDTH),
             "errors": Out(COUNTER_WIDTH),
+            **({"dma": Out(manager_signature(cfg.tensorcore)),
+                "hbm": Out(hbm_signature(ep, READERS))} if cfg.hbm else {}),
         })
 
     def elaborate(self, platform):
@@ -156,7 +181,15 @@ class TensorNode(wiring.Component):
         m.submodules.memory = memory = LocalMemory(
             ep_cfg, words=cfg.memory_words, writers=4, readers=READERS, read_groups=READ_GROUPS,
             write_groups=WRITE_GROUPS, vmem=tc_cfg)
-        endpoint_memory(m, ep, memory, wiring.flipped(self.host_write),
+        clients, errors = memory, [ep.engine_errors, ep.message_errors, memory.errors]
+        if cfg.hbm:
+            clients, hbm_errors = hbm_clients(m, ep_cfg, ep, memory, wiring.flipped(self.hbm))
+            errors.append(hbm_errors)
+            wiring.connect(m, tc.axi, wiring.flipped(self.dma))
+        else:
+            m.submodules.no_hbm = no_hbm = AxiNoMemory(manager_signature(tc_cfg))
+            wiring.connect(m, tc.axi, no_hbm.axi)
+        endpoint_memory(m, ep, clients, wiring.flipped(self.host_write),
                         wiring.flipped(self.host_read), wiring.flipped(self.host_read_data))
         for port, vmem in zip(memory.rd, tc.vmem_rd, strict=True):
             wiring.connect(m, port, vmem)
@@ -170,10 +203,6 @@ class TensorNode(wiring.Component):
         wiring.connect(m, wiring.flipped(self.csr), tc.csr)
         m.d.comb += [self.running.eq(tc.running), self.done.eq(tc.done),
                      self.error.eq(tc.error)]
-        m.submodules.no_hbm = no_hbm = AxiNoMemory(AXI4Signature(
-            addr_width=tc_cfg.axi_addr_width, data_width=tc_cfg.axi_data_width,
-            id_width=tc_cfg.axi_id_width))
-        wiring.connect(m, tc.axi, no_hbm.axi)
 
         m.submodules.ici = unit = IciUnit(cfg)
         wiring.connect(m, tc.ici, unit.cmd)
@@ -191,6 +220,5 @@ class TensorNode(wiring.Component):
         m.submodules.lost = lost = EventCounter(width=COUNTER_WIDTH)
         m.d.comb += lost.event.eq(ep.done.valid & ~ours & (done.sem != NO_SEM))
         m.d.comb += [self.dropped.eq(ep.dropped), self.seq_errors.eq(ep.seq_errors),
-                     self.errors.eq(tree_sum([ep.engine_errors, ep.message_errors,
-                                              memory.errors, lost.count]))]
+                     self.errors.eq(tree_sum([*errors, lost.count]))]
         return m

@@ -21,7 +21,7 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.axi import AXI4Signature, AxiBurst, AxiResp
+from ..lib.axi import AxiBurst, AxiResp, manager_signature
 from ..lib.queue import Queue
 from .isa import MAX_SEMAPHORES
 from .vmem import place_vector, vector_slot
@@ -226,9 +226,7 @@ class _LoadPath(wiring.Component):
         self._id_bits = cfg.axi_id_width
         super().__init__({
             "burst": In(stream.Signature(_burst_layout(cfg))),
-            "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width,
-                                     data_width=cfg.axi_data_width,
-                                     id_width=cfg.axi_id_width)),
+            "axi": Out(manager_signature(cfg)),
             "wr": Out(vmem_write_signature(cfg)),
             "room": In(1), "issued": Out(1),
             "answered": Out(1), "failed": Out(1), "slot": Out(range(SLOTS)), "beat": Out(1),
@@ -282,9 +280,7 @@ class _StorePath(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "burst": In(stream.Signature(_burst_layout(cfg))),
-            "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width,
-                                     data_width=cfg.axi_data_width,
-                                     id_width=cfg.axi_id_width)),
+            "axi": Out(manager_signature(cfg)),
             "rd": Out(vmem_read_signature(cfg)),
             "room": In(1), "issued": Out(1),
             "answered": Out(1), "failed": Out(1), "slot": Out(range(SLOTS)), "beat": Out(1),
@@ -382,9 +378,7 @@ class DMA(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "cmd": In(stream.Signature(dma_command_layout(cfg))),
-            "axi": Out(AXI4Signature(addr_width=cfg.axi_addr_width,
-                                     data_width=cfg.axi_data_width,
-                                     id_width=cfg.axi_id_width)),
+            "axi": Out(manager_signature(cfg)),
             "wr": Out(vmem_write_signature(cfg)), "rd": Out(vmem_read_signature(cfg)),
             "flush": In(1), "signal": Out(1), "sem": Out(range(MAX_SEMAPHORES + 1)),
             "signal_pc": Out(16), "error": Out(1), "error_pc": Out(16), "idle": Out(1),

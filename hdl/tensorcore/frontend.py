@@ -28,6 +28,7 @@ from .isa import (
     Error,
     IciFmt,
     IciOp,
+    IciSpace,
     Op,
     Queue,
     Src2,
@@ -420,9 +421,10 @@ class FrontEnd(wiring.Component):
 
     def _ici_checks(self, m, word, op, rb, rc, rd, check):
         """The local operands of the ICI instructions: addresses on VMEM rows (a row is a
-        flit of the pod's endpoint), the bytes or elements inside VMEM; a send's adds in
-        whole 32-bit elements (docs/pod.md). The destination, the sizes and the collective
-        are the pod's to check (``Error.ICI``)."""
+        flit of the pod's endpoint), the bytes or elements inside VMEM when they are in VMEM
+        (HBM answers for its own addresses); a send's adds in whole 32-bit elements
+        (docs/pod.md). The destination, the sizes and the collective are the pod's to check
+        (``Error.ICI``)."""
         cfg = self._cfg
         mask = cfg.row_bytes - 1
         misaligned = ((rb & mask) != 0) | ((rc & mask) != 0)
@@ -433,13 +435,15 @@ class FrontEnd(wiring.Component):
         extent = Mux(coll == Coll.ALL_TO_ALL.value, rc[:24] * cfg.row_bytes, rc[:24] * esize)
         with m.Switch(op):
             with m.Case(Op.ICI_SEND, Op.ICI_READ):
-                with m.If(misaligned | (rb + rd > cfg.vmem_bytes)):
+                in_vmem = _imm(word, "lspace") == IciSpace.VMEM.value
+                with m.If(misaligned | (in_vmem & (rb + rd > cfg.vmem_bytes))):
                     m.d.comb += check.eq(Error.VMEM_RANGE)
                 with m.Elif((op == Op.ICI_SEND.value)
                             & (_imm(word, "iop") != IciOp.STORE.value) & (rd[:2] != 0)):
                     m.d.comb += check.eq(Error.ICI)
             with m.Case(Op.ICI_COLL):
-                with m.If(((rb & mask) != 0) | (rb + extent > cfg.vmem_bytes)
+                in_vmem = _imm(word, "cspace") == IciSpace.VMEM.value
+                with m.If(((rb & mask) != 0) | (in_vmem & (rb + extent > cfg.vmem_bytes))
                           | (rc >= 1 << 24)):
                     m.d.comb += check.eq(Error.VMEM_RANGE)
         c = self.ici.payload.cmd
@@ -450,5 +454,8 @@ class FrontEnd(wiring.Component):
             c.chip.eq(_imm(word, "chip")), c.op.eq(_imm(word, "iop")),
             c.fmt.eq(Mux(op == Op.ICI_COLL.value, fmt, _imm(word, "ifmt"))),
             c.sem.eq(_imm(word, "sem")), c.coll.eq(coll), c.dim.eq(_imm(word, "cdim")),
+            c.lspace.eq(Mux(op == Op.ICI_COLL.value, _imm(word, "cspace"),
+                            _imm(word, "lspace"))),
+            c.rspace.eq(_imm(word, "rspace")),
             c.pc.eq(self.pc),
         ]

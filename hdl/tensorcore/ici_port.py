@@ -6,7 +6,7 @@ the TensorCore only checks an instruction's local operands, queues it and hands 
 
 from amaranth.lib import data, enum
 
-from .isa import Coll, IciFmt, IciOp
+from .isa import Coll, IciFmt, IciOp, IciSpace
 
 __all__ = ["IciKind", "ici_command_layout", "ICI_READ_PORTS", "ICI_WRITE_PORTS"]
 
@@ -25,13 +25,15 @@ class IciKind(enum.Enum, shape=2):
 
 
 def ici_command_layout(cfg):
-    """One ICI instruction, its local operands checked: ``local`` (VMEM byte address: what a
-    send reads, where a read lands, a collective's buffer or all-to-all table), ``remote``
-    (the destination's VMEM byte address), ``bytes`` (a send's or read's; a collective's
-    ``length`` in elements), ``chip`` (the other chip), ``op`` / ``fmt`` / ``sem`` of a send
-    (``sem``: the destination's semaphore) or of a read (``sem`` here), ``coll`` / ``dim`` /
-    ``fmt`` of a collective; ``pc``, for an error the engine finds."""
+    """One ICI instruction, its local operands checked: ``local`` (byte address in memory
+    ``lspace``: what a send reads, where a read lands, a collective's buffer or all-to-all
+    table), ``remote`` (the other chip's byte address in memory ``rspace``), ``bytes`` (a
+    send's or read's; a collective's ``length`` in elements), ``chip`` (the other chip),
+    ``op`` / ``fmt`` / ``sem`` of a send (``sem``: the destination's semaphore) or of a read
+    (``sem`` here), ``coll`` / ``dim`` / ``fmt`` of a collective; ``pc``, for an error the
+    engine finds."""
     return data.StructLayout({
         "kind": IciKind, "local": 32, "remote": 32, "bytes": 32, "chip": 16,
-        "op": IciOp, "fmt": IciFmt, "sem": 5, "coll": Coll, "dim": 2, "pc": 16,
+        "op": IciOp, "fmt": IciFmt, "sem": 5, "coll": Coll, "dim": 2,
+        "lspace": IciSpace, "rspace": IciSpace, "pc": 16,
     })

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from amaranth.lib import enum
 
 __all__ = ["INSTR_BITS", "REG_BITS", "REGISTERS", "FIELDS", "Op", "Queue", "VOp", "DType",
-           "Src2", "Cast", "ROp", "IciOp", "IciFmt", "Coll", "Error", "Spec", "SPECS",
+           "Src2", "Cast", "ROp", "IciOp", "IciFmt", "IciSpace", "Coll", "Error", "Spec", "SPECS",
            "IMM_FIELDS", "ICI_OPS", "encode", "decode", "SEM_NONE", "MAX_SEMAPHORES", "illegal"]
 
 INSTR_BITS = 64
@@ -134,6 +134,13 @@ class IciFmt(enum.Enum, shape=2):
     BF16 = 2
 
 
+class IciSpace(enum.Enum, shape=1):
+    """The memory an ICI operand is in: the chip's VMEM (the default) or its HBM."""
+
+    VMEM = 0
+    HBM = 1
+
+
 class Coll(enum.Enum, shape=3):
     """The collective an ``ici.coll`` runs (docs/pod.md, "Collectives")."""
 
@@ -181,10 +188,13 @@ IMM_FIELDS = {
     "rop": (0, 1),              # VRED
     "iop": (0, 2),              # ICI.SEND
     "ifmt": (2, 2),             # ICI.SEND
+    "lspace": (4, 1),           # ICI.SEND, ICI.READ: this chip's operand's memory
+    "rspace": (5, 1),           # ICI.SEND, ICI.READ: the other chip's operand's memory
     "chip": (16, 16),           # ICI.SEND, ICI.READ: the destination (pod node number)
     "coll": (0, 3),             # ICI.COLL
     "cdim": (3, 2),             # ICI.COLL: the torus dimension of a ring collective
     "cfmt": (5, 2),             # ICI.COLL
+    "cspace": (7, 1),           # ICI.COLL: the memory of the buffer (or all-to-all messages)
 }
 """Sub-fields of the immediate: name -> (lowest bit within the immediate, width)."""
 
@@ -235,11 +245,13 @@ SPECS = {s.op: s for s in [
          ("vop", "dtype", "src2", "relu"), Queue.VPU),
     Spec(Op.VCAST, "vcast", ("cast", "b", "c"), ("cast",), Queue.VPU),
     Spec(Op.VRED, "vred", ("rop", "dtype", "b", "c", "d"), ("rop", "dtype"), Queue.VPU),
-    Spec(Op.ICI_SEND, "ici.send", ("b", "c", "d", "chip", "iop", "ifmt", "sem"),
-         ("chip", "iop", "ifmt", "sem"), Queue.ICI),
-    Spec(Op.ICI_READ, "ici.read", ("b", "c", "d", "chip", "sem"), ("chip", "sem"), Queue.ICI),
-    Spec(Op.ICI_COLL, "ici.coll", ("coll", "cdim", "cfmt", "b", "c"), ("coll", "cdim", "cfmt"),
-         Queue.ICI),
+    Spec(Op.ICI_SEND, "ici.send", ("b", "c", "d", "chip", "iop", "ifmt", "sem", "lspace",
+                                   "rspace"),
+         ("chip", "iop", "ifmt", "sem", "lspace", "rspace"), Queue.ICI),
+    Spec(Op.ICI_READ, "ici.read", ("b", "c", "d", "chip", "sem", "lspace", "rspace"),
+         ("chip", "sem", "lspace", "rspace"), Queue.ICI),
+    Spec(Op.ICI_COLL, "ici.coll", ("coll", "cdim", "cfmt", "b", "c", "cspace"),
+         ("coll", "cdim", "cfmt", "cspace"), Queue.ICI),
 ]}
 """Every instruction. WAIT and SIGNAL go to the queue their ``queue`` field names."""
 
@@ -285,7 +297,8 @@ def decode(word):
 
 
 _ENUMS = {"queue": Queue, "vop": VOp, "dtype": DType, "src2": Src2, "cast": Cast, "rop": ROp,
-          "iop": IciOp, "ifmt": IciFmt, "coll": Coll, "cfmt": IciFmt}
+          "iop": IciOp, "ifmt": IciFmt, "coll": Coll, "cfmt": IciFmt,
+          "lspace": IciSpace, "rspace": IciSpace, "cspace": IciSpace}
 
 
 def illegal(op, fields, *, semaphores, ici=True):

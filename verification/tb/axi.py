@@ -34,11 +34,12 @@ def axi_master(dut, prefix, flow="none_none"):
     return _manager(AxiMaster, AxiBus, dut, prefix, flow)
 
 
-def axi_ram(dut, prefix, size, flow="none_none"):
+def axi_ram(dut, prefix, size, flow="none_none", *, mem=None):
     """A cocotbext-axi ``AxiRam`` of ``size`` bytes answering bus ``prefix`` (a DMA's memory),
-    paused as ``flow`` says."""
+    paused as ``flow`` says; ``mem``: the bytes of another ``AxiRam`` (two ports of one
+    memory)."""
     idle, backpressure = flow_pauses(flow)
-    ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}_"), dut.clk, dut.rst, size=size)
+    ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}_"), dut.clk, dut.rst, size=size, mem=mem)
     w, r = ram.write_if, ram.read_if
     _set_pauses([(w.b_channel, idle), (r.r_channel, idle), (w.aw_channel, backpressure),
                  (w.w_channel, backpressure), (r.ar_channel, backpressure)])

@@ -63,7 +63,8 @@ def _grain(tb, fmt):
 class PodHost:
     """The host's memory port on every chip of a pod (``host_write``, ``host_read``,
     ``host_read_data``), and whatever other streams a subclass names (``sources``,
-    ``sinks``), each with the flow's idle and backpressure."""
+    ``sinks``), each with the flow's idle and backpressure; with ``hbm`` each chip's HBM
+    (``hbm``: cocotbext-axi ``AxiRam`` s of ``HBM_BYTES``)."""
 
     def __init__(self, dut, sources=(), sinks=()):
         self.dut = dut
@@ -84,6 +85,12 @@ class PodHost:
         self.taken = [0] * self.chips       # host_read_data beats consumed per chip
         self.faults = hasattr(dut, "fault_rate")
         self._loop = None
+        # With ``hbm`` each chip's HBM: an AxiRam on its endpoint's port and, on a pod of
+        # TensorCores, a second port of the same memory for its DMA.
+        self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, "random_random")
+                    for c in range(self.chips)] if self.cfg.hbm else []
+        self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, "random_random", mem=ram.mem)
+                        for c, ram in enumerate(self.hbm)] if self.cfg.tensorcore else []
 
     async def start(self, *, fault_rate=0, clock_impl=None):
         if self.faults:
@@ -178,8 +185,6 @@ class PodBench(PodHost):
     def __init__(self, dut):
         super().__init__(dut, sources=("message", "collective"), sinks=("done",))
         self.spaces = ("VMEM", "HBM") if self.cfg.hbm else ("VMEM",)
-        self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, "random_random")
-                    for c in range(self.chips)] if self.cfg.hbm else []
 
     # Collectives and messages -------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from podium.podsim import PodSim
 from podium.spmd import data_parallel_step
 from verification.models.collectives import random_elements
 from verification.tb.bench import FLOWS, new_rng
-from verification.tb.pod import PodHost
+from verification.tb.pod import HBM_BYTES, PodHost
 from verification.tb.tensorcore import TensorCoreHost
 
 __all__ = ["TensorPodBench"]
@@ -43,13 +43,17 @@ class TensorPodBench(PodHost):
         self.hosts = [TensorCoreHost(dut, f"csr__{c}", self.tc, self.sidecar["csr"], flow)
                       for c in range(self.chips)]
 
-    async def run(self, programs, images, *, budget=200_000, seed=None):
-        """Run ``programs`` (assembly, one per chip) on VMEM ``images`` (bytes, one per chip);
-        returns ``(outcomes, vmems)`` of the RTL and ``results`` of the golden pod simulator
-        on the same input (``seed``: its schedule)."""
+    async def run(self, programs, images, *, hbm_images=None, budget=200_000, seed=None):
+        """Run ``programs`` (assembly, one per chip) on VMEM ``images`` (bytes, one per chip)
+        and, with ``hbm``, HBM ``hbm_images`` (zeros by default); returns ``(outcomes,
+        vmems)`` of the RTL and ``results`` of the golden pod simulator on the same input
+        (``seed``: its schedule)."""
         words = [assemble(p) for p in programs]
+        hbm_images = hbm_images or [bytes(HBM_BYTES)] * len(self.hbm)
         for c, image in enumerate(images):
             self.write(c, 0, image)
+        for ram, image in zip(self.hbm, hbm_images, strict=True):
+            ram.write(0, image.ljust(HBM_BYTES, b"\0"))
         await self.drained()
         for host, w in zip(self.hosts, words, strict=True):
             await host.load(w)
@@ -69,16 +73,20 @@ class TensorPodBench(PodHost):
         vmems = [await self.read(c, 0, self.tc.vmem_bytes) for c in range(self.chips)]
         for host in self.hosts:
             await host.clear()
-        sim = PodSim(self.cfg, seed=seed)
+        sim = PodSim(self.cfg, seed=seed, hbm_capacity=HBM_BYTES)
         for chip, w, image in zip(sim.chips, words, images, strict=True):
             chip.load(w)
             chip.vmem[:len(image)] = np.frombuffer(image, np.uint8)
-        return outcomes, vmems, sim.run()
+        for chip, image in zip(sim.chips[:len(hbm_images)], hbm_images, strict=True):
+            chip.hbm.write(0, image)
+        results = sim.run()
+        self.golden_errors = sum(sim.errors)
+        return outcomes, vmems, results
 
     def check(self, outcomes, vmems, results):
         """Every chip as the golden simulator left it: done or the same error at the same PC;
-        when done, the same registers and semaphores and the same VMEM but where the golden
-        model leaves it undefined (after an error only the code and PC are exact:
+        when done, the same registers and semaphores and the same VMEM (and HBM) but where
+        the golden model leaves it undefined (after an error only the code and PC are exact:
         docs/tensorcore.md, "Errors")."""
         for c, (out, vmem, res) in enumerate(zip(outcomes, vmems, results, strict=True)):
             assert (out.done, out.error, out.error_pc if out.error != Error.NONE else 0) == (
@@ -88,12 +96,20 @@ class TensorPodBench(PodHost):
                 continue
             assert out.regs == res.registers, f"chip {c}: registers"
             assert out.sems == res.semaphores, f"chip {c}: semaphores {out.sems}"
-            got, want = bytearray(vmem), bytearray(res.vmem.tobytes())
-            for start, end in res.undefined:
-                got[start:end] = want[start:end]
-            if got != want:
-                bad = next(i for i in range(len(got)) if got[i] != want[i])
-                raise AssertionError(f"chip {c}: VMEM differs from byte {bad:#x}")
+            _compare(f"chip {c}: VMEM", vmem, res.vmem, res.undefined)
+            if self.hbm:
+                _compare(f"chip {c}: HBM", self.hbm[c].read(0, HBM_BYTES), res.hbm.data,
+                         res.hbm_undefined)
+
+
+def _compare(what, got, want, undefined):
+    """``got`` (bytes) is ``want`` (a uint8 array) but in the ``undefined`` ranges."""
+    got, want = bytearray(got), bytearray(want.tobytes())
+    for start, end in undefined:
+        got[start:end] = want[start:end]
+    if got != want:
+        bad = next(i for i in range(len(got)) if got[i] != want[i])
+        raise AssertionError(f"{what} differs from byte {bad:#x}")
 
 
 def _li(reg, value):
@@ -142,6 +158,60 @@ async def test_program_messages(dut):
     tb.check(outcomes, vmems, results)
     assert all(o.done for o in outcomes), outcomes
     assert sum(o.counters["arrivals"] for o in outcomes) == sum(arrivals) + sum(reads)
+
+
+@cocotb.test()
+async def test_program_hbm(dut):
+    """Every chip's program moves data between the VMEMs and HBMs of the pod: with ``hbm`` it
+    loads a block of its HBM into VMEM by DMA, then (the ICI queue waiting for the load)
+    sends and reads messages from and to VMEM or HBM of any chip, each landing in a slot of
+    its own and signalling, and once they have all landed stores the VMEM slots to HBM by
+    DMA: every chip's VMEM and HBM, registers and semaphores as the golden pod simulator's.
+    Without ``hbm`` the same messages (stores and reads) touch HBM that is not there: counted
+    in ``errors`` as the golden simulator counts them (a flit each), zeros read."""
+    tb, rng = await _started(dut)
+    chips, slot, hbm = tb.chips, 256, tb.cfg.hbm
+    images = [random_elements(rng, "fp32", tb.tc.vmem_bytes // 4) for _ in range(chips)]
+    hbm_images = [random_elements(rng, "fp32", HBM_BYTES // 4) for _ in range(chips)] \
+        if hbm else None
+    # Slots land at 4 KiB in VMEM and 8 KiB in HBM; sends read VMEM or HBM below 4 KiB, reads
+    # the other chip's bytes that do not change: VMEM 2..4 KiB (below 2 KiB the DMA loads),
+    # HBM below 4 KiB. The DMA stores the VMEM slots to HBM at 32 KiB.
+    landing = {"vmem": 4096, "hbm": 8192}
+    programs = [[] for _ in range(chips)]
+    if hbm:
+        programs = [[_li(1, 2048), "dma.shape 0, r1, r0, r0", "dma.load r0, r0, s3",
+                     "wait ici, s3"] for _ in range(chips)]
+    arrivals, reads = [0] * chips, [0] * chips
+    for k in range(6 * chips):
+        src, dst = rng.randrange(chips), rng.randrange(chips)
+        lspace, rspace = rng.choice(["vmem", "hbm"]), rng.choice(["vmem", "hbm"])
+        size = rng.choice([0, 4, 32, 100, 164, slot])
+        spaces = f"lspace={lspace}, rspace={rspace}"
+        if rng.random() < 0.25:
+            source = rng.randrange(64 if rspace == "vmem" else 0, 128) * 32
+            programs[src] += [_li(1, landing[lspace] + k * slot), _li(2, source), _li(3, size),
+                              f"ici.read r1, r2, r3, {dst}, s{READ}, {spaces}"]
+            reads[src] += 1
+            continue
+        op = rng.choice(["store", "add", "add_final"]) if hbm else "store"
+        if op != "store":
+            size -= size % 4
+        programs[src] += [_li(1, rng.randrange(128) * 32), _li(2, landing[rspace] + k * slot),
+                          _li(3, size), f"ici.send r1, r2, r3, {dst}, {op}, "
+                                        f"{rng.choice(['int32', 'fp32'])}, s{ARRIVE}, {spaces}"]
+        arrivals[dst] += 1
+    store = [_li(1, 4096), "dma.shape 0, r1, r0, r0", _li(2, 0x8000), _li(3, 4096),
+             "dma.store r2, r3, s4", "wait dma, s4"] if hbm else []
+    texts = ["\n".join(p + [f"wait dma, s{ARRIVE}"] * arrivals[c] + [f"wait dma, s{READ}"]
+                       * reads[c] + store + ["halt"]) for c, p in enumerate(programs)]
+    before = int(dut.errors.value)
+    outcomes, vmems, results = await tb.run(texts, images, hbm_images=hbm_images,
+                                            seed=rng.getrandbits(32))
+    tb.check(outcomes, vmems, results)
+    assert all(o.done for o in outcomes), outcomes
+    assert int(dut.errors.value) - before == tb.golden_errors
+    assert (tb.golden_errors == 0) == hbm, tb.golden_errors
 
 
 def _collective_programs(tb, rng):
@@ -211,7 +281,8 @@ async def test_program_errors(dut):
     """What a pod chip refuses stops its program with the code and PC the golden pod
     simulator gives, and the pod runs the next program: a message to a chip past the pod and
     one over ``max_message`` (ICI), a misaligned send (VMEM_RANGE), a collective along a
-    dimension of one chip (ICI, on every chip), a DMA transfer with no HBM (DMA_RESPONSE)."""
+    dimension of one chip (ICI, on every chip), a DMA transfer with no HBM (DMA_RESPONSE) or,
+    with HBM, from an address off the AXI beat (DMA_ALIGN)."""
     tb, rng = await _started(dut)
     image = [bytes(tb.tc.vmem_bytes)] * tb.chips
     long = tb.cfg.endpoint.max_message + tb.fb
@@ -221,7 +292,8 @@ async def test_program_errors(dut):
         [_li(3, long), "ici.send r0, r0, r3, 0, store, int32, none", "halt"],
         [_li(1, 4), "ici.send r1, r0, r0, 0, store, int32, none", "halt"],
         [_li(2, 64), f"ici.coll all_reduce, {flat}, fp32, r0, r2", "halt"],
-        [_li(1, 32), "dma.shape 0, r1, r0, r0", "dma.load r0, r0, s0", "halt"],
+        [_li(1, 32), "dma.shape 0, r1, r0, r0", _li(2, 4 if tb.cfg.hbm else 0),
+         "dma.load r2, r0, s0", "halt"],
     ]
     for case in cases:
         victim = rng.randrange(tb.chips)

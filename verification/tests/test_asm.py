@@ -17,6 +17,7 @@ from hdl.tensorcore.isa import (
     DType,
     IciFmt,
     IciOp,
+    IciSpace,
     Op,
     Queue,
     ROp,
@@ -112,6 +113,26 @@ def test_disassembly_text():
     assert format_instruction(encode(Op.LI, a=2, imm32=0x80000000)) == "li r2, 0x80000000"
 
 
+def test_ici_memories():
+    """The ICI's memory operands are keywords, ``vmem`` by default, written back only when
+    ``hbm``."""
+    text = ("ici.send r1, r2, r3, 2, add, fp32, s4, rspace=hbm\n"
+            "ici.read r1, r2, r3, 0, s1, lspace=hbm, rspace=hbm\n"
+            "ici.coll all_gather 1, bf16, r1, r2, cspace=hbm\n"
+            "ici.read r1, r2, r3, 0, s1, lspace=vmem\n")
+    assert assemble(text) == [
+        encode(Op.ICI_SEND, b=1, c=2, d=3, chip=2, iop=IciOp.ADD, ifmt=IciFmt.FP32, sem=4,
+               rspace=IciSpace.HBM),
+        encode(Op.ICI_READ, b=1, c=2, d=3, chip=0, sem=1, lspace=IciSpace.HBM,
+               rspace=IciSpace.HBM),
+        encode(Op.ICI_COLL, coll=Coll.ALL_GATHER, cdim=1, cfmt=IciFmt.BF16, b=1, c=2,
+               cspace=IciSpace.HBM),
+        encode(Op.ICI_READ, b=1, c=2, d=3, chip=0, sem=1),
+    ]
+    assert [line.strip() for line in disassemble(assemble(text)).splitlines()] == \
+        text.splitlines()[:3] + ["ici.read r1, r2, r3, 0, s1"]
+
+
 @pytest.mark.parametrize("text, message", [
     ("frob r1, r2", "line 2: unknown mnemonic 'frob'"),
     ("add r1, r2, r16", "line 2: bad register 'r16' (registers are r0..r15)"),
@@ -134,6 +155,8 @@ def test_disassembly_text():
     ("vop add r1, r2, r3", "line 2: vop takes op.dtype"),
     ("vop add.int32 r1, r2, r3, src2=twice", "line 2: src2 must be one of rows"),
     ("vcast i32_i4 r1, r2", "line 2: cast must be one of f32_bf16"),
+    ("ici.read r1, r2, r3, 1, s0, lspace=sram", "line 2: lspace must be one of vmem, hbm"),
+    ("ici.coll all_reduce, 0, fp32, r1, r2, rspace=hbm", "line 2: ici.coll has no 'rspace'"),
     ("matmul r1, r2, r3, 0, relu", "line 2: matmul has no 'relu' operand"),
     ("vop add.int32 r1, r2, r3, relu, relu", "line 2: relu given twice"),
     ("li r1, ten", "line 2: imm32 must be a number"),

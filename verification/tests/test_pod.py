@@ -44,12 +44,12 @@ TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, r
 (256 bits), a deadlock watch long enough for a neighbour's work."""
 
 
-def _tensor_pod(dims):
-    pod = _pod(dims, flit_bits=256)
+def _tensor_pod(dims, hbm=False):
+    pod = _pod(dims, flit_bits=256, hbm=hbm)
     return pod.replace(memory_words=TENSORCORE.vmem_rows, tensorcore=TENSORCORE)
 
 
-PROGRAM_CONFIGS = {"1x4-tc": _tensor_pod((4,)), "2x2-tc": _tensor_pod((2, 2))}
+PROGRAM_CONFIGS = {"1x4-tc": _tensor_pod((4,)), "2x2-tc": _tensor_pod((2, 2), hbm=True)}
 
 
 @pytest.mark.parametrize("pod, test", cases(TB, CONFIGS, _slow))

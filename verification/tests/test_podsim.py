@@ -46,6 +46,48 @@ def test_send_add_read_by_hand():
     assert all(r.semaphores == [0] * ONE_D.tensorcore.semaphores for r in results)
 
 
+def test_hbm_by_hand():
+    """On a pod with HBM: a DMA load, a store from VMEM into another chip's HBM, an fp32 add
+    from HBM into HBM and a read of HBM into VMEM land where they name; on a pod without it
+    the same accesses to HBM are errors (a row each) and read as zeros."""
+    ones = np.ones(8, np.float32).tobytes()
+    program = ["halt"] * 4
+    # (The golden simulator lands chip 0's messages in order: chip 3's add before chip 1's
+    # store, which chip 1 waits for before it reads chip 3.)
+    program[0] = ("li r1, 32\ndma.shape 0, r1, r0, r0\nli r2, 0x40\ndma.load r2, r0, s0\n"
+                  "wait ici, s0\nli r3, 0x100\n"
+                  "ici.send r2, r3, r1, 3, add, fp32, s2, lspace=hbm, rspace=hbm\n"
+                  "ici.send r0, r3, r1, 1, store, fp32, s2, rspace=hbm\nhalt")
+    program[1] = "wait ici, s2\nli r1, 32\nli r3, 0x100\nli r4, 0x200\n" \
+                 "ici.read r4, r3, r1, 3, s1, rspace=hbm\nwait dma, s1\nhalt"
+    program[3] = "wait dma, s2\nhalt"
+    for cfg in (TWO_D, ONE_D):
+        sim = PodSim(cfg, hbm_capacity=1 << 12)
+        for c, chip in enumerate(sim.chips):
+            chip.load(assemble(program[c]))
+            if cfg.hbm:
+                chip.hbm.write(0x40, ones)
+                chip.hbm.write(0x100, np.full(8, 2 * c, np.float32).tobytes())
+        results = sim.run()
+        if not cfg.hbm:
+            assert results[0].error == Error.DMA_RESPONSE
+            continue
+        assert [r.status for r in results] == ["done"] * 4, results
+        hbm = [r.hbm.data for r in results]
+        assert hbm[1][0x100:0x120].tobytes() == ones        # the VMEM the DMA loaded
+        assert hbm[3][0x100:0x120].view(np.float32).tolist() == [7.0] * 8
+        assert results[1].vmem[0x200:0x220].view(np.float32).tolist() == [7.0] * 8
+        assert sim.errors == [0] * 4
+    # Without HBM, only the messages: zeros land, a row counted per access.
+    program[0] = "li r1, 32\nli r3, 0x100\nici.send r0, r3, r1, 1, store, fp32, s2, " \
+                 "rspace=hbm\nici.send r0, r3, r1, 3, store, fp32, s2, lspace=hbm\nhalt"
+    sim, results = _run(ONE_D, program, [b"\x11" * 64] * 4)
+    assert [r.status for r in results] == ["done"] * 4, results
+    assert results[3].vmem[0x100:0x120].tobytes() == bytes(32)
+    assert results[1].vmem[0x200:0x220].tobytes() == bytes(32)
+    assert sim.errors == [1, 1, 0, 1]     # chip 0 reads HBM, 1 and 3 are written and read
+
+
 @pytest.mark.parametrize("cfg, op, dim, fmt", [
     (ONE_D, "all_reduce", 0, "fp32"), (ONE_D, "reduce_scatter", 0, "bf16"),
     (TWO_D, "all_gather", 1, "int32"), (TWO_D, "all_reduce_2d", 0, "fp32"),
