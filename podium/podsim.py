@@ -168,9 +168,8 @@ class PodSim:
                                                     f"entries, not {length}"
         dim = 0 if coll == Coll.ALL_REDUCE_2D else a["dim"]
         n = ici.dims[dim] if dim < ici.ndims else 1
-        if coll == Coll.ALL_REDUCE_2D and (ici.ndims != 2 or min(ici.dims) < 2
-                                           or fmt == IciFmt.BF16):
-            return "a 2-D all-reduce needs a 2-D pod of rings of 2 chips or more, int32 or fp32"
+        if coll == Coll.ALL_REDUCE_2D and (ici.ndims != 2 or min(ici.dims) < 2):
+            return "a 2-D all-reduce needs a 2-D pod of rings of 2 chips or more"
         if n < 2:
             return f"a ring of {n} chip along dimension {dim}"
         grains = _ceil(length, self._grain(fmt))

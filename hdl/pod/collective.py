@@ -242,6 +242,9 @@ class CollectiveEngine(wiring.Component):
         # reduce-scatter along X (phase 0), all-reduce along Y of this chip's X block
         # (phase 1, at ``xoff`` elements, ``xlen`` long) and all-gather along X (phase 2).
         phase = Signal(range(3))
+        # A grain: a flit of 32-bit elements, or in bfloat16 half a flit of elements (a flit of
+        # their fp32 partials), so that every piece starts on a flit in both formats.
+        bf16 = desc.fmt == Fmt.BFLOAT16
         cur = Signal(descriptor_layout(cfg))
         xoff, xlen = Signal(LENGTH_BITS), Signal(LENGTH_BITS)
         m.d.comb += cur.eq(desc)
@@ -252,7 +255,7 @@ class CollectiveEngine(wiring.Component):
                     m.d.comb += cur.op.eq(Collective.REDUCE_SCATTER)
                 with m.Case(1):
                     m.d.comb += [cur.op.eq(Collective.ALL_REDUCE),
-                                 cur.address.eq(desc.address + (xoff << 2)),
+                                 cur.address.eq(desc.address + Mux(bf16, xoff << 1, xoff << 2)),
                                  cur.length.eq(xlen)]
                 with m.Default():
                     m.d.comb += cur.op.eq(Collective.ALL_GATHER)
@@ -262,9 +265,6 @@ class CollectiveEngine(wiring.Component):
         for d, k in enumerate(ici.dims):
             with m.If(cur.dim == d):
                 m.d.comb += [n.eq(k), p.eq(self.coords[f"c{d}"])]
-        # A grain: a flit of 32-bit elements, or in bfloat16 half a flit of elements (a flit of
-        # their fp32 partials), so that every piece starts on a flit in both formats.
-        bf16 = desc.fmt == Fmt.BFLOAT16
 
         def grain(g):
             return Mux(bf16, g << (shift - 1), g << (shift - 2))
@@ -314,6 +314,9 @@ class CollectiveEngine(wiring.Component):
             token = ours & (arrived.tag == A2A_READY) & (arrived.src == k * LOCAL_PORTS)
             m.d.sync += count.eq(count + token - (finished & a2a))
         sent, idle, too_long = [], [], []
+        # Every arrival counter, for tests: between collectives each is 0 unless a
+        # neighbour's next collective has begun.
+        self.counters = [exchanged, *ready_from]
         for h in range(2):
             step = Signal(width, name=f"step{h}")
             counts = []
@@ -324,6 +327,7 @@ class CollectiveEngine(wiring.Component):
                 m.d.sync += count.eq(count + (ours & kind)
                                      - Mux(finished, expected[k], 0))
                 counts.append(count)
+                self.counters.append(count)
             arrivals = Signal(width, name=f"arrivals{h}")
             m.d.comb += arrivals.eq(Array(counts[:3])[phase])
             # Phase 0 (and a 2-D all-reduce's phase 1) first sends a token to the neighbour
@@ -393,8 +397,7 @@ class CollectiveEngine(wiring.Component):
                 m.d.comb += [self.busy.eq(1),
                              error.eq((desc.op.as_value() > Collective.ALL_REDUCE_2D.value)
                                       | Mux(a2a, desc.length != ici.nodes, ring_error)
-                                      | (two_d & ((ici.ndims != 2) | (nx < 2) | (ny < 2)
-                                                 | bf16)))]
+                                      | (two_d & ((ici.ndims != 2) | (nx < 2) | (ny < 2))))]
                 m.next = "SEND"
                 with m.If(error):
                     m.next = "IDLE"
@@ -407,10 +410,9 @@ class CollectiveEngine(wiring.Component):
                     m.d.sync += phase.eq(phase + 1)
                     with m.If(phase == 0):
                         # This chip's X block: block p of the X split (``_piece``'s halves).
-                        grain = cfg.flit_bytes // 4
                         block = quotient + (p < remainder)
-                        first = (Mux(p < remainder, p, remainder) + p * quotient) * grain
-                        end = first + block * grain
+                        first = grain(Mux(p < remainder, p, remainder) + p * quotient)
+                        end = first + grain(block)
                         end = Mux(end > desc.length, desc.length, end)
                         m.d.sync += [xoff.eq(first), xlen.eq(Mux(end > first, end - first, 0))]
                 with m.If(finished):

@@ -255,9 +255,10 @@ def all_reduce_schedule(dims, dim, length, grain=1):
 
 
 def all_reduce_2d_schedule(dims, length, grain=1):
-    """Steps of the 2-D all-reduce: reduce-scatter along X (partial sums stay fp32), an
-    all-reduce along Y of each chip's X block (every Y ring works on the block its X position
-    owns), then an all-gather along X."""
+    """Steps of the 2-D all-reduce: reduce-scatter along X (its sums rounded to the format:
+    bfloat16 X sums are rounded before the Y ring adds them, as a chip holds its X block in
+    the buffer's format), an all-reduce along Y of each chip's X block (every Y ring works on
+    the block its X position owns), then an all-gather along X."""
     dims = _check_dims(dims)
     length = _check_count("length", length, 0)
     xblocks = split_sizes(length, dims[0], grain)
@@ -266,7 +267,7 @@ def all_reduce_2d_schedule(dims, length, grain=1):
     def xblock(x):
         return xoffsets[x], xblocks[x]
 
-    return (_ring_phase_steps(dims, 0, _whole(length), grain, "reduce-scatter", True, False)
+    return (_ring_phase_steps(dims, 0, _whole(length), grain, "reduce-scatter", True, True)
             + _ring_phase_steps(dims, 1, xblock, grain, "reduce-scatter", True, True)
             + _ring_phase_steps(dims, 1, xblock, grain, "all-gather", False, False)
             + _ring_phase_steps(dims, 0, _whole(length), grain, "all-gather", False, False))

@@ -225,7 +225,8 @@ def _collective_programs(tb, rng):
                                                          "all_reduce")
              for fmt in ("int32", "fp32", "bf16")]
     if len(dims) == 2:
-        cases += [("all_reduce_2d", 0, "fp32"), ("all_reduce_2d", 0, "int32")]
+        cases += [("all_reduce_2d", 0, "fp32"), ("all_reduce_2d", 0, "int32"),
+                  ("all_reduce_2d", 0, "bf16")]
     for op, dim, fmt in rng.sample(cases, min(len(cases), 6)):
         length = rng.choice(lengths)
         esize = 2 if fmt == "bf16" else 4

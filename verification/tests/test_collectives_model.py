@@ -122,7 +122,8 @@ def ref_ring_reduce(fmt, buffers, grain):
 
 
 def ref_2d(fmt, dims, buffers, grain):
-    """The 2-D all-reduce: per element, the Y-ring-ordered sum of the X-ring-ordered sums."""
+    """The 2-D all-reduce: per element, the Y-ring-ordered sum of the X-ring-ordered sums,
+    each X sum rounded to the format (bfloat16) before the Y ring adds it."""
     length = len(buffers[0])
     out = np.zeros(length, dtype=DTYPE[fmt])
     xowner = ref_pieces(length, dims[0], grain)
@@ -137,7 +138,7 @@ def ref_2d(fmt, dims, buffers, grain):
                 acc = widen(fmt, cols[ring_order(dims[0], bx, hx)[0]])
                 for x in ring_order(dims[0], bx, hx)[1:]:
                     acc = ref_add(fmt, acc, widen(fmt, cols[x]))
-                rows.append(acc)
+                rows.append(widen(fmt, narrow(fmt, acc)))
             acc = rows[ring_order(dims[1], by, hy)[0]]
             for y in ring_order(dims[1], by, hy)[1:]:
                 acc = ref_add(fmt, acc, rows[y])

@@ -91,6 +91,7 @@ def test_hbm_by_hand():
 @pytest.mark.parametrize("cfg, op, dim, fmt", [
     (ONE_D, "all_reduce", 0, "fp32"), (ONE_D, "reduce_scatter", 0, "bf16"),
     (TWO_D, "all_gather", 1, "int32"), (TWO_D, "all_reduce_2d", 0, "fp32"),
+    (TWO_D, "all_reduce_2d", 0, "bf16"),
 ])
 def test_collective_is_the_golden_model(seed, cfg, op, dim, fmt):
     """An ``ici.coll`` leaves every chip's buffer as ``ring_collective`` of the collectives'
