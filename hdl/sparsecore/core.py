@@ -6,6 +6,7 @@ is in docs/sparsecore.md).
     tokens ─► Gather (row reads, AXI IDs 0..R-1, credits) ─► pending ─► Combiner ◄─ rows
     (R = row_ids; a row buffer per row ID, the combiner takes each row from its token's)
     Combiner ◄─► ScaleUnit;  Combiner ─► AW / W (one output row per bag) ─► B counted
+    every burst ─► Split4K (bursts across a 4 KiB boundary in two) ─► axi
 
 An operation checks everything that could refuse it before it writes anything: the descriptors
 (BAD_DESCRIPTOR), then the offsets (read once: BAD_OFFSETS if one decreases or passes the id
@@ -25,6 +26,7 @@ from .gather import Gather
 from .reader import ListReader
 from .scale import ScaleUnit
 from .sorter import Sorter
+from .split import Split4K
 from .walker import BagWalker
 
 __all__ = ["SparseCore", "Error", "REG", "TABLE_REGS", "COUNTERS", "CSR_ADDR_WIDTH", "ID_VALUE"]
@@ -129,7 +131,10 @@ class SparseCore(Top):
         m.d.comb += csr.rdata.eq(value)
 
     def _datapath(self, m, cfg, regs, tables, start, code, info, counters):
-        axi = self.axi
+        # The core's bus; every burst reaches ``axi`` through the 4 KiB splitter.
+        m.submodules.split = split = Split4K(cfg)
+        wiring.connect(m, split.bus, wiring.flipped(self.axi))
+        axi = split.mgr
         shift = (cfg.beat_bytes - 1).bit_length()
         sel = regs["TABLE"]
         table = Array(Array(words) for words in tables)[sel[:4] if cfg.tables > 1 else 0]
@@ -222,15 +227,15 @@ class SparseCore(Top):
                      axi.wlast.eq(comb.w.payload[-1]), axi.wstrb.eq(-1),
                      comb.w.ready.eq(axi.wready), axi.bready.eq(1)]
 
-        ctx = dict(scatter=scatter, sorter=sorter, regs=regs, rows=rows, dim=dim, bf16=bf16,
-                   base=base, pitch=pitch,
+        ctx = dict(axi=axi, scatter=scatter, sorter=sorter, regs=regs, rows=rows, dim=dim,
+                   bf16=bf16, base=base, pitch=pitch,
                    row_bytes=row_bytes, drop=drop, weighted=weighted, readers=readers,
                    walker=walker, comb=comb, scale=scale, gather=gather, sel=sel,
                    pad_en=pad_en, kind=kind)
         self._control(m, cfg, ctx, start, code, info, counters)
 
     def _control(self, m, cfg, c, start, code, info, counters):
-        axi, regs = self.axi, c["regs"]
+        axi, regs = c["axi"], c["regs"]
         offs_r, ids_r, w_r = c["readers"]
         beat = cfg.beat_bytes
         first, last, prev = Signal(32), Signal(32), Signal(32)
