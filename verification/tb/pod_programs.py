@@ -47,7 +47,8 @@ class TensorPodBench(PodHost):
         """Run ``programs`` (assembly, one per chip) on VMEM ``images`` (bytes, one per chip)
         and, with ``hbm``, HBM ``hbm_images`` (zeros by default); returns ``(outcomes,
         vmems)`` of the RTL and ``results`` of the golden pod simulator on the same input
-        (``seed``: its schedule)."""
+        (``seed``: its schedule); ``golden_errors`` is then the simulator's error count (all
+        chips)."""
         words = [assemble(p) for p in programs]
         hbm_images = hbm_images or [bytes(HBM_BYTES)] * len(self.hbm)
         for c, image in enumerate(images):
