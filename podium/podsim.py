@@ -79,12 +79,15 @@ class PodSim:
             return chip.hbm.data, chip.hbm.capacity if self.config.hbm else 0
         return chip.vmem, len(chip.vmem)
 
+    def _inside(self, chip, space, address, size):
+        """How many of ``size`` bytes at ``address`` of ``chip``'s ``space`` are inside it."""
+        limit = self._memory(chip, space)[1]
+        return max(0, min(size, limit - address)) if address < limit else 0
+
     def _rows(self, chip, space, address, size):
-        """The part of ``size`` bytes at ``address`` of ``chip``'s ``space`` inside it, whole
-        rows: the rows past it are ``errors``."""
-        limit, rb = self._memory(chip, space)[1], self.config.tensorcore.row_bytes
-        inside = max(0, min(size, limit - address)) if address < limit else 0
-        self.errors[chip.index] += -(-(size - inside) // rb)
+        """``_inside``, the rows past it counted in ``errors``."""
+        inside = self._inside(chip, space, address, size)
+        self.errors[chip.index] += -(-(size - inside) // self.config.tensorcore.row_bytes)
         return inside
 
     def _load(self, chip, space, address, size):
@@ -116,8 +119,8 @@ class PodSim:
             return chip._signal(a["sem"], pc)
         data = self._load(chip, a["lspace"], local, size)
         if a["op"] != IciOp.STORE:
-            memory, limit = self._memory(other, a["rspace"])
-            n = max(0, min(size, limit - remote))
+            memory = self._memory(other, a["rspace"])[0]
+            n = self._inside(other, a["rspace"], remote, size)
             data = add_bytes(_FMT[a["fmt"]], data[:n], memory[remote:remote + n].tobytes()) \
                 + data[n:]
         self._store(other, a["rspace"], remote, data)
