@@ -6,8 +6,9 @@ boundary on the same ID, so a table row may sit anywhere in HBM.
 
 A burst is at most 4 KiB (a row of ``max_dim`` fp32 elements), so it crosses one boundary at
 most. What it splits are row bursts: the list readers already end their bursts at 4 KiB
-boundaries (their buffers count beats per burst), so theirs pass through whole. Reads: the two parts' R beats come back in order on the ID; ``rlast`` passes through as
-the bus gives it (the core counts beats, never ``rlast``). Writes (the core writes on ID 0
+boundaries, so theirs pass through whole. Reads: the two parts' R beats come back in order
+on the ID; ``rlast`` passes through as the bus gives it (the core counts beats, never
+``rlast``). Writes (the core writes on ID 0
 only, so their responses come back in order): ``wlast`` is raised at the end of each part, and
 a split write's two B responses are merged into one (the first non-OKAY of them), so the
 core sees one B per burst it issued. A burst's W beats wait until its first part's AW is
