@@ -47,8 +47,10 @@ TOLERANCE = 0.02
 COARSE = [round(0.1 * i, 2) for i in range(1, 11)]
 ZERO_LOAD = 0.02
 
-NETWORKS = [((8, 8), 4), ((8, 8), 2), ((4, 4), 4), ((4, 4), 2)]
-"""(dims, VCs) of the saturation table; the BookSim comparison (8x8, 4 VCs) first."""
+NETWORKS = [((8, 8), 4, 1), ((8, 8), 4, 3), ((8, 8), 2, 1), ((8, 8), 2, 3), ((4, 4), 4, 1),
+            ((4, 4), 2, 1)]
+"""(dims, VCs, allocator iterations) of the saturation table; the BookSim comparison (8x8,
+4 VCs, one iteration as BookSim's default allocator) first."""
 
 LINK_LATENCIES = [1, 8, 32]
 
@@ -138,7 +140,8 @@ def _plot(curves, path):
             pts = c["points"]
             line, = ax.plot([p["offered"] for p in pts], [p["latency"] for p in pts],
                             marker="o", ms=3,
-                            label=f"{c['vcs']} VCs, {c['length']}-flit: saturation "
+                            label=f"{c['vcs']} VCs, {c['length']}-flit, "
+                                  f"{c['iters']} alloc. iter.: saturation "
                                   f"{c['saturation']:.2f}")
             ax.axvline(c["saturation"], color=line.get_color(), ls=":", lw=1)
             bound = c["ideal"]
@@ -165,12 +168,13 @@ def _saturation_rows(curves):
         booksim = BOOKSIM_8X8_TORUS[c["vcs"]] if c["dims"] == (8, 8) and c["length"] == 1 \
             else "-"
         target = TARGETS.get((c["dims"], c["vcs"], c["length"]))
-        rows.append([f"{_net(c['dims'])} torus", c["vcs"], c["length"],
+        rows.append([f"{_net(c['dims'])} torus", c["vcs"], c["iters"], c["length"],
                      f"{c['zero_load_latency']:.1f}", f"{c['zero_load_model']:.1f}",
                      f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
                      f"{c['peak']:.3f}", f"{c['ideal']:.2f}",
                      f">= {target}" if target else "-", booksim])
-        data.append({"dims": list(c["dims"]), "vcs": c["vcs"], "packet_flits": c["length"],
+        data.append({"dims": list(c["dims"]), "vcs": c["vcs"], "alloc_iters": c["iters"],
+                     "packet_flits": c["length"],
                      "saturation": c["saturation"],
                      "saturation_accepted": c["saturation_accepted"], "peak": c["peak"],
                      "ideal": c["ideal"],
@@ -251,33 +255,34 @@ def bench(quick=False, networks=None):
     from sim.ici_synth import logic_depth
 
     env = environment()
-    networks = networks or ([((4, 4), 4)] if quick else NETWORKS)
+    networks = networks or ([((4, 4), 4, 1)] if quick else NETWORKS)
     lengths = [1] if quick else [1, 4]
     coarse = [0.2, 0.5, 0.8, 1.0] if quick else COARSE
     curves, cost = [], {}
-    for dims, vcs in networks:
-        cfg = bench_config(dims, vcs)
+    for dims, vcs, iters in networks:
+        cfg = bench_config(dims, vcs, alloc_iters=iters)
         for length in lengths:
             c = saturation(cfg, length, coarse=coarse)
-            curves.append({"net": _net(dims), "dims": dims, "vcs": vcs, "length": length, **c})
+            curves.append({"net": _net(dims), "dims": dims, "vcs": vcs, "iters": iters,
+                           "length": length, **c})
             cost[cfg.name] = (c["build_seconds"], c["cycles_per_second"], c["build_cpu"])
-            print(_net(dims), vcs, length, c["saturation"], c["peak"], flush=True)
-    curves.sort(key=lambda c: (c["dims"], c["vcs"], c["length"]))
+            print(_net(dims), vcs, iters, length, c["saturation"], c["peak"], flush=True)
+    curves.sort(key=lambda c: (c["dims"], c["vcs"], c["iters"], c["length"]))
     sat_rows, sat_data = _saturation_rows(curves)
     link_rows, link_data = _link_latency(quick)
     stage_rows, stage_data = _stage_rows(quick)
     cost.update(_speed_16x16(quick))
     tool_rows, tool_data = _tool_rows(cost)
-    depth = {stage: logic_depth(ICIConfig(dims=(8, 8), vcs=4, max_packet=4,
-                                          switch_stage=stage))
-             for stage in (False, True)}
-    depth_rows = [["yes" if stage else "no", d["depth"], f"{d['cells']:,}",
+    depth = {(stage, iters): logic_depth(ICIConfig(dims=(8, 8), vcs=4, max_packet=4,
+                                                   switch_stage=stage, alloc_iters=iters))
+             for stage, iters in ((False, 1), (True, 1), (False, 3), (True, 3))}
+    depth_rows = [["yes" if stage else "no", iters, d["depth"], f"{d['cells']:,}",
                    f"{d['flip_flops']:,}", " -> ".join(d["path"][:1] + d["path"][-1:])]
-                  for stage, d in depth.items()]
+                  for (stage, iters), d in depth.items()]
     out_dir = results_directory(quick)
     _plot(curves, out_dir / "ici_latency.png")
-    points = [[f"{c['net']}", c["vcs"], c["length"], f"{p['load']:.2f}", f"{p['offered']:.3f}",
-               f"{p['accepted']:.3f}", f"{p['latency']:.1f}", p["refused"],
+    points = [[f"{c['net']}", c["vcs"], c["iters"], c["length"], f"{p['load']:.2f}",
+               f"{p['offered']:.3f}", f"{p['accepted']:.3f}", f"{p['latency']:.1f}", p["refused"],
                "yes" if stable(p, c["bound"]) else "no"]
               for c in curves for p in c["points"]]
     text = f"""# ICI benchmark results
@@ -296,7 +301,8 @@ cycle, computed from the routes (8/k for a k x k torus, capped at 1).
 
 ## Saturation and zero-load latency
 
-{table(["network", "VCs", "packet flits", "zero-load latency (offered 0.02)",
+{table(["network", "VCs", "allocator iterations", "packet flits",
+        "zero-load latency (offered 0.02)",
         "zero-load model", "saturation: highest stable offered load (accepted there)",
         "peak accepted rate", "ideal bound", "target (issue 16)",
         "BookSim 2 (8x8, 1 flit)"], sat_rows)}
@@ -317,7 +323,8 @@ cycle, computed from the routes (8/k for a k x k torus, capped at 1).
 Logic depth of the 8x8 torus router (4 VCs) from Yosys (`sim/ici_synth.py`: flattened, memories
 as flip-flops, generic gates after ABC, `ltp -noff`; event counters left out):
 
-{table(["switch_stage", "longest path, gates", "cells", "flip-flops", "path (from -> to)"],
+{table(["switch_stage", "allocator iterations", "longest path, gates", "cells", "flip-flops",
+        "path (from -> to)"],
        depth_rows)}
 
 ## Simulation speed and build cost
@@ -333,10 +340,11 @@ compiler's share halved estimates the wall time on 2 otherwise idle cores.
 
 ## Every point
 
-{table(["network", "VCs", "flits", "load set", "offered", "accepted", "latency",
+{table(["network", "VCs", "iterations", "flits", "load set", "offered", "accepted", "latency",
         "refused", "stable"], points)}
 """
     tables = {"saturation": sat_data, "link_latency": link_data, "switch_stage": stage_data,
               "tool_cost": tool_data,
-              "logic_depth": [{"switch_stage": k, **v} for k, v in depth.items()]}
+              "logic_depth": [{"switch_stage": stage, "alloc_iters": iters, **v}
+                              for (stage, iters), v in depth.items()]}
     _write_results("ici", text, tables, env, quick)

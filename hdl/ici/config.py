@@ -55,6 +55,11 @@ class ICIConfig(Config):
         Register the allocator's decisions: the chosen flit is read from its buffer and crosses
         the switch in the next cycle (a three-stage router instead of two: one more cycle per
         hop), which cuts the router's longest combinational path about in half.
+    alloc_iters : int
+        Iterations of the separable switch allocator per cycle: 1, 2 or 3. More iterations
+        match more inputs to outputs in a cycle (and serve packets in flight first), at the
+        cost of a longer combinational path and a slower simulation (see
+        :mod:`hdl.ici.allocator`).
     """
 
     dims: tuple = (4, 4)
@@ -68,6 +73,7 @@ class ICIConfig(Config):
     retry_depth: int = 8
     link_latency: int = 1
     switch_stage: bool = False
+    alloc_iters: int = 1
 
     KIND = "ICI"
 
@@ -91,6 +97,7 @@ class ICIConfig(Config):
         check_int("local_ports", self.local_ports, 1, 4)
         check_int("link_latency", self.link_latency, 1, 64)
         check_bool("switch_stage", self.switch_stage)
+        check_choice("alloc_iters", self.alloc_iters, (1, 2, 3))
         windows = [r for r in RETRY_DEPTHS if r >= self.ack_round_trip]
         if self.retry_depth not in windows:
             raise ConfigError("retry_depth", f"must be one of {', '.join(map(str, windows))} "
@@ -216,8 +223,10 @@ class ICIConfig(Config):
                                                                    strict=True))
         link = f"_d{self.link_latency}" if self.link_latency > 1 else ""
         stage = "_s" if self.switch_stage else ""
+        iters = f"_a{self.alloc_iters}" if self.alloc_iters > 1 else ""
         return (f"{topo}_c{self.classes}v{self.vcs}b{self.buffer_depth}_w{self.flit_bits}"
-                f"_p{self.max_packet}_l{self.local_ports}_r{self.retry_depth}{link}{stage}")
+                f"_p{self.max_packet}_l{self.local_ports}_r{self.retry_depth}{link}{stage}"
+                f"{iters}")
 
     @property
     def router_name(self):

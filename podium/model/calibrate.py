@@ -195,8 +195,10 @@ def _collectives(directory):
         return ring_term, Term(1.0, f"assumed: 1.0 ({why_ici})")
 
     def rank(ir):
+        # The largest network, most VCs, longest packets, and the pod's router (one
+        # allocator iteration, the default) before the others.
         r = ir[1]
-        return (math.prod(r["dims"]), r["vcs"], r["packet_flits"])
+        return (math.prod(r["dims"]), r["vcs"], r["packet_flits"], -r.get("alloc_iters", 1))
 
     i, r = max(rows, key=rank)
     dims = "x".join(str(d) for d in r["dims"])

@@ -27,7 +27,8 @@ ROUTER_TB = "verification.tb.ici_router"
 
 # Networks of the regression, each built once with its test harness and fault injectors. The
 # 2x2 torus has the registered allocation (switch_stage), the 4x4 mesh 5-cycle links (delay
-# lines in memories, which keep their contents through the resets between tests).
+# lines in memories, which keep their contents through the resets between tests), the 4x4
+# torus three allocator iterations and the 2x2x2 torus two.
 def _harness(faults=True, **params):
     return ICIHarnessConfig(ici=ICIConfig(**params), faults=faults)
 
@@ -35,15 +36,16 @@ def _harness(faults=True, **params):
 CONFIGS = {
     "2x2t": _harness(dims=(2, 2), classes=2, vcs=2, buffer_depth=4, max_packet=4,
                      local_ports=2, switch_stage=True),
-    "4x4t": _harness(dims=(4, 4), vcs=4, buffer_depth=8, max_packet=8),
+    "4x4t": _harness(dims=(4, 4), vcs=4, buffer_depth=8, max_packet=8, alloc_iters=3),
     "4x4m": _harness(dims=(4, 4), wrap=(False, False), classes=2, vcs=2, buffer_depth=4,
                      max_packet=6, link_latency=5, retry_depth=16),
-    "2x2x2t": _harness(dims=(2, 2, 2), vcs=2, buffer_depth=4, max_packet=4, retry_depth=4),
+    "2x2x2t": _harness(dims=(2, 2, 2), vcs=2, buffer_depth=4, max_packet=4, retry_depth=4,
+                       alloc_iters=2),
 }
 ROUTER = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
 LARGE_TESTS = ("test_generated_traffic", "test_soak", "test_link_faults")
 LARGE = {
-    "8x8t": (_harness(dims=(8, 8), vcs=4, max_packet=4), LARGE_TESTS),
+    "8x8t": (_harness(dims=(8, 8), vcs=4, max_packet=4, alloc_iters=3), LARGE_TESTS),
     "3x5m-t": (_harness(dims=(3, 5), wrap=(False, True), classes=3, vcs=2, max_packet=5),
                LARGE_TESTS),
     # Trillium's pod: built, and every traffic pattern run through it (no fault injectors).

@@ -268,13 +268,17 @@ def test_injection_port(seed):
     assert counted == drops > 0
 
 
-def test_allocator(seed):
+@pytest.mark.parametrize("iters", [1, 2, 3])
+def test_allocator(seed, iters):
     """Random packets queued at every input VC (routes at random), random credits and output
-    readiness: every transfer is of a requesting flit (buffered, credited, output ready); one
-    flit per output and per input in a cycle; a head takes its route's output VC (any free one
-    at an ejection port) and its packet's flits follow on it uninterrupted to the tail; every
-    packet gets through."""
-    cfg = CFG
+    readiness, with 1 to 3 allocator iterations: every transfer is of a requesting flit
+    (buffered, credited, output ready); one flit per output and per input in a cycle; a head
+    takes its route's output VC (any free one at an ejection port) and its packet's flits
+    follow on it uninterrupted to the tail; every packet gets through. On network outputs: no
+    output is left idle that every requesting VC of an unmatched input wanted; with more than
+    one iteration (packets in flight first) no input sends a head while one of its body flits
+    wanted an output that is left idle."""
+    cfg = CFG.replace(alloc_iters=iters)
     rng = random.Random(seed)
     dut = Allocator(cfg)
     P, NP, V = cfg.ports, cfg.net_ports, cfg.total_vcs
@@ -310,6 +314,29 @@ def test_allocator(seed):
                                             ("ovc", ovc)):
                             ctx.set(dut.front[i][v][name], value)
             pops = {i: ctx.get(dut.pop_vc[i]) for i in range(P) if ctx.get(dut.pop[i])}
+            # Per input, the network outputs its VCs request, and of those its body flits'.
+            wants, body_wants = {}, {}
+            for i in range(P):
+                for v in range(V):
+                    if not queues[i][v]:
+                        continue
+                    head, _, op, ovc, _ = queues[i][v][0]
+                    if op >= NP:
+                        wants.setdefault(i, set()).add(None)  # an ejection: not checked
+                        continue
+                    vc = ovc if head else route[(i, v)][1]
+                    if (ready >> op) & 1 and (credit[op] >> vc) & 1 \
+                            and not (head and (op, vc) in owner):
+                        wants.setdefault(i, set()).add(op)
+                        if not head:
+                            body_wants.setdefault(i, set()).add(op)
+            idle = {o for o in range(NP) if not ctx.get(dut.transfer[o].sent)}
+            for i, outs in wants.items():
+                if i not in pops and len(outs) == 1 and outs <= idle:
+                    raise AssertionError(f"input {i} unmatched, output {outs} idle")
+                if iters > 1 and i in pops and queues[i][pops[i]][0][0] \
+                        and body_wants.get(i, set()) & idle:
+                    raise AssertionError(f"input {i} sent a head before a body flit")
             sources = []
             for o in range(P):
                 t = ctx.get(dut.transfer[o])
