@@ -124,8 +124,14 @@ def saturation(cfg, length, *, coarse=COARSE, seed=1, warmup=WARMUP, window=WIND
         "zero_load_model": zero_load_model(cfg, length),
         "ideal": ideal_throughput(cfg.ici),
         "build_seconds": build_s, "build_cpu": build_cpu,
-        "cycles_per_second": statistics.median(p["cycles"] / p["seconds"] for p in points),
+        "cycles_per_second": _speed(points),
     }
+
+
+def _speed(points):
+    """(median, lowest, highest) simulated cycles per second over ``points``."""
+    speeds = [p["cycles"] / p["seconds"] for p in points]
+    return statistics.median(speeds), min(speeds), max(speeds)
 
 
 def _plot(curves, path):
@@ -228,24 +234,32 @@ def _stage_rows(quick):
 
 def _tool_rows(cost):
     rows, data = [], []
-    for name, (build_s, speed, cpu) in sorted(cost.items(), key=lambda kv: len(kv[0])):
+    for name, (build_s, (speed, lo, hi), cpu) in sorted(cost.items(),
+                                                        key=lambda kv: len(kv[0])):
         verilate, compile_ = cpu if cpu else (None, None)
-        rows.append([name, f"{speed:,.0f}", f"{build_s:.0f}",
+        rows.append([name, f"{speed:,.0f}", f"{lo:,.0f} - {hi:,.0f}", f"{build_s:.0f}",
                      f"{verilate:.0f} + {compile_:.0f}" if cpu else "-",
                      f"{verilate + compile_ / 2:.0f}" if cpu else "-"])
-        data.append({"top": name, "cycles_per_second": speed, "build_seconds": build_s,
+        data.append({"top": name, "cycles_per_second": speed,
+                     "cycles_per_second_range": [lo, hi], "build_seconds": build_s,
                      "build_cpu_verilator": verilate, "build_cpu_compiler": compile_})
     return rows, data
 
 
-def _speed_16x16(quick):
-    """Simulated cycles/s of the 16x16 torus (Trillium's pod) harness: two loads."""
+def _speed_runs(quick):
+    """Simulated cycles/s of the 16x16 torus (Trillium's pod) harness at two loads, and of the
+    8x8 torus harness built for speed (the router verilated per instance, a model of 2
+    threads) at five."""
     if quick:
         return {}
-    cfg = bench_config((16, 16), 4)
-    points, build_s, build_cpu = run_loads(cfg, 1, [0.1, 0.4])
-    speed = statistics.median(p["cycles"] / p["seconds"] for p in points)
-    return {cfg.name: (build_s, speed, build_cpu)}
+    out = {}
+    for cfg, loads in ((bench_config((16, 16), 4), [0.1, 0.4]),
+                       (bench_config((8, 8), 4).replace(verilate="flat", sim_threads=2),
+                        [0.1, 0.2, 0.3, 0.4, 0.5])):
+        points, build_s, build_cpu = run_loads(cfg, 1, loads)
+        out[cfg.name] = (build_s, _speed(points), build_cpu)
+        print(cfg.name, out[cfg.name], flush=True)
+    return out
 
 
 def bench(quick=False, networks=None):
@@ -271,7 +285,7 @@ def bench(quick=False, networks=None):
     sat_rows, sat_data = _saturation_rows(curves)
     link_rows, link_data = _link_latency(quick)
     stage_rows, stage_data = _stage_rows(quick)
-    cost.update(_speed_16x16(quick))
+    cost.update(_speed_runs(quick))
     tool_rows, tool_data = _tool_rows(cost)
     depth = {(stage, iters): logic_depth(ICIConfig(dims=(8, 8), vcs=4, max_packet=4,
                                                    switch_stage=stage, alloc_iters=iters))
@@ -333,9 +347,13 @@ Simulated cycles per second: the median over the measured loads of the harness (
 traffic, generators and checkers running, no Python per cycle), wall time inside the
 simulation. Build: wall seconds of the Verilator build as it ran, and its CPU seconds
 (Verilator's conversion, single-threaded, + the C++ compiler over all jobs), whose sum with the
-compiler's share halved estimates the wall time on 2 otherwise idle cores.
+compiler's share halved estimates the wall time on 2 otherwise idle cores. Harness names
+ending `_flat_t2` are built for speed (`ICIHarnessConfig(verilate="flat", sim_threads=2)`:
+the router's code once per instance, a Verilator model of 2 threads); the others as the
+regression builds them (one thread; above 16 routers the router verilated once, as a library).
 
-{table(["harness top", "simulated cycles/s", "build wall, s", "build CPU, s (Verilator + C++)",
+{table(["harness top", "simulated cycles/s (median)", "lowest - highest", "build wall, s",
+        "build CPU, s (Verilator + C++)",
         "build estimate on 2 idle cores, s"], tool_rows)}
 
 ## Every point

@@ -157,6 +157,10 @@ def _verilator_commands(design, vpath, directory, waves, jobs):
     cpp = cfg.share_dir / "lib" / "verilator" / "verilator.cpp"
     # Modules marked hier_block (hdl.lib.hier) are verilated once each, as libraries.
     hier = ["--hierarchical"] if HIER_BLOCK in design.verilog else []
+    # A top may ask for a multithreaded model (its sidecar's ``verilator_threads``).
+    threads = design.sidecar.get("verilator_threads", 1)
+    # A block too small to split (a hier_block library) is built single-threaded: no warning.
+    hier += ["--threads", str(threads), "-Wno-UNOPTTHREADS"] if threads > 1 else []
     verilate = [
         "verilator", *VERILATOR_FLAGS, *hier, "-Mdir", str(directory),
         "--top-module", design.name, "--prefix", "Vtop", "-o", design.name,

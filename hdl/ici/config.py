@@ -253,6 +253,13 @@ class ICIHarnessConfig(Config):
         Entries of each generator's source queue (packets created and not yet injected): a
         power of two, 4..4096. Benchmarks make it deep enough never to refuse a packet at a
         stable load, as BookSim's unbounded source queues.
+    verilate : str
+        How Verilator builds the router: ``"auto"`` (once, as a library, ``hier_block``, in a
+        network of more than 16 routers; else once per instance), ``"hierarchical"`` or
+        ``"flat"`` (once per instance: a longer build, a faster simulation of a large network).
+    sim_threads : int
+        Threads of the Verilator model: 1, 2 or 4 (``--threads``; more than the free cores
+        slows it down, so the regression keeps 1).
     """
 
     KIND = "ICI harness"
@@ -260,10 +267,14 @@ class ICIHarnessConfig(Config):
     ici: ICIConfig = ICIConfig()
     faults: bool = False
     source_queue: int = 16
+    verilate: str = "auto"
+    sim_threads: int = 1
 
     def validate(self):
         check_bool("faults", self.faults)
         check_choice("source_queue", self.source_queue, [1 << n for n in range(2, 13)])
+        check_choice("verilate", self.verilate, ("auto", "hierarchical", "flat"))
+        check_choice("sim_threads", self.sim_threads, (1, 2, 4))
         low = self.ici.header_bits + TIMESTAMP_BITS
         if self.ici.flit_bits < low:
             raise ConfigError("ici.flit_bits", f"must be at least {low} in a harness (header "
@@ -272,7 +283,10 @@ class ICIHarnessConfig(Config):
     @property
     def name(self):
         queue = f"_q{self.source_queue}" if self.source_queue != 16 else ""
-        return f"podium_ici_harness_{self.ici.suffix}{queue}" + ("_fi" if self.faults else "")
+        build = {"auto": "", "hierarchical": "_hier", "flat": "_flat"}[self.verilate]
+        threads = f"_t{self.sim_threads}" if self.sim_threads > 1 else ""
+        return (f"podium_ici_harness_{self.ici.suffix}{queue}" + ("_fi" if self.faults else "")
+                + build + threads)
 
 
 def node_coords(cfg, n):

@@ -513,7 +513,8 @@ class Harness(Top):
 
     def __init__(self, config):
         cfg = config.ici
-        net = Network(cfg, faults=config.faults)
+        hier = {"auto": None, "hierarchical": True, "flat": False}[config.verilate]
+        net = Network(cfg, faults=config.faults, hier_block=hier)
         self._net = Submodule(net.name, net, children=net.submodules)
         self._gen = Submodule(f"{config.name}_gen", Generator(cfg, config.source_queue))
         self._chk = Submodule(f"{config.name}_chk", Checker(cfg))
@@ -541,7 +542,8 @@ class Harness(Top):
 
     @property
     def extras(self):
-        return {"constants": {"port_latency": PORT_LATENCY}}
+        return {"constants": {"port_latency": PORT_LATENCY},
+                "verilator_threads": self.config.sim_threads}
 
     def _registered(self, m):
         """The domain ``core`` (reset by a register following ``rst``), and the top's control

@@ -76,12 +76,16 @@ class Network(Top):
         Only with ``faults`` (a constructor argument, test only): flip probability per wire
         per cycle (/65536), seed of the injectors (taken at reset), and the count of bits
         flipped.
+
+    ``hier_block`` (a constructor argument): verilate the router once as a library (True),
+    once per instance (False), or by the network's size (None: above ``HIER_NODES``).
     """
 
-    def __init__(self, config, *, faults=False):
+    def __init__(self, config, *, faults=False, hier_block=None):
         cfg = config
         self._faults = faults
-        self._router = Submodule(cfg.router_name, Router(cfg), hier_block=cfg.nodes > HIER_NODES)
+        hier = cfg.nodes > HIER_NODES if hier_block is None else hier_block
+        self._router = Submodule(cfg.router_name, Router(cfg), hier_block=hier)
         self._subs = [self._router]
         if faults:
             self._injector = Submodule(f"{cfg.router_name}_faults", FaultInjector(cfg))

@@ -77,6 +77,15 @@ def test_ici_large(cocotb_run, net):
         cocotb_run("ici_harness", config, TB, test)
 
 
+def test_ici_build_options(cocotb_run):
+    """The harness's build options: the router verilated once as a library in a network
+    small enough to be flat by default, with a model of 2 threads (the benchmark builds the
+    8x8 torus with 2 threads, flat)."""
+    config = _harness(faults=False, dims=(2, 2), vcs=2, max_packet=4).replace(
+        verilate="hierarchical", sim_threads=2)
+    cocotb_run("ici_harness", config, TB, "test_generated_traffic")
+
+
 @pytest.mark.parametrize("net, test", cases(ROUTER_TB, {"router": ROUTER}))
 def test_ici_router(cocotb_run, net, test):
     cocotb_run("ici_router", ROUTER, ROUTER_TB, test)
@@ -138,6 +147,7 @@ def test_bounds():
     ({"flit_bits": 16}, "flit_bits must be an integer in 30..1024, got 16"),
     ({"radix": 3}, "unknown ICI parameter(s): radix"),
     ({"dims": 4}, "dims must be a list, got 4"),
+    ({"alloc_iters": 4}, "alloc_iters must be one of 1, 2, 3, got 4"),
 ])
 def test_config_refused(params, message):
     with pytest.raises(ValueError) as info:
@@ -145,10 +155,16 @@ def test_config_refused(params, message):
     assert message in str(info.value)
 
 
-def test_harness_config_refused():
+@pytest.mark.parametrize("params, message", [
+    ({"ici": {"flit_bits": 40}}, "ici.flit_bits must be at least 46 in a harness"),
+    ({"verilate": "inline"},
+     "verilate must be one of 'auto', 'hierarchical', 'flat', got 'inline'"),
+    ({"sim_threads": 3}, "sim_threads must be one of 1, 2, 4, got 3"),
+])
+def test_harness_config_refused(params, message):
     with pytest.raises(ValueError) as info:
-        ICIHarnessConfig.from_dict({"ici": {"flit_bits": 40}})
-    assert "ici.flit_bits must be at least 46 in a harness" in str(info.value)
+        ICIHarnessConfig.from_dict(params)
+    assert message in str(info.value)
 
 
 def test_generate_lint(tmp_path):
