@@ -93,12 +93,15 @@ class Allocator(wiring.Component):
         free = [first_set(m, ~held[o] & self.credit[o], name=f"eject_vc{o}")
                 for o in range(NP, P)]
         inputs = [self._requests(m, i, Cat(*held), free) for i in range(P)]
-        # Per input: the flit that goes (its VC and front), if any.
+        # Per input: the flit that goes (its VC and front): the first iteration's pick unless a
+        # later iteration's won, so with one iteration nothing waits for the output arbiters.
         sent = [Signal(meta_layout(cfg), name=f"sent{i}") for i in range(P)]
         sent_vc = [Signal(range(V), name=f"sent_vc{i}") for i in range(P)]
         matched = Const(0, P)       # inputs granted in an earlier iteration
         taken = Const(0, P)         # outputs granted in an earlier iteration
         grants = [Const(0, P)] * P
+        # Per output, what crosses it: each iteration's grant selects among its own picks.
+        crossing = [Const(0, len(sent[0].as_value()))] * P
         for it in range(cfg.alloc_iters):
             picks = []
             for i, (reqs, fronts, _) in enumerate(inputs):
@@ -124,19 +127,20 @@ class Allocator(wiring.Component):
                 out.append(round_robin(m, Mux(taken[o], 0, req), 1, name=f"oa{it}_{o}"))
             for i, (front, _, vc, won) in enumerate(picks):
                 m.d.comb += won.eq(reduce(or_, [g[i] for g in out]))
-                with m.If(won):
+                with m.If(won if it else 1):
                     m.d.comb += [sent[i].eq(front), sent_vc[i].eq(vc)]
+            fronts = [front.as_value() for front, _, _, _ in picks]
+            crossing = [c | one_hot_select(g, fronts) for c, g in zip(crossing, out, strict=True)]
             matched = matched | Cat(*[won for _, _, _, won in picks])
             taken = taken | Cat(*[g.any() for g in out])
             grants = [g | h for g, h in zip(grants, out, strict=True)]
-        fronts = [s.as_value() for s in sent]
         for i in range(P):
             m.d.comb += [self.pop[i].eq(matched[i]), self.pop_vc[i].eq(sent_vc[i])]
             with m.If(matched[i] & sent[i].head & (sent[i].op >= NP)):
                 m.d.sync += Array(inputs[i][2])[sent_vc[i]].eq(sent[i].ovc)
         for o, grant in enumerate(grants):
             t = self.transfer[o]
-            front = data.View(meta_layout(cfg), one_hot_select(grant, fronts))
+            front = data.View(meta_layout(cfg), crossing[o])
             m.d.comb += [t.sent.eq(grant.any()), t.grant.eq(grant), t.head.eq(front.head),
                          t.tail.eq(front.tail), t.vc.eq(front.ovc)]
             # The VC is taken by a head and given back by a tail (a one-flit packet: neither).
