@@ -19,9 +19,11 @@ Terms and where they come from:
   HBM access is a long sequential stream (weights, activations, KV cache).
 - ``ici_collective``: ``collectives.json`` (``sim/pod_perf.py``) table ``busbw``: the
   ``efficiency`` (NCCL bus bandwidth over the link bound) of the largest all-reduce measured.
-- ``ici_all_to_all``: ``collectives.json`` all-to-all rows when present, else ``ici.json``
-  table ``saturation``: saturation / ideal of uniform random traffic (an all-to-all's pattern)
-  on the largest network, most VCs, longest packets.
+- ``ici_all_to_all``: ``collectives.json`` table ``all_to_all``: the fraction of the
+  bisection bound (``of_bisection_bound``) of the largest all-to-all on the largest pod, the
+  bound the model's all-to-all time divides by; else ``ici.json`` table ``saturation``:
+  saturation / ideal of uniform random traffic (an all-to-all's pattern) on the largest
+  network, most VCs, longest packets, one allocator iteration (the pod's router).
 - ``ici_hop_latency``: ``collectives.json`` table ``alpha_beta`` (the largest topology, its
   all-reduce): the RTL's cycles per ring step (``alpha_cycles`` + ``per_hop_cycles``) moved to
   the preset's link (a cycle lasts ``link_bytes_per_cycle`` / link bandwidth, so the latency
@@ -182,13 +184,17 @@ def _collectives(directory):
         why = why or "collectives.json table 'busbw' has no all_reduce row"
         ring_term = Term(1.0, f"assumed: 1.0 ({why}; the pod benchmark, python -m sim.bench "
                               f"pod, writes it)")
-    a2a = _largest(rows, "all_to_all")
+    a2a_rows, _ = _rows(directory, "collectives", "all_to_all",
+                        ("collective", "topology", "chips", "bytes_per_chip",
+                         "of_bisection_bound"))
+    a2a = _largest(a2a_rows, "all_to_all")
     if a2a:
         i, r = a2a
-        return ring_term, _measured(_fraction(r["efficiency"]),
-                                    f"collectives.json, busbw row {i}",
-                                    f"all_to_all on the {r['topology']} pod, "
-                                    f"{r['bytes_per_chip']} B per chip")
+        return ring_term, _measured(_fraction(r["of_bisection_bound"]),
+                                    f"collectives.json, all_to_all row {i}",
+                                    f"uniform all-to-all on the {r['topology']} pod, "
+                                    f"{r['bytes_per_chip']} B per chip, bisection bound / "
+                                    f"time")
     rows, why_ici = _rows(directory, "ici", "saturation",
                           ("dims", "vcs", "packet_flits", "saturation", "ideal"))
     if not rows:

@@ -404,7 +404,9 @@ ICI_ROWS = [{"dims": [4, 4], "vcs": 4, "packet_flits": 4, "saturation": 0.734, "
             {"dims": [8, 8], "vcs": 4, "packet_flits": 4, "saturation": 0.52, "ideal": 1.0,
              "zero_load_latency": 15.2, "points": []},
             {"dims": [8, 8], "vcs": 2, "packet_flits": 4, "saturation": 0.443, "ideal": 1.0,
-             "zero_load_latency": 15.2, "points": []}]
+             "zero_load_latency": 15.2, "points": []},
+            {"dims": [8, 8], "vcs": 4, "alloc_iters": 3, "packet_flits": 4, "saturation": 0.58,
+             "ideal": 1.0, "zero_load_latency": 15.2, "points": []}]
 
 
 def busbw_row(collective, topology, chips, size, efficiency):
@@ -445,7 +447,8 @@ def test_calibration_from_present_files(tmp_path):
     # The largest all-reduce on the largest pod: 1 MiB per chip on the 4x4.
     assert terms["ici_collective"].value == 0.9
     assert terms["ici_collective"].origin == "collectives.json, busbw row 3"
-    # No all-to-all in collectives.json: uniform random saturation on the largest network.
+    # No all-to-all in collectives.json: uniform random saturation on the largest network,
+    # with the pod's router (one allocator iteration), not the three-iteration row.
     assert terms["ici_all_to_all"].value == 0.52
     assert terms["ici_all_to_all"].origin == "ici.json, saturation row 1"
     # (8 + 2) cycles per ring step on the 4x4's all-reduce, a cycle being 16 B of a 100 GB/s
@@ -461,6 +464,20 @@ def test_calibration_from_present_files(tmp_path):
     # The v4 preset takes the same efficiencies, its latency moved to its 45 GB/s link.
     v4 = calibrate.measured_terms(CHIPS["v4"], tmp_path)
     assert v4["ici_hop_latency"].value == pytest.approx(1e-6 + 10 * 16 / 45e9)
+
+
+def test_calibration_all_to_all_from_the_pod(tmp_path):
+    """The pod benchmark's all-to-all table, when present, gives the all-to-all term: the
+    largest message on the largest pod, as a fraction of the bisection bound."""
+    write_results(tmp_path, "ici", {"saturation": ICI_ROWS})
+    a2a = [{"collective": "all_to_all", "topology": t, "chips": c, "bytes_per_chip": b,
+            "cycles": 100, "of_bisection_bound": f}
+           for t, c, b, f in (("1x4", 4, 1 << 18, 0.85), ("4x4", 16, 1 << 14, 0.7),
+                              ("4x4", 16, 1 << 18, 0.83))]
+    write_results(tmp_path, "collectives", {**COLLECTIVES, "all_to_all": a2a})
+    terms = calibrate.measured_terms(CHIPS["v6e"], tmp_path)
+    assert terms["ici_all_to_all"].value == 0.83
+    assert terms["ici_all_to_all"].origin == "collectives.json, all_to_all row 2"
 
 
 def test_calibration_from_mxu_benchmark(tmp_path):
