@@ -15,7 +15,8 @@ the requests between them, each iteration with arbiters of its own. Every arbite
 flits that continue a packet (body flits) before heads: a packet in flight holds its output
 VC, and finishing it frees the VC soonest. One iteration is the separable input-first
 allocator of BookSim's default router; three bring the 8x8 torus with 4-flit packets from
-0.52 to 0.58 flits/node/cycle at stable saturation (docs/results/ici.md).
+0.52 to 0.58 flits/node/cycle at stable saturation, at 2.9 times the logic depth (the
+iterations run in sequence; docs/results/ici.md).
 
 On a network output the route fixes the VC (so VC allocation needs no separate stage). An
 ejection port has ``total_vcs`` VCs of its own (reassembly queues, :class:`~.router.Ejection`):
