@@ -171,8 +171,9 @@ def _net(dims):
 def _saturation_rows(curves):
     rows, data = [], []
     for c in curves:
-        booksim = BOOKSIM_8X8_TORUS[c["vcs"]] if c["dims"] == (8, 8) and c["length"] == 1 \
-            else "-"
+        # BookSim's figures are of its default allocator: beside one iteration only.
+        booksim = BOOKSIM_8X8_TORUS[c["vcs"]] \
+            if c["dims"] == (8, 8) and c["length"] == 1 and c["iters"] == 1 else "-"
         target = TARGETS.get((c["dims"], c["vcs"], c["length"]))
         rows.append([f"{_net(c['dims'])} torus", c["vcs"], c["iters"], c["length"],
                      f"{c['zero_load_latency']:.1f}", f"{c['zero_load_model']:.1f}",
@@ -248,17 +249,21 @@ def _tool_rows(cost):
 
 def _speed_runs(quick):
     """Simulated cycles/s of the 16x16 torus (Trillium's pod) harness at two loads, and of the
-    8x8 torus harness built for speed (the router verilated per instance, a model of 2
-    threads) at five."""
+    8x8 torus harness at offered 0.1-0.5 built three ways: as the regression builds it (the
+    router verilated once, as a library), flat (the router's code per instance), and flat
+    with a model of 2 threads."""
     if quick:
         return {}
     out = {}
+    eight = bench_config((8, 8), 4)
+    light = [0.1, 0.2, 0.3, 0.4, 0.5]
     for cfg, loads in ((bench_config((16, 16), 4), [0.1, 0.4]),
-                       (bench_config((8, 8), 4).replace(verilate="flat", sim_threads=2),
-                        [0.1, 0.2, 0.3, 0.4, 0.5])):
+                       (eight, light), (eight.replace(verilate="flat"), light),
+                       (eight.replace(verilate="flat", sim_threads=2), light)):
         points, build_s, build_cpu = run_loads(cfg, 1, loads)
-        out[cfg.name] = (build_s, _speed(points), build_cpu)
-        print(cfg.name, out[cfg.name], flush=True)
+        name = f"{cfg.name} (offered {loads[0]}-{loads[-1]})"
+        out[name] = (build_s, _speed(points), build_cpu)
+        print(name, out[name], flush=True)
     return out
 
 
@@ -345,12 +350,15 @@ as flip-flops, generic gates after ABC, `ltp -noff`; event counters left out):
 
 Simulated cycles per second: the median over the measured loads of the harness (uniform
 traffic, generators and checkers running, no Python per cycle), wall time inside the
-simulation. Build: wall seconds of the Verilator build as it ran, and its CPU seconds
-(Verilator's conversion, single-threaded, + the C++ compiler over all jobs), whose sum with the
-compiler's share halved estimates the wall time on 2 otherwise idle cores. Harness names
-ending `_flat_t2` are built for speed (`ICIHarnessConfig(verilate="flat", sim_threads=2)`:
-the router's code once per instance, a Verilator model of 2 threads); the others as the
-regression builds them (one thread; above 16 routers the router verilated once, as a library).
+simulation; a harness named without loads is the saturation sweep's (offered 0.02-1.0,
+saturated loads included), one with loads was run at those loads only, so the rows at
+offered 0.1-0.5 compare the builds like for like. Build: wall seconds of the Verilator
+build as it ran, and its CPU seconds (Verilator's conversion, single-threaded, + the C++
+compiler over all jobs), whose sum with the compiler's share halved estimates the wall time
+on 2 otherwise idle cores. Harness names ending `_flat` are built with the router's code once
+per instance (`ICIHarnessConfig(verilate="flat")`), `_flat_t2` also as a Verilator model of 2
+threads (`sim_threads=2`); the others as the regression builds them (one thread; above 16
+routers the router verilated once, as a library).
 
 {table(["harness top", "simulated cycles/s (median)", "lowest - highest", "build wall, s",
         "build CPU, s (Verilator + C++)",

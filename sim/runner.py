@@ -156,13 +156,13 @@ def _verilator_commands(design, vpath, directory, waves, jobs):
     fst = waves and verilator_fst()
     cpp = cfg.share_dir / "lib" / "verilator" / "verilator.cpp"
     # Modules marked hier_block (hdl.lib.hier) are verilated once each, as libraries.
-    hier = ["--hierarchical"] if HIER_BLOCK in design.verilog else []
-    # A top may ask for a multithreaded model (its sidecar's ``verilator_threads``).
+    extra = ["--hierarchical"] if HIER_BLOCK in design.verilog else []
+    # A top may ask for a multithreaded model (its sidecar's ``verilator_threads``); a block
+    # too small to split (a hier_block library) is then built single-threaded, not warned of.
     threads = design.sidecar.get("verilator_threads", 1)
-    # A block too small to split (a hier_block library) is built single-threaded: no warning.
-    hier += ["--threads", str(threads), "-Wno-UNOPTTHREADS"] if threads > 1 else []
+    extra += ["--threads", str(threads), "-Wno-UNOPTTHREADS"] if threads > 1 else []
     verilate = [
-        "verilator", *VERILATOR_FLAGS, *hier, "-Mdir", str(directory),
+        "verilator", *VERILATOR_FLAGS, *extra, "-Mdir", str(directory),
         "--top-module", design.name, "--prefix", "Vtop", "-o", design.name,
         "-LDFLAGS", f"-Wl,-rpath,{cfg.libs_dir} -L{cfg.libs_dir} -lcocotbvpi_verilator",
         *([("--trace-fst" if fst else "--trace"), "--trace-structs"] if waves else []),

@@ -103,33 +103,38 @@ class Allocator(wiring.Component):
         grants = [Const(0, P)] * P
         # Per output, what crosses it: each iteration's grant selects among its own picks.
         crossing = [Const(0, len(sent[0].as_value()))] * P
+
+        def arbitrate(req, heads, name, advance):
+            # With more than one iteration, flits that continue a packet go before heads.
+            if cfg.alloc_iters > 1:
+                body = req & ~heads
+                req = Mux(body.any(), body, req)
+            return round_robin(m, req, advance, name=name)
+
         for it in range(cfg.alloc_iters):
             picks = []
             for i, (reqs, fronts, _) in enumerate(inputs):
-                ops = [data.View(meta_layout(cfg), f).op for f in fronts]
-                req = Cat(*[r & ~taken.bit_select(op, 1) for r, op in zip(reqs, ops, strict=True)])
-                req = Mux(matched[i], 0, req)
-                if cfg.alloc_iters > 1:
-                    body = req & ~Cat(*[data.View(meta_layout(cfg), f).head for f in fronts])
-                    req = Mux(body.any(), body, req)
+                req = Cat(*[r & ~taken.bit_select(f.op, 1)
+                            for r, f in zip(reqs, fronts, strict=True)])
                 won = Signal(name=f"won{it}_{i}")
-                grant = round_robin(m, req, won, name=f"ia{it}_{i}")
+                grant = arbitrate(Mux(matched[i], 0, req), Cat(*[f.head for f in fronts]),
+                                  f"ia{it}_{i}", won)
                 vc, valid = first_set(m, grant, name=f"pick{it}_{i}")
                 front = Signal(meta_layout(cfg), name=f"pfront{it}_{i}")
-                m.d.comb += front.eq(one_hot_select(grant, fronts))
+                m.d.comb += front.eq(one_hot_select(grant, [f.as_value() for f in fronts]))
                 picks.append((front, valid, vc, won))
             out = []
             for o in range(P):
                 req = Cat(*[valid & (front.op == o) for front, valid, _, _ in picks])
-                if cfg.alloc_iters > 1:
-                    body = Cat(*[valid & (front.op == o) & ~front.head
-                                 for front, valid, _, _ in picks])
-                    req = Mux(body.any(), body, req)
-                out.append(round_robin(m, Mux(taken[o], 0, req), 1, name=f"oa{it}_{o}"))
+                heads = Cat(*[front.head for front, _, _, _ in picks])
+                out.append(arbitrate(Mux(taken[o], 0, req), heads, f"oa{it}_{o}", 1))
             for i, (front, _, vc, won) in enumerate(picks):
                 m.d.comb += won.eq(reduce(or_, [g[i] for g in out]))
-                with m.If(won if it else 1):
+                if it == 0:
                     m.d.comb += [sent[i].eq(front), sent_vc[i].eq(vc)]
+                else:
+                    with m.If(won):
+                        m.d.comb += [sent[i].eq(front), sent_vc[i].eq(vc)]
             fronts = [front.as_value() for front, _, _, _ in picks]
             crossing = [c | one_hot_select(g, fronts) for c, g in zip(crossing, out, strict=True)]
             matched = matched | Cat(*[won for _, _, _, won in picks])
@@ -154,7 +159,8 @@ class Allocator(wiring.Component):
 
     def _requests(self, m, i, held, free):
         """Input ``i``'s requests: per VC, whether its front flit may go now, and its front
-        with the output VC it goes to; and the per-VC ejection VC registers."""
+        (a ``meta_layout`` signal) with the output VC it goes to; and the per-VC ejection VC
+        registers."""
         cfg = self._cfg
         NP, V = cfg.net_ports, cfg.total_vcs
         credit = self.credit.as_value()
@@ -176,5 +182,5 @@ class Allocator(wiring.Component):
                                & credit.bit_select(slot, 1)
                                & ~(f.head & held.bit_select(slot, 1)))
             reqs.append(req)
-            fronts.append(front.as_value())
+            fronts.append(front)
         return reqs, fronts, ejecting
