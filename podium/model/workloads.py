@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from .checks import check_bool, check_choice, check_int, check_number
 
 __all__ = ["Gemm", "Stream", "Transformer", "Parallelism", "Training", "Inference", "UNet",
-           "MODELS", "ACT_BYTES", "TRAINING", "PALM_MFU", "PALM_HFU", "training_preset",
+           "MODELS", "ACT_BYTES", "TRAINING", "PALM_MFU", "PALM_HFU", "MAXTEXT_V5E",
+           "maxtext_model", "training_preset",
            "recompute_for_ratio", "layer_forward", "training_ops", "inference_ops",
            "unet_ops"]
 
@@ -322,6 +323,23 @@ class UNet:
         check_bool(f"{p}.guidance", self.guidance)
 
 
+def maxtext_model(scale):
+    """MaxText's default decoder scaled by ``global_parameter_scale`` (a power of 2), as
+    MaxText's ``pyconfig.get_individual_scales`` does: with 2^k = scale and (b, r) =
+    divmod(k, 3), heads and MLP width double b + (r > 0) times, the embedding b + (r > 1)
+    times, the layers b times, from ``configs/base.yml``'s d_model 2048, 16 heads of 128
+    (as many KV heads), gated SiLU MLP of 7168, 16 layers, vocabulary 32000, logits not tied
+    to the embedding."""
+    k = round(math.log2(scale)) if scale >= 1 else -1
+    if k < 0 or 2 ** k != scale:
+        raise ValueError(f"maxtext scale must be a power of 2, got {scale}")
+    b, r = divmod(k, 3)
+    heads = 16 * 2 ** (b + (r > 0))
+    return Transformer(name=f"MaxText {scale}B", layers=16 * 2 ** b,
+                       d_model=2048 * 2 ** (b + (r > 1)), heads=heads, kv_heads=heads,
+                       head_dim=128, ffn=7168 * 2 ** (b + (r > 0)), vocab=32000, seq=2048)
+
+
 MODELS = {
     "gpt3-175b": Transformer(name="GPT-3 175B", layers=96, d_model=12288, heads=96,
                              kv_heads=96, head_dim=128, ffn=49152, vocab=50257, seq=2048,
@@ -334,10 +352,12 @@ MODELS = {
     "mixtral-8x7b": Transformer(name="Mixtral 8x7B", layers=32, d_model=4096, heads=32,
                                 kv_heads=8, head_dim=128, ffn=14336, vocab=32000, seq=4096,
                                 experts=8, top_k=2),
+    **{f"maxtext-{n}b": maxtext_model(n) for n in (16, 32, 64)},
 }
 """Model shapes from their papers: GPT-3 (arXiv 2005.14165, table 2.1), Llama 2 (arXiv
 2307.09288), PaLM (arXiv 2204.02311, table 1: multi-query attention, SwiGLU, parallel layers,
-shared embeddings), Mixtral (arXiv 2401.04088)."""
+shared embeddings), Mixtral (arXiv 2401.04088); MaxText's scaled default decoder
+(``maxtext_model``)."""
 
 
 def _stream_bytes_per_token(model, tp, moe):
@@ -561,11 +581,28 @@ TRAINING = {
     "mixtral-8x7b": "Mixtral 8x7B, FSDP over each slice with 8-way expert parallelism, 1 "
                     "sequence of 4096 tokens per chip (assumed), full recomputation, fused "
                     "attention",
+    **{f"maxtext-{n}b": f"MaxText {n}B (global_parameter_scale={n}) as its v5e run script "
+                        f"sets it: FSDP over each slice, {b} sequences of 2048 tokens per "
+                        "chip, full recomputation, flash attention"
+       for n, b in ((16, 6), (32, 4), (64, 2))},
 }
 """Training presets and what they assume."""
 
 PALM_MFU, PALM_HFU = 0.462, 0.578
 """PaLM 540B on 6144 TPU v4 chips (arXiv 2204.02311, section 4; ../shared/reference)."""
+
+
+MAXTEXT_V5E = {
+    "maxtext-16b": (6, {1: 0.6110, 2: 0.5937, 4: 0.5914, 8: 0.5827, 16: 0.5656, 32: 0.5465}),
+    "maxtext-32b": (4, {1: 0.6686, 2: 0.6481, 4: 0.6410, 8: 0.6367, 16: 0.6226, 32: 0.6040}),
+    "maxtext-64b": (2, {1: 0.5990, 2: 0.5666, 4: 0.5585, 8: 0.5496, 16: 0.5329, 32: 0.5018}),
+}
+"""MaxText on 1 to 32 v5e-256 slices: (sequences per chip, {slices: published MFU}), from
+MaxText's ``MaxText/configs/v5e/README.md`` (AI-Hypercomputer/maxtext; not in
+../shared/reference), run by ``configs/v5e/{16,32,64}b.sh`` (per_device_batch_size 6 / 4 /
+2, remat_policy full, attention flash, FSDP over the slice). Its 128B column is left out:
+that run script offloads activations to host memory and adds 16-way tensor parallelism,
+which the model does not represent."""
 
 
 def training_preset(name, *, chips, slices):
@@ -583,5 +620,6 @@ def training_preset(name, *, chips, slices):
                      global_batch=2048, flash_attention=False, dcn_overlap=False)
         return replace(t, recompute=recompute_for_ratio(t, PALM_HFU / PALM_MFU))
     expert = 8 if name == "mixtral-8x7b" else 1
+    per_chip = MAXTEXT_V5E[name][0] if name in MAXTEXT_V5E else 1
     return Training(model=MODELS[name], parallelism=Parallelism(fsdp=chips, expert=expert),
-                    global_batch=chips * slices)
+                    global_batch=chips * slices * per_chip)

@@ -186,7 +186,26 @@ def test_transformer_parameters_and_flops():
     assert MODELS["mixtral-8x7b"].params == pytest.approx(46.7e9, rel=0.003)
 
 
-@pytest.mark.parametrize("name", ["gpt3-175b", "llama2-70b", "palm-540b"])
+def test_maxtext_models_follow_its_scaling_rule():
+    """MaxText's default decoder (d 2048, 16 heads, MLP 7168, 16 layers) scaled by a power of
+    2: heads and MLP, embedding, layers double in turn (2^k, (b, r) = divmod(k, 3))."""
+    shape = (lambda m: (m.layers, m.d_model, m.heads, m.kv_heads, m.ffn))
+    assert shape(workloads.maxtext_model(1)) == (16, 2048, 16, 16, 7168)
+    assert shape(workloads.maxtext_model(2)) == (16, 2048, 32, 32, 14336)  # k=1: heads, MLP
+    assert shape(workloads.maxtext_model(4)) == (16, 4096, 32, 32, 14336)  # k=2: + embedding
+    assert shape(workloads.maxtext_model(8)) == (32, 4096, 32, 32, 14336)  # k=3: one cycle
+    assert shape(MODELS["maxtext-64b"]) == (64, 8192, 64, 64, 28672)
+    # Per layer: q, o 2048 x 2048 and k, v the same (16 KV heads); gated MLP 3 x 2048 x 7168;
+    # input and output embeddings 32000 x 2048 each.
+    assert workloads.maxtext_model(1).params == 16 * (4 * 2048 ** 2 + 3 * 2048 * 7168) \
+        + 2 * 32000 * 2048
+    for n in (16, 32, 64):
+        assert MODELS[f"maxtext-{n}b"].params == pytest.approx(n * 1e9, rel=0.02)
+    with pytest.raises(ValueError, match="maxtext scale must be a power of 2"):
+        workloads.maxtext_model(24)
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b", "llama2-70b", "palm-540b", "maxtext-32b"])
 def test_gemms_of_a_step_are_the_model_flops(name):
     """Without recomputation or fused attention, the GEMMs of a step add up to 6 x params x
     tokens plus the attention terms, i.e. the model FLOPs."""
@@ -585,6 +604,21 @@ def test_published_comparisons():
     assert training_step(slow, presets.training("palm-540b", slow)).mfu == pytest.approx(
         workloads.PALM_MFU, abs=1e-6)
     assert all(0 < r["median_s"] < 1 for r in t["speed"])
+    # MaxText on v5e: every published point has a row per preset, at the run script's
+    # per-chip batch; the published step and the model's step do the same FLOPs.
+    rows = t["maxtext_v5e"]
+    assert len(rows) == 2 * sum(len(p) for _, p in workloads.MAXTEXT_V5E.values())
+    for r in rows:
+        per_chip, published = workloads.MAXTEXT_V5E[r["workload"]]
+        sys_ = presets.system("v5e", slices=r["slices"])
+        assert presets.training(r["workload"], sys_).global_batch == \
+            256 * r["slices"] * per_chip
+        assert r["published_mfu"] == published[r["slices"]]
+        assert r["published_weak_scaling"] == pytest.approx(
+            published[r["slices"]] / published[1])
+        assert r["published_step_s"] * r["published_mfu"] == pytest.approx(
+            r["step_s"] * r["mfu"])
+        assert 0 < r["weak_scaling"] <= 1 + 1e-12
 
 
 def test_critical_batch_ordering():
