@@ -189,7 +189,9 @@ def test_transformer_parameters_and_flops():
 def test_maxtext_models_follow_its_scaling_rule():
     """MaxText's default decoder (d 2048, 16 heads, MLP 7168, 16 layers) scaled by a power of
     2: heads and MLP, embedding, layers double in turn (2^k, (b, r) = divmod(k, 3))."""
-    shape = (lambda m: (m.layers, m.d_model, m.heads, m.kv_heads, m.ffn))
+    def shape(m):
+        return m.layers, m.d_model, m.heads, m.kv_heads, m.ffn
+
     assert shape(workloads.maxtext_model(1)) == (16, 2048, 16, 16, 7168)
     assert shape(workloads.maxtext_model(2)) == (16, 2048, 32, 32, 14336)  # k=1: heads, MLP
     assert shape(workloads.maxtext_model(4)) == (16, 4096, 32, 32, 14336)  # k=2: + embedding
