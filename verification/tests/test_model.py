@@ -621,6 +621,27 @@ def test_published_comparisons():
         assert r["published_step_s"] * r["published_mfu"] == pytest.approx(
             r["step_s"] * r["mfu"])
         assert 0 < r["weak_scaling"] <= 1 + 1e-12
+    # The DCN sensitivity: below the NICs' rate, and applied it gives the published scaling.
+    for r in t["maxtext_dcn"]:
+        assert r["exposed_at_nic_rate"] > r["published_weak_scaling"]
+        assert 0 < r["dcn_efficiency_for_published"] < 1
+    r = t["maxtext_dcn"][-1]
+    one, many = presets.system("v5e"), presets.system("v5e", slices=r["slices"])
+    many = replace(many, efficiency=Efficiency(dcn=r["dcn_efficiency_for_published"]))
+    steps = [training_step(s, replace(presets.training(r["workload"], s), dcn_overlap=False))
+             for s in (one, many)]
+    assert costs.weak_scaling_efficiency(steps[1], steps[0]) == pytest.approx(
+        r["published_weak_scaling"], abs=1e-6)
+    # The third-parameter illustration: right on average where it is fitted, and the PaLM
+    # row is the v4 preset with that one efficiency changed.
+    fitted = [r for r in t["absolute_term"] if r["role"] == "fitted on"]
+    assert sum(r["mfu_error_points"] for r in fitted) == pytest.approx(0, abs=1e-6)
+    palm = next(r for r in t["absolute_term"] if r["role"] == "checked")
+    assert 0 < palm["mxu"] < 1
+    v4 = presets.system("v4", slices=2, slice_=presets.PALM_SLICE)
+    v4 = replace(v4, efficiency=Efficiency(mxu=palm["mxu"]))
+    assert training_step(v4, presets.training("palm-540b", v4)).mfu == pytest.approx(
+        palm["mfu"])
 
 
 def test_critical_batch_ordering():
