@@ -332,7 +332,7 @@ def maxtext_model(scale):
     to the embedding."""
     k = round(math.log2(scale)) if scale >= 1 else -1
     if k < 0 or 2 ** k != scale:
-        raise ValueError(f"maxtext scale must be a power of 2, got {scale}")
+        raise ValueError(f"maxtext scale must be a power of 2 (1, 2, 4, ...), got {scale}")
     b, r = divmod(k, 3)
     heads = 16 * 2 ** (b + (r > 0))
     return Transformer(name=f"MaxText {scale}B", layers=16 * 2 ** b,
@@ -568,6 +568,19 @@ def recompute_for_ratio(training, ratio):
     return min(1.0, max(0.0, (ratio * model - none) / (full - none)))
 
 
+MAXTEXT_V5E = {
+    "maxtext-16b": (6, {1: 0.6110, 2: 0.5937, 4: 0.5914, 8: 0.5827, 16: 0.5656, 32: 0.5465}),
+    "maxtext-32b": (4, {1: 0.6686, 2: 0.6481, 4: 0.6410, 8: 0.6367, 16: 0.6226, 32: 0.6040}),
+    "maxtext-64b": (2, {1: 0.5990, 2: 0.5666, 4: 0.5585, 8: 0.5496, 16: 0.5329, 32: 0.5018}),
+}
+"""MaxText on 1 to 32 v5e-256 slices: (sequences per chip, {slices: published MFU}), from
+MaxText's ``MaxText/configs/v5e/README.md`` (AI-Hypercomputer/maxtext; not in
+../shared/reference), run by ``configs/v5e/{16,32,64}b.sh`` (per_device_batch_size 6 / 4 /
+2, remat_policy full, attention flash, FSDP over the slice). Its 128B column is left out:
+that run script offloads activations to host memory and adds 16-way tensor parallelism,
+which the model does not represent."""
+
+
 TRAINING = {
     "gpt3-175b": "GPT-3 175B, FSDP over each slice, 1 sequence of 2048 tokens per chip "
                  "(assumed: the batch of Google's runs is not published), full "
@@ -581,28 +594,15 @@ TRAINING = {
     "mixtral-8x7b": "Mixtral 8x7B, FSDP over each slice with 8-way expert parallelism, 1 "
                     "sequence of 4096 tokens per chip (assumed), full recomputation, fused "
                     "attention",
-    **{f"maxtext-{n}b": f"MaxText {n}B (global_parameter_scale={n}) as its v5e run script "
-                        f"sets it: FSDP over each slice, {b} sequences of 2048 tokens per "
-                        "chip, full recomputation, flash attention"
-       for n, b in ((16, 6), (32, 4), (64, 2))},
+    **{name: f"{MODELS[name].name} (MaxText's default decoder scaled up) as its v5e run "
+             f"script runs it: FSDP over each slice, {per_chip} sequences of 2048 tokens per "
+             "chip, full recomputation, flash attention"
+       for name, (per_chip, _) in MAXTEXT_V5E.items()},
 }
 """Training presets and what they assume."""
 
 PALM_MFU, PALM_HFU = 0.462, 0.578
 """PaLM 540B on 6144 TPU v4 chips (arXiv 2204.02311, section 4; ../shared/reference)."""
-
-
-MAXTEXT_V5E = {
-    "maxtext-16b": (6, {1: 0.6110, 2: 0.5937, 4: 0.5914, 8: 0.5827, 16: 0.5656, 32: 0.5465}),
-    "maxtext-32b": (4, {1: 0.6686, 2: 0.6481, 4: 0.6410, 8: 0.6367, 16: 0.6226, 32: 0.6040}),
-    "maxtext-64b": (2, {1: 0.5990, 2: 0.5666, 4: 0.5585, 8: 0.5496, 16: 0.5329, 32: 0.5018}),
-}
-"""MaxText on 1 to 32 v5e-256 slices: (sequences per chip, {slices: published MFU}), from
-MaxText's ``MaxText/configs/v5e/README.md`` (AI-Hypercomputer/maxtext; not in
-../shared/reference), run by ``configs/v5e/{16,32,64}b.sh`` (per_device_batch_size 6 / 4 /
-2, remat_policy full, attention flash, FSDP over the slice). Its 128B column is left out:
-that run script offloads activations to host memory and adds 16-way tensor parallelism,
-which the model does not represent."""
 
 
 def training_preset(name, *, chips, slices):
