@@ -1,6 +1,7 @@
 """The scaling report: ``bench()`` computes every table of docs/results/scaling.md (printed,
 and written as markdown, as JSON in the shape of the other benchmark results, and as PNG
-plots), each with the published-figure presets beside the Podium-measured one.
+plots), the published-figure presets beside the Podium-measured ones (sensitivity tables:
+datasheet presets only).
 
 The lead's ``make bench`` runs it as the ``model`` entry; ``podium model report`` too.
 """
@@ -173,7 +174,9 @@ def _maxtext(results):
             for n in published:
                 sys = system("v5e", slices=n, measured=measured, results=results)
                 steps[n] = training_step(sys, training(workload, sys))
+            base_step = _step_at(steps[1], published[1])
             for n, mfu in published.items():
+                step_at = _step_at(steps[n], mfu)
                 rows.append({"preset": _label("v5e", measured), "workload": workload,
                              "sequences_per_chip": per_chip, "slices": n,
                              "chips": steps[n].chips, "mfu": steps[n].mfu,
@@ -181,9 +184,8 @@ def _maxtext(results):
                              "mfu_error_points": 100 * (steps[n].mfu - mfu),
                              "weak_scaling": weak_scaling_efficiency(steps[n], steps[1]),
                              "published_weak_scaling": mfu / published[1],
-                             "step_s": steps[n].step, "published_step_s": _step_at(steps[n], mfu),
-                             "published_slowdown_s": _step_at(steps[n], mfu)
-                             - _step_at(steps[1], published[1]),
+                             "step_s": steps[n].step, "published_step_s": step_at,
+                             "published_slowdown_s": step_at - base_step,
                              "dcn_s": steps[n].dcn, "exposed_dcn_s": steps[n].exposed_dcn})
     return rows
 
@@ -471,9 +473,11 @@ def _markdown(t, plots, env):
         f"on {environment_line(env)}. The model, its equations and every "
         "assumption are in [docs/model.md](../model.md).",
         "",
-        "Two presets in every table: **v6e datasheet** (Trillium's published peaks, every "
-        "efficiency 1.0) and **v6e measured** (the `podium` preset: Trillium's size with the "
-        "efficiency terms of Podium's own RTL benchmarks, read from docs/results/*.json). "
+        "Two presets in every table but the sensitivity ones (datasheet only): **v6e "
+        "datasheet** (Trillium's published peaks, every efficiency 1.0) and **v6e measured** "
+        "(the `podium` preset: Trillium's size with the efficiency terms of Podium's own RTL "
+        "benchmarks, read from docs/results/*.json); the PaLM and MaxText tables set the v4 "
+        "and v5e chips the same two ways. "
         "Terms measured in this run: "
         + ("; ".join(f"{n} {_num(terms[n]['value'], 4)} ({terms[n]['origin']})"
                      for n in measured) if measured else "none")
@@ -758,17 +762,19 @@ def _plots(t, directory):
     plt.close(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for workload, color in zip(MAXTEXT_V5E, ("C0", "C1", "C2"), strict=True):
+    for (workload, (_, published)), color in zip(MAXTEXT_V5E.items(), ("C0", "C1", "C2"),
+                                                 strict=True):
         for preset, style in ((_label("v5e", False), "-"), (_label("v5e", True), "--")):
             rows = [r for r in t["maxtext_v5e"]
                     if r["preset"] == preset and r["workload"] == workload]
-            slices = [r["slices"] for r in rows]
-            axes[0].plot(slices, [r["mfu"] for r in rows], style, color=color,
-                         label=f"{workload}, model ({preset})")
-            axes[1].plot(slices, [r["weak_scaling"] for r in rows], style, color=color)
-        axes[0].plot(slices, [r["published_mfu"] for r in rows], "o", color=color,
+            axes[0].plot([r["slices"] for r in rows], [r["mfu"] for r in rows], style,
+                         color=color, label=f"{workload}, model ({preset})")
+            axes[1].plot([r["slices"] for r in rows], [r["weak_scaling"] for r in rows], style,
+                         color=color)
+        axes[0].plot(list(published), list(published.values()), "o", color=color,
                      label=f"{workload}, published")
-        axes[1].plot(slices, [r["published_weak_scaling"] for r in rows], "o", color=color)
+        axes[1].plot(list(published), [m / published[1] for m in published.values()], "o",
+                     color=color)
     for ax, ylabel in zip(axes, ("MFU", "weak scaling against 1 slice"), strict=True):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("v5e-256 slices")
