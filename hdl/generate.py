@@ -11,23 +11,26 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .chip import Chip, ChipConfig
-from .config import ConfigError
-from .hbm.config import HBMConfig
+from spec.chip import ChipConfig
+from spec.config import ConfigError
+from spec.formats import FloatUnitsConfig
+from spec.hbm import HBMConfig
+from spec.ici import ICIConfig, ICIHarnessConfig
+from spec.mxu import MXUConfig
+from spec.pod import PodConfig
+from spec.sparsecore import SparseCoreSystemConfig
+from spec.tensorcore import TensorCoreConfig
+
+from .chip import Chip
 from .hbm.controller import HBMController
-from .ici.config import ICIConfig, ICIHarnessConfig
 from .ici.harness import Harness
 from .ici.network import Network
 from .ici.router import Router
-from .lib.fp import FloatUnits, FloatUnitsConfig
-from .mxu.config import MXUConfig
+from .lib.fp import FloatUnits
 from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
-from .pod.config import PodConfig
 from .pod.pod import Pod
-from .sparsecore.config import SparseCoreSystemConfig
 from .sparsecore.system import SparseCoreSystem
-from .tensorcore.config import TensorCoreConfig
 from .tensorcore.core import TensorCore
 from .tensorcore.vpu_top import VPUTop, VPUTopConfig
 

@@ -1,4 +1,4 @@
-"""Assembler and disassembler of the TensorCore's instruction set (hdl/tensorcore/isa.py).
+"""Assembler and disassembler of the TensorCore's instruction set (spec/isa.py).
 
 One instruction a line, operands separated by commas; ``#`` starts a comment; ``name:``
 defines a label (alone on a line or before an instruction)::
@@ -12,7 +12,7 @@ defines a label (alone on a line or before an instruction)::
             bne r8, r0, loop
             halt
 
-Operands follow the order of the instruction's :class:`~hdl.tensorcore.isa.Spec`: registers
+Operands follow the order of the instruction's :class:`~spec.isa.Spec`: registers
 ``r0``..``r15``; immediates in decimal or hex (``imm32`` takes -2**31 .. 2**32-1 and keeps the
 low 32 bits); branch targets as labels or instruction indices; queues ``dma``, ``mxu``,
 ``vpu``, ``ici``; semaphores ``s<n>`` (``none`` for a DMA transfer or an ``ici.send`` that
@@ -29,23 +29,16 @@ round-trips: ``assemble(disassemble(words)) == words``.
 
 import re
 
-from hdl.tensorcore.isa import (
+from spec.isa import (
+    DTYPE_NAMES,
     FIELDS,
     IMM_FIELDS,
+    OPERANDS,
     REGISTERS,
     SEM_NONE,
+    SEM_NONE_OPS,
     SPECS,
-    Cast,
-    Coll,
     DType,
-    IciFmt,
-    IciOp,
-    IciSpace,
-    Op,
-    Queue,
-    ROp,
-    Src2,
-    VOp,
     decode,
     encode,
     illegal,
@@ -54,16 +47,13 @@ from hdl.tensorcore.isa import (
 __all__ = ["AsmError", "assemble", "disassemble", "format_instruction"]
 
 _BY_MNEMONIC = {spec.mnemonic: spec for spec in SPECS.values()}
-_FLAGS = ("accumulate", "emit", "relu")
-_FUSED = {"vop": VOp, "rop": ROp}           # written together with dtype: add.fp32, sum.int32
-_KEYWORDS = {"src2": Src2, "lspace": IciSpace, "rspace": IciSpace, "cspace": IciSpace}
+_FLAGS = tuple(name for name, o in OPERANDS.items() if o.kind == "flag")
+_FUSED = {name: o.code for name, o in OPERANDS.items() if o.kind == "fused"}
+"""Written together with the dtype: add.fp32, sum.int32."""
+_KEYWORDS = {name: o.code for name, o in OPERANDS.items() if o.kind == "keyword"}
 """Operands written ``name=value``, optional: their default is the enumeration's 0."""
-_NAMED = {"queue": Queue, "cast": Cast, "iop": IciOp, "ifmt": IciFmt, "coll": Coll,
-          "cfmt": IciFmt}
-_NO_SEM = (Op.DMA_LOAD, Op.DMA_STORE, Op.ICI_SEND)
-"""The instructions whose semaphore may be ``none``."""
-_DTYPES = {"int32": DType.INT32, "fp32": DType.FP32, "bf16": DType.BF16}
-_DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
+_NAMED = {name: o.code for name, o in OPERANDS.items() if o.kind == "code" and name != "dtype"}
+_DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
 _LABEL = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*$")
 _WORD_MAX = (1 << 64) - 1
 
@@ -121,11 +111,11 @@ def _parse_operand(spec, name, text, labels, pending):
     if name in _NAMED:
         return {name: _enum_value(_NAMED[name], text, name)}
     if name == "sem":
-        if text == "none" and spec.op in _NO_SEM:
+        if text == "none" and spec.op in SEM_NONE_OPS:
             return {"sem": SEM_NONE}
         m = re.fullmatch(r"s(\d+)", text)
         if not m:
-            allowed = "s<n> or none" if spec.op in _NO_SEM else "s<n>"
+            allowed = "s<n> or none" if spec.op in SEM_NONE_OPS else "s<n>"
             raise ValueError(f"semaphore must be {allowed}, got {text!r}")
         return {"sem": _check_range("semaphore", int(m.group(1)), 0, (1 << _width("sem")) - 1)}
     if name == "target":
@@ -229,11 +219,11 @@ def _format_operand(spec, name, fields, label_of):
     if name in FIELDS:
         return f"r{value}"
     if name in _FUSED:
-        return f"{_FUSED[name](value).name.lower()}.{_DTYPE_NAMES[DType(fields['dtype'])]}"
+        return f"{_FUSED[name](value).name.lower()}.{DTYPE_NAMES[DType(fields['dtype'])]}"
     if name in _NAMED:
         return _NAMED[name](value).name.lower()
     if name == "sem":
-        return "none" if value == SEM_NONE and spec.op in _NO_SEM else f"s{value}"
+        return "none" if value == SEM_NONE and spec.op in SEM_NONE_OPS else f"s{value}"
     if name == "target":
         return label_of(value)
     if name == "imm32":

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from hdl.tensorcore.config import TensorCoreConfig
+from spec.tensorcore import TensorCoreConfig
 from verification.models import fp
 from verification.models.mxu import Gemm, MXUModel
 

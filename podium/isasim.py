@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hdl.tensorcore.isa import (
+from spec.isa import (
     SEM_NONE,
     SPECS,
-    Coll,
+    Collective,
     Error,
     IciFmt,
     IciOp,
@@ -362,9 +362,9 @@ class TensorCoreSim:
         rb = self.config.row_bytes
         if op == Op.ICI_COLL:
             length = remote
-            coll = Coll(f["coll"])
+            coll = Collective(f["coll"])
             esize = 2 if f["cfmt"] == IciFmt.BF16.value else 4
-            extent = length * (rb if coll == Coll.ALL_TO_ALL else esize)
+            extent = length * (rb if coll == Collective.ALL_TO_ALL else esize)
             space = IciSpace(f["cspace"])
             if local % rb or length > LENGTH_MAX or self._outside(space, local, extent):
                 raise _Fault(Error.VMEM_RANGE, f"ici.coll buffer at {local:#x} of {length} "

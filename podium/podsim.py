@@ -27,8 +27,8 @@ here as a ValueError).
 
 import numpy as np
 
-from hdl.pod.config import NO_SEM
-from hdl.tensorcore.isa import Coll, Error, IciFmt, IciOp, IciSpace, Op
+from spec.isa import Collective, Error, IciFmt, IciOp, IciSpace, Op
+from spec.protocol import NO_SEM
 from verification.models.collectives import add_bytes, ring_collective
 
 from .isasim import TensorCoreSim, schedule
@@ -36,8 +36,8 @@ from .isasim import TensorCoreSim, schedule
 __all__ = ["PodSim"]
 
 _FMT = {IciFmt.INT32: "int32", IciFmt.FP32: "fp32", IciFmt.BF16: "bfloat16"}
-_RING = {Coll.REDUCE_SCATTER: "reduce_scatter", Coll.ALL_GATHER: "all_gather",
-         Coll.ALL_REDUCE: "all_reduce"}
+_RING = {Collective.REDUCE_SCATTER: "reduce_scatter", Collective.ALL_GATHER: "all_gather",
+         Collective.ALL_REDUCE: "all_reduce"}
 
 
 def _ceil(a, b):
@@ -57,7 +57,7 @@ class PodSim:
         self.rng = None if seed is None else np.random.default_rng(seed)
         # Without ``hbm`` a chip has no HBM: every DMA transfer is answered DECERR.
         self.chips = [TensorCoreSim(config.tensorcore,
-                                    hbm_capacity=hbm_capacity if config.hbm else 1)
+                                    hbm_capacity=hbm_capacity if config.chip.has_hbm else 1)
                       for _ in range(config.chips)]
         for n, chip in enumerate(self.chips):
             chip.pod, chip.index = self, n
@@ -76,7 +76,7 @@ class PodSim:
         """``chip``'s bytes of ``space`` (an IciSpace) and how far an access reaches: VMEM, or
         HBM (nothing on a pod without ``hbm``)."""
         if space == IciSpace.HBM:
-            return chip.hbm.data, chip.hbm.capacity if self.config.hbm else 0
+            return chip.hbm.data, chip.hbm.capacity if self.config.chip.has_hbm else 0
         return chip.vmem, len(chip.vmem)
 
     def _inside(self, chip, space, address, size):
@@ -106,10 +106,10 @@ class PodSim:
     def message(self, chip, op, pc, a):
         """Carry out ``chip``'s ``ici.send`` / ``ici.read`` ``a``; False if refused."""
         cfg = self.config
-        if a["chip"] >= cfg.chips or a["bytes"] > cfg.endpoint.max_message:
+        if a["chip"] >= cfg.chips or a["bytes"] > cfg.nic.max_message:
             chip._fail(Error.ICI, pc, f"message to chip {a['chip']} of {a['bytes']} bytes: "
                                       f"the pod has {cfg.chips} chips, messages of at most "
-                                      f"{cfg.endpoint.max_message} bytes")
+                                      f"{cfg.nic.max_message} bytes")
             return False
         other = self.chips[a["chip"]]
         size, local, remote = a["bytes"], a["local"], a["remote"]
@@ -142,14 +142,14 @@ class PodSim:
         """Every chip's front ``ici.coll``, together."""
         entries = [c.queues[c.engines[-1]].pop(0) for c in self.chips]
         first = entries[0].args
-        if any(e.args != first for e in entries[1:]) and first["coll"] != Coll.ALL_TO_ALL:
+        if any(e.args != first for e in entries[1:]) and first["coll"] != Collective.ALL_TO_ALL:
             raise ValueError(f"the chips disagree on a collective: {[e.args for e in entries]}")
         refusal = self._refusal(first)
         if refusal:
             for chip, entry in zip(self.chips, entries, strict=True):
                 chip._fail(Error.ICI, entry.pc, refusal)
             return
-        if first["coll"] == Coll.ALL_TO_ALL:
+        if first["coll"] == Collective.ALL_TO_ALL:
             self._all_to_all(entries)
         else:
             self._ring(first)
@@ -159,28 +159,28 @@ class PodSim:
     def _grain(self, fmt):
         """The engine's grain in elements: a flit of 32-bit elements, half a flit of
         bfloat16 ones (a flit of their fp32 partials)."""
-        fb = self.config.endpoint.flit_bytes
+        fb = self.config.nic.flit_bytes
         return fb // 2 if fmt == IciFmt.BF16 else fb // 4
 
     def _refusal(self, a):
         """Why the collective engine refuses ``a`` (hdl/pod/collective.py), or None."""
         cfg, ici = self.config, self.config.ici
         coll, fmt, length = a["coll"], a["fmt"], a["length"]
-        if coll == Coll.ALL_TO_ALL:
+        if coll == Collective.ALL_TO_ALL:
             return None if length == ici.nodes else f"an all-to-all table has {ici.nodes} " \
                                                     f"entries, not {length}"
-        dim = 0 if coll == Coll.ALL_REDUCE_2D else a["dim"]
+        dim = 0 if coll == Collective.ALL_REDUCE_2D else a["dim"]
         n = ici.dims[dim] if dim < ici.ndims else 1
-        if coll == Coll.ALL_REDUCE_2D and (ici.ndims != 2 or min(ici.dims) < 2):
+        if coll == Collective.ALL_REDUCE_2D and (ici.ndims != 2 or min(ici.dims) < 2):
             return "a 2-D all-reduce needs a 2-D pod of rings of 2 chips or more"
         if n < 2:
             return f"a ring of {n} chip along dimension {dim}"
         grains = _ceil(length, self._grain(fmt))
-        largest = _ceil(_ceil(grains, n), 2) * cfg.endpoint.flit_bytes
+        largest = _ceil(_ceil(grains, n), 2) * cfg.nic.flit_bytes
         if fmt == IciFmt.BF16:
             largest *= 2
-        if largest > cfg.endpoint.max_message or (fmt == IciFmt.BF16
-                                                  and largest > cfg.endpoint.staging_slot):
+        if largest > cfg.nic.max_message or (fmt == IciFmt.BF16
+                                                  and largest > cfg.nic.staging_slot):
             return f"a piece of {largest} bytes: more than a message or staging slot holds"
         return None
 
@@ -190,7 +190,7 @@ class PodSim:
         esize = 2 if fmt == IciFmt.BF16 else 4
         ici = self.config.ici
         buffers = [self._load(c, space, address, length * esize) for c in self.chips]
-        if coll == Coll.ALL_REDUCE_2D:
+        if coll == Collective.ALL_REDUCE_2D:
             groups = [(tuple(ici.dims), 0, list(range(ici.nodes)))]
             op = "all_reduce_2d"
         else:
@@ -209,11 +209,11 @@ class PodSim:
                 start = address + esize * offset
                 self._store(chip, space, start, data)
                 undefined = chip.hbm_undefined if space == IciSpace.HBM else chip.undefined
-                if coll == Coll.REDUCE_SCATTER:
+                if coll == Collective.REDUCE_SCATTER:
                     undefined += [(address, start), (start + len(data), end)]
-                if fmt == IciFmt.BF16 and coll != Coll.ALL_GATHER:
+                if fmt == IciFmt.BF16 and coll != Collective.ALL_GATHER:
                     # The staging area is in the buffer's memory.
-                    undefined.append((self.config.staging_base,
+                    undefined.append((self.config.chip.staging_base,
                                       self.config.tensorcore.vmem_bytes))
 
     def _all_to_all(self, entries):
@@ -227,7 +227,7 @@ class PodSim:
             for dst in range(cfg.chips):
                 row = np.frombuffer(self._load(chip, space, base + dst * rb, rb)[:12], np.uint32)
                 src_address, dst_address, size = (int(v) for v in row)
-                if size > cfg.endpoint.max_message:
+                if size > cfg.nic.max_message:
                     chip._fail(Error.ICI, entry.pc, f"all-to-all entry of {size} bytes")
                     continue
                 moves.append((self.chips[dst], space, dst_address,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
-from hdl.tensorcore.config import TensorCoreConfig
+from spec.tensorcore import TensorCoreConfig
 
 __all__ = ["Tensor", "Program", "DTYPES", "FORMAT"]
 

@@ -8,7 +8,7 @@ import base64
 import hashlib
 import json
 
-from hdl.tensorcore.isa import Error
+from spec.isa import Error
 
 from .isasim import Result, TensorCoreSim
 
@@ -54,9 +54,9 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
     default HBM controller) in Verilator, through the chip's testbench and the golden HBM
     device model; ``max_steps`` bounds the run in cycles. The result's ``hbm`` holds the
     program's outputs; its counters are the TensorCore's (cycles, MXU, DMA, ...)."""
-    from hdl.chip import ChipConfig
     from sim.measure import measure
     from sim.runner import BUILD
+    from spec.chip import ChipConfig
 
     chip = chip or ChipConfig(tensorcore=program.config)
     if chip.tensorcore != program.config:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from hdl.config import ConfigError
+from spec.config import ConfigError
 
 __all__ = ["collective", "data_parallel_step", "DataParallelStep", "Buffer"]
 
@@ -140,9 +140,9 @@ def data_parallel_step(pod, *, d_in, batch, d_out, lr=1.0):
                acc_type, 4 * d_out)
     w = Buffer(g.address + d_in * 4 * d_out, (d_in, d_out), acc_type, 4 * d_out)
     end = w.address + d_in * 4 * d_out
-    if end > pod.staging_base:
+    if end > pod.chip.staging_base:
         raise ConfigError("d_in", f"the step's buffers ({end} bytes) do not fit below the "
-                                  f"staging area ({pod.staging_base} bytes of VMEM)")
+                                  f"staging area ({pod.chip.staging_base} bytes of VMEM)")
     fmt = "fp32" if floats else "int32"
     rows = d_in * 4 * d_out // rb
     lr_bits = int(np.float32(lr).view(np.uint32))

@@ -13,7 +13,7 @@ run), 130 when interrupted (finished points are kept in the result store and the
 import json
 import sys
 
-from hdl.config import ConfigError
+from spec.config import ConfigError
 
 __all__ = ["add_parser", "main"]
 

@@ -19,9 +19,9 @@ import sys
 
 import numpy as np
 
-from hdl.config import ConfigError
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
+from spec.config import ConfigError
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 
 from .asm import assemble, disassemble
 from .compiler import gemm, gemm_reference, mlp, result_bits

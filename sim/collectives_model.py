@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hdl.config import ConfigError
+from spec.config import ConfigError
 from verification.models.collectives import FORMATS, MINUS, PLUS, Step, coords_of, node_of
 
 __all__ = ["Network", "OPS", "bus_factor", "algbw", "busbw", "transfer_bytes", "route",

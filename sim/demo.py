@@ -17,13 +17,13 @@ import time
 
 import numpy as np
 
-from hdl.chip import ChipConfig
 from hdl.generate import generate
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
 from podium.runner import run
 from podium.workloads import digits
 from sim.runner import BUILD
+from spec.chip import ChipConfig
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 
 
 def _config(dtype):

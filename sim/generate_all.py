@@ -6,14 +6,14 @@ import sys
 import time
 from pathlib import Path
 
-from hdl.chip import ChipConfig
 from hdl.generate import generate
-from hdl.hbm.config import HBMConfig
-from hdl.ici.config import ICIConfig, ICIHarnessConfig
-from hdl.mxu.config import MXUConfig
-from hdl.sparsecore.config import SparseCoreSystemConfig
 from hdl.tensorcore.vpu_top import VPUTopConfig
 from sim.runner import lint
+from spec.chip import ChipConfig
+from spec.hbm import HBMConfig
+from spec.ici import ICIConfig, ICIHarnessConfig
+from spec.mxu import MXUConfig
+from spec.sparsecore import SparseCoreSystemConfig
 
 CONFIGS = [
     ("chip", ChipConfig()),

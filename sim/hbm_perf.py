@@ -18,7 +18,6 @@ import math
 import statistics
 
 from hdl.generate import generate
-from hdl.hbm.config import BENCH_CONFIG, STREAM_CONFIG, HBMConfig
 from sim.measure import (
     REPEATS,
     RESULTS,
@@ -31,6 +30,7 @@ from sim.measure import (
     write_results,
 )
 from sim.runner import BUILD, build
+from spec.hbm import BENCH_CONFIG, STREAM_CONFIG, HBMConfig
 from verification.traffic.hbm import BLOCK
 
 __all__ = ["measure_pattern", "measured_rate", "bound", "bench", "TRACES"]

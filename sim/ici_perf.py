@@ -18,10 +18,10 @@ included) is reported beside it and labelled as such.
 import json
 import statistics
 
-from hdl.ici.config import ICIConfig, ICIHarnessConfig
 from sim.measure import environment, environment_line, measure, results_directory, table
 from sim.measure import write_results as _write_results
 from sim.runner import BUILD
+from spec.ici import ICIConfig, ICIHarnessConfig
 from verification.models.ici import average_hops, ideal_throughput, zero_load_latency
 
 __all__ = ["bench", "saturation", "bench_config", "run_loads", "stable", "NETWORKS",

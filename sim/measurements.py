@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hdl.config import ConfigError, check, check_choice, check_int
-from hdl.ici.config import ICIHarnessConfig
 from sim.ici_perf import COARSE, SOURCE_QUEUE, WARMUP, WINDOW, run_loads, saturation
+from spec.config import ConfigError, check, check_choice, check_int
+from spec.ici import ICIHarnessConfig
 from verification.models.ici import ideal_throughput
 from verification.traffic.hbm import PATTERNS
 

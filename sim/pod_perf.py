@@ -13,8 +13,6 @@ against the golden model.
 
 import math
 
-from hdl.ici.config import ICIConfig
-from hdl.pod.config import LOCAL_PORTS, EndpointConfig, PodConfig
 from sim.collectives_model import (
     Network,
     bisection_bound,
@@ -32,6 +30,11 @@ from sim.measure import (
     table,
     write_results,
 )
+from spec.chip import ChipConfig
+from spec.ici import ICIConfig
+from spec.nic import NICConfig
+from spec.pod import PodConfig
+from spec.protocol import LOCAL_PORTS
 from verification.models.collectives import (
     all_gather_schedule,
     all_reduce_schedule,
@@ -67,13 +70,12 @@ def pod_config(dims, *, max_bytes=None):
     memories and messages large enough for ``max_bytes`` per chip."""
     max_bytes = max_bytes or max(SIZES)
     words = max(16, 1 << math.ceil(math.log2(max_bytes // 16)))
-    return PodConfig(
-        endpoint=EndpointConfig(
-            ici=ICIConfig(dims=dims, classes=2, vcs=2 if len(dims) == 1 else 4,
-                          buffer_depth=8, flit_bits=128, max_packet=32,
-                          local_ports=LOCAL_PORTS),
-            max_message=max(4096, 1 << math.ceil(math.log2(max_bytes))) // 2),
-        memory_words=words)
+    nic = NICConfig(
+        ici=ICIConfig(dims=dims, classes=2, vcs=2 if len(dims) == 1 else 4, buffer_depth=8,
+                      flit_bits=128, max_packet=32, local_ports=LOCAL_PORTS),
+        max_message=max(4096, 1 << math.ceil(math.log2(max_bytes))) // 2)
+    return PodConfig(chip=ChipConfig(tensorcore=None, memory="none", nic=nic,
+                                     local_words=words))
 
 
 def _golden_dims(dims):
@@ -82,13 +84,13 @@ def _golden_dims(dims):
 
 def _network(cfg, alpha, inject_bw):
     gdims, _ = _golden_dims(cfg.ici.dims)
-    return Network(dims=gdims, alpha=alpha, per_hop=2, link_bw=cfg.endpoint.flit_bytes,
+    return Network(dims=gdims, alpha=alpha, per_hop=2, link_bw=cfg.nic.flit_bytes,
                    inject_bw=inject_bw)
 
 
 def _model_cycles(cfg, op, size, alpha, inject_bw):
     gdims, shift = _golden_dims(cfg.ici.dims)
-    steps = _SCHEDULES[op](gdims, shift, size // 4, cfg.endpoint.flit_bytes // 4)
+    steps = _SCHEDULES[op](gdims, shift, size // 4, cfg.nic.flit_bytes // 4)
     return schedule_time(_network(cfg, alpha, inject_bw), steps, FMT)
 
 
@@ -97,13 +99,13 @@ def fit_alpha_beta(cfg, op, small, large):
     of the alpha-beta model (per-hop 2 cycles, links at their raw rate) that reproduce the
     measured cycles of the smallest and largest messages, ``small`` and ``large`` as
     (bytes, cycles)."""
-    alpha, bw = 0.0, float(cfg.endpoint.flit_bytes)
+    alpha, bw = 0.0, float(cfg.nic.flit_bytes)
     for _ in range(50):
         # The small message fixes alpha (its time is mostly steps), the large one the rate.
         base = _model_cycles(cfg, op, small[0], 0.0, bw)
         per_alpha = _model_cycles(cfg, op, small[0], 1.0, bw) - base
         alpha = max(0.0, (small[1] - base) / per_alpha)
-        lo, hi = 1e-3, 4.0 * cfg.endpoint.flit_bytes
+        lo, hi = 1e-3, 4.0 * cfg.nic.flit_bytes
         for _ in range(60):
             mid = (lo + hi) / 2
             if _model_cycles(cfg, op, large[0], alpha, mid) > large[1]:
@@ -117,7 +119,7 @@ def fit_alpha_beta(cfg, op, small, large):
 def _crossover(cfg, op, alpha, bw):
     """Bytes per chip at which the model's bandwidth time equals its latency time."""
     gdims, shift = _golden_dims(cfg.ici.dims)
-    steps = len(_SCHEDULES[op](gdims, shift, 1024, cfg.endpoint.flit_bytes // 4))
+    steps = len(_SCHEDULES[op](gdims, shift, 1024, cfg.nic.flit_bytes // 4))
     latency = steps * (alpha + 2)
     n = cfg.ici.dims[0]
     per_byte = ring_bound(op.replace("_", "-"), n, 1.0, FMT, _network(cfg, alpha, bw))
@@ -196,7 +198,7 @@ def bench(quick=False):
             errors = [(s, _model_cycles(cfg, op, s, alpha, bw) / c - 1) for s, c in pts[1:-1]]
             fits.append({"topology": topo, "collective": op, "alpha_cycles": round(alpha, 2),
                          "per_hop_cycles": 2, "bytes_per_cycle": round(bw, 3),
-                         "link_bytes_per_cycle": cfg.endpoint.flit_bytes,
+                         "link_bytes_per_cycle": cfg.nic.flit_bytes,
                          "worst_error": round(max((abs(e) for _, e in errors), default=0), 4),
                          "errors": {str(s): round(e, 4) for s, e in errors},
                          "crossover_bytes": round(_crossover(cfg, op, alpha, bw))})
@@ -212,7 +214,7 @@ def _all_to_all_row(cfg, topo, r):
     gdims, _ = _golden_dims(cfg.ici.dims)
     chips = cfg.chips
     sizes = [[r["bytes"] // chips] * chips for _ in range(chips)]
-    net = _network(cfg, 0.0, 2 * cfg.endpoint.flit_bytes)
+    net = _network(cfg, 0.0, 2 * cfg.nic.flit_bytes)
     bisection = bisection_bound(sizes, 1, net)
     row = {"collective": "all_to_all", "topology": topo, "chips": chips,
            "bytes_per_chip": r["bytes"], "cycles": r["cycles"],

@@ -14,11 +14,11 @@ import zipfile
 
 import numpy as np
 
-from hdl.hbm.config import BENCH_CONFIG
-from hdl.sparsecore.config import SparseCoreConfig, SparseCoreSystemConfig
 from sim.hbm_perf import measured_rate
 from sim.measure import environment, environment_line, measure, table, write_results
 from sim.runner import BUILD
+from spec.hbm import BENCH_CONFIG
+from spec.sparsecore import SparseCoreConfig, SparseCoreSystemConfig
 from verification.models.sparsecore import Batch, Limits, minibatches
 
 __all__ = ["bench", "BENCH", "PEAK"]

@@ -42,11 +42,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from hdl.config import Config, ConfigError, check, check_bool, check_int
 from hdl.generate import BLOCKS, generate, make_config
 from sim.measurements import get_measurement, wall_time
 from sim.runner import BUILD, ROOT
 from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize
+from spec.config import Config, ConfigError, check, check_bool, check_int
 
 __all__ = ["Sweep", "Point", "load_spec", "parse_spec", "run_point", "run_sweep",
            "code_digest", "ResultStore", "Outcome", "SPEC_KEYS"]

@@ -12,12 +12,7 @@ import time
 
 import numpy as np
 
-from hdl.chip import ChipConfig
 from hdl.generate import generate
-from hdl.hbm.config import BENCH_CONFIG
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
-from hdl.tensorcore.isa import Op
 from podium import compiler
 from podium.cycles import gemm_cycles
 from podium.program import DTYPES, Program
@@ -32,6 +27,11 @@ from sim.measure import (
     write_results,
 )
 from sim.runner import build
+from spec.chip import ChipConfig
+from spec.hbm import BENCH_CONFIG
+from spec.isa import Op
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 
 __all__ = ["bench", "bench_chip", "measure_gemm", "FIRST_BEAT"]
 

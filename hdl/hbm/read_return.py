@@ -11,8 +11,9 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.hbm import CHECK_BITS, WORD_BITS
+
 from ..lib.queue import Queue
-from .config import CHECK_BITS, WORD_BITS
 from .ecc import decode
 from .interface import rresp_layout, tag_bits, wslot_bits
 

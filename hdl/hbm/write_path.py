@@ -11,9 +11,10 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.hbm import WORD_BITS
+
 from ..lib.bits import first_set
 from ..lib.delay import delay_taps
-from .config import WORD_BITS
 from .ecc import encode
 from .interface import wslot_bits
 

@@ -46,13 +46,14 @@ from amaranth.hdl import (
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.ici import SEQ_BITS, TIMESTAMP_BITS
+
 from ..lib.counter import count_events
 from ..lib.hier import Submodule
 from ..lib.queue import Queue, SkidBuffer
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from ..top import Top
-from .config import SEQ_BITS, TIMESTAMP_BITS
 from .network import Network, node_coords
 from .packet import coord_layout, eject_layout, header_layout
 

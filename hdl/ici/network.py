@@ -19,12 +19,13 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.ici import node_coords, node_index
+
 from ..lib.delay import DelayLine
 from ..lib.hier import Submodule
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from ..top import Top
-from .config import node_coords, node_index
 from .packet import eject_layout, reverse_layout, wire_layout
 from .router import COUNTER_WIDTH, COUNTERS, Router
 

@@ -17,7 +17,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import check, check_int
+from spec.config import check, check_int
 
 __all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature", "engine_members",
            "manager_signature", "AxiNoMemory"]

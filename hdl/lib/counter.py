@@ -5,7 +5,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int
+from spec.config import check_int
 
 __all__ = ["EventCounter", "count_events", "COUNTER_WIDTH"]
 

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int
+from spec.config import check_int
 
 __all__ = ["delay_taps", "skew", "DelayLine"]
 

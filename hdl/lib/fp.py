@@ -20,56 +20,15 @@ unless both addends are ``-0``; a product's sign is the XOR of its operands' sig
 ``max`` are NaN when either operand is.
 """
 
-from dataclasses import dataclass
-
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib.wiring import In, Out
 
-from ..config import Config, check_choice
+from spec.formats import BF16_NAN, FLOAT_FORMATS, FP32, FP32_INF, FP32_NAN
+
 from ..top import Top
 
-__all__ = ["FloatFormat", "FP32", "BF16", "FP8_E4M3FN", "FP8_E5M2", "FLOAT_FORMATS",
-           "multiply_fp32", "add_fp32", "mul_fp32", "Fp32Multiplier", "minmax_fp32",
-           "fp32_is_nan", "fp32_to_bf16", "FP32_NAN", "BF16_NAN", "FloatUnitsConfig", "FloatUnits"]
-
-FP32_NAN = 0x7FC00000
-BF16_NAN = 0x7FC0
-_FP32_INF = 0x7F800000
-
-
-@dataclass(frozen=True)
-class FloatFormat:
-    """A binary floating-point format: sign, ``exp_bits`` exponent, ``man_bits`` fraction.
-
-    ``ieee`` formats have infinities (exponent all ones, fraction zero) and NaNs (exponent all
-    ones, fraction non-zero). ``fn`` formats (float8_e4m3fn) have no infinities and one NaN
-    pattern per sign (all exponent and fraction bits set).
-    """
-
-    name: str
-    exp_bits: int
-    man_bits: int
-    ieee: bool = True
-
-    @property
-    def width(self):
-        return 1 + self.exp_bits + self.man_bits
-
-    @property
-    def bias(self):
-        return (1 << (self.exp_bits - 1)) - 1
-
-    @property
-    def max_exp_field(self):
-        """Largest exponent field of a finite value."""
-        return (1 << self.exp_bits) - (2 if self.ieee else 1)
-
-
-FP32 = FloatFormat("float32", 8, 23)
-BF16 = FloatFormat("bfloat16", 8, 7)
-FP8_E4M3FN = FloatFormat("float8_e4m3fn", 4, 3, ieee=False)
-FP8_E5M2 = FloatFormat("float8_e5m2", 5, 2)
-FLOAT_FORMATS = {f.name: f for f in (BF16, FP8_E4M3FN, FP8_E5M2)}
+__all__ = ["multiply_fp32", "add_fp32", "mul_fp32", "Fp32Multiplier", "minmax_fp32",
+           "fp32_is_nan", "fp32_to_bf16", "FloatUnits"]
 
 
 def _sig(m, name, shape, value):
@@ -142,7 +101,7 @@ def _normalize_round(m, name, sign, exp, sig, exp_lo, exp_hi, carry):
     up = guard & (round_ | sticky | lsb)
     packed = _sig(m, f"{name}_packed", 31, Cat(norm[3:26], exp_field) + up)
     if exp_hi >= 255:
-        packed = Mux(exp_after >= 255, _FP32_INF, packed)
+        packed = Mux(exp_after >= 255, FP32_INF, packed)
     return Cat(packed, sign)
 
 
@@ -162,7 +121,7 @@ def multiply_fp32(m, fmt, a, b, name="mul"):
     rounded = _normalize_round(m, name, sign, exp, sig, exp_lo, exp_hi, carry=False)
     nan = nan_a | nan_b | (inf_a & zero_b) | (inf_b & zero_a)
     return Mux(nan, FP32_NAN,
-               Mux(inf_a | inf_b, Cat(Const(_FP32_INF, 31), sign),
+               Mux(inf_a | inf_b, Cat(Const(FP32_INF, 31), sign),
                    Mux(zero_a | zero_b, Cat(Const(0, 31), sign), rounded)))
 
 
@@ -223,7 +182,7 @@ class Fp32Multiplier:
                                    2 * (1 - 23) - 127, 2 * 254 - 127, carry=True)
         sign = self._sign
         return Mux(self._nan, FP32_NAN,
-                   Mux(self._inf, Cat(Const(_FP32_INF, 31), sign),
+                   Mux(self._inf, Cat(Const(FP32_INF, 31), sign),
                        Mux(self._zero, Cat(Const(0, 31), sign), rounded)))
 
 
@@ -255,22 +214,6 @@ def fp32_to_bf16(x):
     """bfloat16 bits of fp32 ``x``, rounded to nearest even; NaN becomes the canonical NaN."""
     rounded = (x + 0x7FFF + x[16])[16:32]
     return Mux(fp32_is_nan(x), BF16_NAN, rounded)
-
-
-@dataclass(frozen=True)
-class FloatUnitsConfig(Config):
-    """The standalone floating-point units of one input format (a test and reference top)."""
-
-    KIND = "fp_units"
-
-    fmt: str = "bfloat16"
-
-    def validate(self):
-        check_choice("fmt", self.fmt, tuple(FLOAT_FORMATS))
-
-    @property
-    def name(self):
-        return f"podium_fp_units_{self.fmt}"
 
 
 class FloatUnits(Top):

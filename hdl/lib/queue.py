@@ -10,7 +10,7 @@ from amaranth.hdl import Module, Mux, Shape, Signal
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int
+from spec.config import check_int
 
 __all__ = ["Queue", "SkidBuffer"]
 

@@ -16,6 +16,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.queue import Queue
+from .formats import arithmetic
 
 __all__ = ["Accumulator", "row_layout", "output_layout", "acc_addr_bits", "OUT_DEPTH"]
 
@@ -28,7 +29,7 @@ def acc_addr_bits(config):
 
 def row_layout(config):
     """One beat into the accumulator."""
-    fmt = config.format
+    fmt = arithmetic(config.format)
     return data.StructLayout({
         "data": data.ArrayLayout(fmt.acc_shape, config.cols),
         "addr": acc_addr_bits(config),
@@ -43,7 +44,7 @@ def row_layout(config):
 
 def output_layout(config):
     return data.StructLayout({
-        "data": data.ArrayLayout(config.format.out_shape(config.output), config.cols),
+        "data": data.ArrayLayout(arithmetic(config.format).out_shape(config.output), config.cols),
         "last": 1,
         "error": 1,
     })
@@ -78,7 +79,7 @@ class Accumulator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        fmt, C = cfg.format, cfg.cols
+        fmt, C = arithmetic(cfg.format), cfg.cols
         acc_row = data.ArrayLayout(fmt.acc_shape, C)
         rd_data = Signal(acc_row)
         wr_en, wr_addr, wr_data = Signal(), Signal(acc_addr_bits(cfg)), Signal(acc_row)

@@ -13,11 +13,13 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import Config, check_int
+from spec.config import Config, check_int
+from spec.mxu import MXUConfig
+
 from ..lib.queue import Queue
 from ..top import Top, describe_shape
 from .accumulator import output_layout
-from .config import MXUConfig
+from .formats import arithmetic
 from .unit import MXU, command_layout
 
 __all__ = ["MXUHarnessConfig", "MXUHarness"]
@@ -101,7 +103,7 @@ class MXUHarness(Top):
     def __init__(self, config):
         mxu_cfg = config.mxu
         self._mxu = MXU(mxu_cfg)
-        fmt = mxu_cfg.format
+        fmt = arithmetic(mxu_cfg.format)
         self._layouts = {
             "cmd": command_layout(mxu_cfg),
             "w": data.ArrayLayout(fmt.in_shape, mxu_cfg.cols),

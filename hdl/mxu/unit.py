@@ -26,12 +26,14 @@ from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.mxu import GEMM_DIM_BITS
+
 from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.sram import SRAM
 from ..top import Top
 from .accumulator import Accumulator, acc_addr_bits, output_layout
 from .array import SystolicArray
-from .config import GEMM_DIM_BITS
+from .formats import arithmetic
 
 __all__ = ["MXU", "command_layout", "output_layout", "COUNTERS"]
 
@@ -110,7 +112,7 @@ class MXU(Top):
     """
 
     def __init__(self, config):
-        fmt = config.format
+        fmt = arithmetic(config.format)
         self._array = SystolicArray(fmt, config.rows, config.cols, prefix=config.name)
         self._acc = SRAM(f"{config.name}_acc", width=32 * config.cols,
                          depth=max(2, config.acc_depth))
@@ -171,7 +173,7 @@ class MXU(Top):
 
     def _feed_weights(self, m, wk, arr):
         """Weight walker: real tile rows come from ``w``, missing ones are padding rows."""
-        R, C, fmt = self._config.rows, self._config.cols, self._config.format
+        R, C, fmt = self._config.rows, self._config.cols, arithmetic(self._config.format)
         w_row = Signal(range(max(R, 2)))
         real_row = w_row < wk.k_left
         m.d.comb += [

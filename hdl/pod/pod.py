@@ -1,40 +1,39 @@
 """The pod top (`podium generate pod`): an X x Y [x Z] torus of chips on the ICI network
-(:class:`~hdl.ici.network.Network`), each chip's three local ports on its router's; the chip
-(emitted once and instantiated per chip with its coordinates) is a simulation chip
-(:class:`~.node.PodNode`) or, with ``tensorcore``, a TensorCore running programs
-(:class:`~.tensor_node.TensorNode`).
+(:class:`~hdl.ici.network.Network`), each chip (:class:`~hdl.chip.Chip`, emitted once and
+instantiated per node with its coordinates) on its router's three local ports.
 
 The host side of every chip is a port of the top, as an array over the chips (chip ``n`` has
-coordinates ``c0 + X * (c1 + Y * c2)`` = ``n``, as in the ICI): its memory port, and its
-messages, collectives and completions (simulation chips) or its TensorCore's control and
-status (``csr``, ``running``, ``done``, ``error``).
+coordinates ``c0 + X * (c1 + Y * c2)`` = ``n``, spec/topology.py): its memory port, and its
+messages, collectives and completions (chips without a TensorCore) or its TensorCore's
+control and status (``csr``, ``running``, ``done``, ``error``); with ``memory`` "axi" each
+chip's HBM ports (``dma``, ``hbm``).
 """
 
 from amaranth.hdl import Module
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..ici.config import node_coords
+from spec.protocol import LOCAL_PORTS
+from spec.topology import node_coords
+
+from ..chip import NIC_COUNTERS, Chip
 from ..ici.network import Network
 from ..ici.router import COUNTERS
-from ..lib.axi import AXI4LiteSignature, manager_signature
 from ..lib.counter import COUNTER_WIDTH
 from ..lib.hier import Submodule
-from ..lib.sram import SRAM
 from ..lib.tree import tree_sum
-from ..tensorcore.core import CSR_ADDR_WIDTH, TensorCore
 from ..top import Top
-from .collective import descriptor_layout
-from .config import LOCAL_PORTS
-from .endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
-from .hbm_port import hbm_signature
-from .node import READ_GROUPS, READERS, WRITE_GROUPS, PodNode
-from .tensor_node import TensorNode
 
 __all__ = ["Pod", "CHIP_COUNTERS"]
 
-CHIP_COUNTERS = ("dropped", "seq_errors", "errors")
+CHIP_COUNTERS = NIC_COUNTERS
 """The chips' counters, summed over the pod."""
+
+_HOST = ("host_write", "host_read", "host_read_data")
+_SIMULATION = ("message", "collective", "busy", "done")
+_TENSORCORE = ("csr", "running", "done", "error")
+_AXI = {"dma": "dma", "nic_hbm": "hbm"}
+"""A chip's HBM ports with ``memory`` "axi" and their names on the pod."""
 
 
 class Pod(Top):
@@ -42,20 +41,15 @@ class Pod(Top):
 
     Members
     -------
-    host_write : In(stream of write_beat_layout).array(chips)
-    host_read : In(stream of read_beat_layout).array(chips)
-    host_read_data : Out(stream of flit_bits).array(chips)
-    message : In(stream of command_layout).array(chips)
-    collective : In(stream of descriptor_layout).array(chips)
-    busy : Out(1).array(chips)
+    host_write, host_read : In(stream).array(chips), host_read_data : Out(stream).array(chips)
+    message, collective : In(stream).array(chips), busy : Out(1).array(chips)
     done : Out(stream of completion_layout).array(chips)
-        Each simulation chip's :class:`~.node.PodNode` ports.
-    hbm : Out(hbm_signature).array(chips)
-        With ``hbm``: each chip's HBM port (its endpoint's accesses).
-    dma : Out(AXI4Signature).array(chips)
-        With ``hbm`` and ``tensorcore``: each chip's DMA port to the same HBM.
+        Each chip's (without a TensorCore) network interface ports.
     csr : In(AXI4LiteSignature).array(chips), running, done, error : Out(1).array(chips)
-        With ``tensorcore``, instead of ``message`` .. ``done``: each chip's TensorCore.
+        With a TensorCore, instead of ``message`` .. ``done``: each chip's TensorCore.
+    dma, hbm : Out(AXI4Signature).array(chips)
+        With ``memory`` "axi": each chip's DMA port (with a TensorCore) and network
+        interface port to its HBM.
     dropped, seq_errors, errors : Out(32)
         The chips' counters, summed.
     crc_errors, retries, net_dropped : Out(32)
@@ -66,36 +60,12 @@ class Pod(Top):
 
     def __init__(self, config):
         cfg = config
-        ep, ici, n = cfg.endpoint, cfg.ici, cfg.chips
-        self._net = Network(ici, faults=cfg.faults)
-        members = {
-            "host_write": In(stream.Signature(write_beat_layout(ep))).array(n),
-            "host_read": In(stream.Signature(read_beat_layout(ep))).array(n),
-            "host_read_data": Out(stream.Signature(ici.flit_bits)).array(n),
-        }
-        if cfg.tensorcore is None:
-            sram = SRAM(f"{cfg.name}_mem", width=ici.flit_bits, depth=cfg.memory_words,
-                        read_ports=len(READ_GROUPS), write_ports=len(WRITE_GROUPS),
-                        byte_enable=True)
-            self._node = Submodule(f"{cfg.name}_chip", PodNode(cfg, sram), children=[sram])
-            members.update({
-                "message": In(stream.Signature(command_layout(ep))).array(n),
-                "collective": In(stream.Signature(descriptor_layout(ep))).array(n),
-                "busy": Out(1).array(n),
-                "done": Out(stream.Signature(completion_layout(ep))).array(n),
-            })
-        else:
-            self._tc = TensorCore(cfg.tensorcore)
-            tc = Submodule(cfg.tensorcore.name, self._tc, children=self._tc.submodules)
-            self._node = Submodule(f"{cfg.name}_chip", TensorNode(cfg, tc), children=[tc])
-            members.update({
-                "csr": In(AXI4LiteSignature(addr_width=CSR_ADDR_WIDTH)).array(n),
-                **{name: Out(1).array(n) for name in ("running", "done", "error")},
-            })
-            if cfg.hbm:
-                members["dma"] = Out(manager_signature(cfg.tensorcore)).array(n)
-        if cfg.hbm:
-            members["hbm"] = Out(hbm_signature(ep, READERS)).array(n)
+        self._net = Network(cfg.ici, faults=cfg.faults)
+        chip = Chip(cfg.chip)
+        self._chip = Submodule(f"{cfg.name}_chip", chip, children=chip.submodules)
+        ports = chip.signature.members
+        self._ports = [p for p in (*_HOST, *_SIMULATION, *_TENSORCORE, *_AXI) if p in ports]
+        members = {_AXI.get(p, p): ports[p].array(cfg.chips) for p in self._ports}
         members.update({
             **{name: Out(COUNTER_WIDTH) for name in CHIP_COUNTERS},
             **{("net_" + name if name == "dropped" else name): Out(COUNTER_WIDTH)
@@ -104,16 +74,17 @@ class Pod(Top):
         if cfg.faults:
             members.update({"fault_rate": In(16), "fault_seed": In(32),
                             "faults": Out(COUNTER_WIDTH)})
+        self._chip_cfg = chip
         super().__init__(config, members)
 
     @property
     def submodules(self):
-        return [*self._net.submodules, self._node]
+        return [*self._net.submodules, self._chip]
 
     @property
     def extras(self):
-        """With ``tensorcore``: its register map (every chip's ``csr``)."""
-        return {"csr": self._tc.extras["csr"]} if self._config.tensorcore else {}
+        """With a TensorCore: its register map (every chip's ``csr``)."""
+        return self._chip_cfg.extras
 
     def elaborate(self, platform):
         m = Module()
@@ -121,27 +92,20 @@ class Pod(Top):
         m.submodules.net = net = self._net
         chips = []
         for c in range(cfg.chips):
-            coords = node_coords(cfg.ici, c)
-            chip = self._node.instance(m, f"chip{'_'.join(map(str, coords))}")
+            coords = node_coords(cfg.ici.dims, c)
+            chip = self._chip.instance(m, f"chip{'_'.join(map(str, coords))}")
             for d, k in enumerate(coords):
-                m.d.comb += chip.coords[f"c{d}"].eq(k)
+                m.d.comb += chip.ici_coord[f"c{d}"].eq(k)
             for port in range(LOCAL_PORTS):
-                wiring.connect(m, chip.inject[port], net.inject[LOCAL_PORTS * c + port])
-                wiring.connect(m, net.eject[LOCAL_PORTS * c + port], chip.eject[port])
-            if cfg.tensorcore is None:
-                ins, outs, bits = ("message", "collective"), ("done",), ("busy",)
-            else:
-                ins, outs, bits = ("csr",), ("dma",) * cfg.hbm, ("running", "done", "error")
-            outs += ("hbm",) * cfg.hbm
-            for name in ("host_write", "host_read", *ins):
-                wiring.connect(m, wiring.flipped(getattr(self, name)[c]), getattr(chip, name))
-            for name in ("host_read_data", *outs):
-                wiring.connect(m, getattr(chip, name), wiring.flipped(getattr(self, name)[c]))
-            for name in bits:
-                m.d.comb += getattr(self, name)[c].eq(getattr(chip, name))
+                wiring.connect(m, chip.ici_inject[port], net.inject[LOCAL_PORTS * c + port])
+                wiring.connect(m, net.eject[LOCAL_PORTS * c + port], chip.ici_eject[port])
+            for name in self._ports:
+                _join(m, self.signature.members[_AXI.get(name, name)],
+                      getattr(self, _AXI.get(name, name))[c], getattr(chip, name))
             chips.append(chip)
         for name in CHIP_COUNTERS:
-            m.d.comb += getattr(self, name).eq(tree_sum(getattr(chip, name) for chip in chips))
+            m.d.comb += getattr(self, name).eq(
+                tree_sum(getattr(chip, f"nic_{name}") for chip in chips))
         for name in COUNTERS:
             out = "net_" + name if name == "dropped" else name
             m.d.comb += getattr(self, out).eq(getattr(net, name))
@@ -149,3 +113,18 @@ class Pod(Top):
             m.d.comb += [net.fault_rate.eq(self.fault_rate), net.fault_seed.eq(self.fault_seed),
                          self.faults.eq(net.faults)]
         return m
+
+
+def _join(m, member, outer, inner):
+    """Connect a port of the pod (``outer``, an element of the array ``member``) to its chip's
+    ``inner``."""
+    flow = member.flow
+    if member.is_signature:
+        if flow == In:
+            wiring.connect(m, wiring.flipped(outer), inner)
+        else:
+            wiring.connect(m, inner, wiring.flipped(outer))
+    elif flow == In:
+        m.d.comb += inner.eq(outer)
+    else:
+        m.d.comb += outer.eq(inner)

@@ -15,7 +15,9 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.fp import FP32, FP32_NAN, _clz, _decode, _normalize_round, add_fp32, mul_fp32
+from spec.formats import FP32, FP32_NAN
+
+from ..lib.fp import _clz, _decode, _normalize_round, add_fp32, mul_fp32
 from .walker import ONE
 
 __all__ = ["ScaleUnit", "Combine"]

@@ -21,9 +21,10 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.isa import MAX_SEMAPHORES
+
 from ..lib.axi import AxiBurst, AxiResp, manager_signature
 from ..lib.queue import Queue
-from .isa import MAX_SEMAPHORES
 from .vmem import place_vector, vector_slot
 from .vmem_ports import vmem_read_signature, vmem_write_signature
 

@@ -14,29 +14,37 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.sram import SRAM
-from .dma import DIMS, dma_command_layout
-from .ici_port import IciKind, ici_command_layout
-from .isa import (
+from spec import isa
+from spec.isa import (
     FIELDS,
     ICI_OPS,
     IMM_FIELDS,
+    OPERANDS,
     REGISTERS,
     SEM_NONE,
+    SEM_NONE_OPS,
     SPECS,
-    Coll,
-    Error,
-    IciFmt,
-    IciOp,
-    IciSpace,
-    Op,
-    Queue,
-    Src2,
+    VOPS,
 )
+from spec.protocol import COLLECTIVE_SEM
+
+from ..lib.codes import hw
+from ..lib.sram import SRAM
+from .dma import DIMS, dma_command_layout
+from .ici_port import IciKind, ici_command_layout
 from .matmul import matmul_command_layout
 from .vmem_ports import VPUKind, vpu_command_layout
 
 __all__ = ["FrontEnd", "EntryKind", "entry_layout"]
+
+Collective = hw(isa.Collective)
+Error = hw(isa.Error)
+IciFmt = hw(isa.IciFmt)
+IciOp = hw(isa.IciOp)
+IciSpace = hw(isa.IciSpace)
+Op = hw(isa.Op)
+Queue = hw(isa.Queue)
+Src2 = hw(isa.Src2)
 
 
 class EntryKind(enum.Enum, shape=2):
@@ -70,6 +78,28 @@ def _used_mask(op):
         lo, width = FIELDS[name] if name in FIELDS else IMM_FIELDS[name]
         mask |= ((1 << width) - 1) << lo
     return mask
+
+
+def _coded(word, name, *, ici):
+    """Whether operand field ``name`` holds a value of its code (always, for a field that is
+    not coded or whose every value is one; the ICI queue only with ``ici``)."""
+    code = OPERANDS[name].code
+    if code is None:
+        return Const(1)
+    values = [c.value for c in code if ici or c is not isa.Queue.ICI]
+    if len(values) == 1 << code.width():
+        return Const(1)
+    return _imm(word, name) <= max(values)
+
+
+def _vop_types(word):
+    """Whether a VOP's element type is one its operation takes (``VOPS``)."""
+    ok = Const(1)
+    for vop in VOPS.values():
+        if len(vop.dtypes) < len(isa.DType):
+            ok = ok & ~((_imm(word, "vop") == vop.op.value)
+                        & ~_imm(word, "dtype").matches(*[d.value for d in vop.dtypes]))
+    return ok
 
 
 class FrontEnd(wiring.Component):
@@ -165,42 +195,30 @@ class FrontEnd(wiring.Component):
         return m
 
     def _legal(self, m, word, op):
-        """The opcode exists (the ICI's only with ``ici``), no unused bit is set, and every
-        enumerated field has a value."""
+        """The opcode exists (the ICI's only with ``ici``), no unused bit is set, every coded
+        field has a value (spec/isa.py, ``OPERANDS``) and the semaphore exists."""
         cfg = self._cfg
         legal = Signal()
-        last_queue = Queue.ICI if cfg.ici else Queue.VPU
         with m.Switch(op):
             for spec in SPECS.values():
                 if spec.op in ICI_OPS and not cfg.ici:
                     continue
                 with m.Case(spec.op.value):
                     ok = (word & ~Const(_used_mask(spec.op), 64)) == 0
-                    if "queue" in spec.operands and last_queue != Queue.ICI:
-                        # With the ICI every value of the field names a queue.
-                        ok = ok & (_imm(word, "queue") <= last_queue.value)
-                    if "vop" in spec.operands:
-                        ok = ok & (_imm(word, "vop") <= 6)
-                    if "dtype" in spec.operands:
-                        ok = ok & (_imm(word, "dtype") <= 2)
-                    if "src2" in spec.operands:
-                        ok = ok & (_imm(word, "src2") <= 2)
-                    for name in ("iop", "coll"):
-                        if name in spec.operands:
-                            ok = ok & (_imm(word, name) <= (2 if name == "iop" else 4))
-                    for name in ("ifmt", "cfmt"):
-                        if name in spec.operands:
-                            ok = ok & (_imm(word, name) <= IciFmt.BF16.value)
-                    if spec.op == Op.ICI_SEND:
+                    for name in spec.operands:
+                        ok = ok & _coded(word, name, ici=cfg.ici)
+                    if spec.op == isa.Op.VOP:
+                        ok = ok & _vop_types(word)
+                    if spec.op == isa.Op.ICI_SEND:
                         # A send's adds are int32 or fp32 (bfloat16 adds are the
-                        # collectives'); its semaphore is the destination's, not 30.
+                        # collectives'); its semaphore is the destination's, not the engine's.
                         ok = ok & ~((_imm(word, "iop") != IciOp.STORE.value)
                                     & (_imm(word, "ifmt") == IciFmt.BF16.value))
-                        ok = ok & (_imm(word, "sem") != SEM_NONE - 1)
+                        ok = ok & (_imm(word, "sem") != COLLECTIVE_SEM)
                     elif "sem" in spec.operands:
                         sem = _imm(word, "sem")
                         in_range = sem < cfg.semaphores
-                        if spec.queue == Queue.DMA:
+                        if spec.op in SEM_NONE_OPS:
                             in_range = in_range | (sem == SEM_NONE)
                         ok = ok & in_range
                     m.d.comb += legal.eq(ok)
@@ -390,7 +408,7 @@ class FrontEnd(wiring.Component):
                 base + (rows << row_shift) > cfg.vmem_bytes)
 
         mode = _imm(word, "src2")
-        unary = _imm(word, "vop") >= 5          # relu, copy
+        unary = _imm(word, "vop").matches(*[v.op.value for v in VOPS.values() if v.unary])
         span = rd
         too_many = count > cfg.vmem_rows
         bad_span = (span == 0) | (span > cfg.vmem_rows)
@@ -432,7 +450,7 @@ class FrontEnd(wiring.Component):
         fmt = _imm(word, "cfmt")
         esize = Mux(fmt == IciFmt.BF16.value, 2, 4)
         # An all-to-all's table holds an entry per chip, a row each.
-        extent = Mux(coll == Coll.ALL_TO_ALL.value, rc[:24] * cfg.row_bytes, rc[:24] * esize)
+        extent = Mux(coll == Collective.ALL_TO_ALL.value, rc[:24] * cfg.row_bytes, rc[:24] * esize)
         with m.Switch(op):
             with m.Case(Op.ICI_SEND, Op.ICI_READ):
                 in_vmem = _imm(word, "lspace") == IciSpace.VMEM.value

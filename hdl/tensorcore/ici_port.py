@@ -6,9 +6,14 @@ the TensorCore only checks an instruction's local operands, queues it and hands 
 
 from amaranth.lib import data, enum
 
-from .isa import Coll, IciFmt, IciOp, IciSpace
+from spec import protocol
+
+from ..lib.codes import hw
 
 __all__ = ["IciKind", "ici_command_layout", "ICI_READ_PORTS", "ICI_WRITE_PORTS"]
+
+Collective, IciFmt = hw(protocol.Collective), hw(protocol.IciFmt)
+IciOp, IciSpace = hw(protocol.IciOp), hw(protocol.IciSpace)
 
 ICI_READ_PORTS = 4
 """VMEM read ports of the ICI endpoint: its + ring sends (shared with the host and the
@@ -34,6 +39,6 @@ def ici_command_layout(cfg):
     engine finds."""
     return data.StructLayout({
         "kind": IciKind, "local": 32, "remote": 32, "bytes": 32, "chip": 16,
-        "op": IciOp, "fmt": IciFmt, "sem": 5, "coll": Coll, "dim": 2,
+        "op": IciOp, "fmt": IciFmt, "sem": 5, "coll": Collective, "dim": 2,
         "lspace": IciSpace, "rspace": IciSpace, "pc": 16,
     })

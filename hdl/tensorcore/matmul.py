@@ -14,9 +14,10 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.mxu import GEMM_DIM_BITS
+
 from ..lib.hier import Submodule
 from ..lib.queue import Queue
-from ..mxu.config import GEMM_DIM_BITS
 from ..mxu.unit import MXU
 from .vmem import place_vector, vector_slot
 from .vmem_ports import vmem_read_signature, vmem_write_signature

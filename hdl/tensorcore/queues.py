@@ -14,9 +14,10 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.isa import MAX_SEMAPHORES
+
 from ..lib.queue import Queue
 from .frontend import EntryKind, entry_layout
-from .isa import MAX_SEMAPHORES
 
 __all__ = ["EngineQueue", "Semaphores", "SEM_MAX"]
 

@@ -12,15 +12,20 @@ from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec import isa
+from spec.isa import REGISTERS
+
+from ..lib.codes import hw
 from .dma import dma_command_layout
 from .frontend import FrontEnd
 from .ici_port import ici_command_layout
-from .isa import REGISTERS, Error
 from .matmul import matmul_command_layout
 from .queues import EngineQueue, Semaphores
 from .vmem_ports import vpu_command_layout
 
 __all__ = ["Sequencer", "EVENTS"]
+
+Error = hw(isa.Error)
 
 EVENTS = ("cycles", "retired", "dma_wait", "mxu_wait", "vpu_wait", "sem_stalls",
           "dispatch_stalls", "mxu_starved")

@@ -12,10 +12,15 @@ writes ``data`` under the byte mask ``strb`` to row ``addr`` in the cycle ``vali
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from .isa import Cast, DType, ROp, Src2, VOp
+from spec import isa
+
+from ..lib.codes import hw
 
 __all__ = ["vmem_read_signature", "vmem_write_signature", "VPUKind", "vpu_command_layout",
            "row_bits"]
+
+Cast, DType, ROp = hw(isa.Cast), hw(isa.DType), hw(isa.ROp)
+Src2, VOp = hw(isa.Src2), hw(isa.VOp)
 
 
 def row_bits(cfg):

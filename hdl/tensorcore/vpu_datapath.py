@@ -14,7 +14,9 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.fp import FP32_NAN, fp32_is_nan, fp32_to_bf16
+from spec.formats import FP32_NAN
+
+from ..lib.fp import fp32_is_nan, fp32_to_bf16
 from ..lib.queue import Queue
 from .vmem_ports import row_bits
 from .vpu_issue import WRITES_ROW, Operands, Pack, uop_layout

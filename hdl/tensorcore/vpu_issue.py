@@ -18,11 +18,17 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .isa import Cast, DType, ROp, Src2, VOp
+from spec import isa
+from spec.isa import VOPS
+
+from ..lib.codes import hw
 from .vmem_ports import VPUKind, row_bits, vpu_command_layout
 from .vpu_lane import AluOp
 
 __all__ = ["Operands", "Pack", "uop_layout", "VPUIssue", "WRITES_ROW"]
+
+Cast, DType, ROp = hw(isa.Cast), hw(isa.DType), hw(isa.ROp)
+Src2, VOp = hw(isa.Src2), hw(isa.VOp)
 
 
 class Operands(enum.Enum, shape=3):
@@ -280,8 +286,8 @@ class _State:
 
 
 def _binary(vop):
-    """Whether a VOP operation takes a second operand."""
-    return ~vop.as_value().matches(VOp.RELU, VOp.COPY)
+    """Whether a VOP operation takes a second operand (``VOPS``)."""
+    return vop.as_value().matches(*[v.op.value for v in VOPS.values() if not v.unary])
 
 
 def _vop_pass(m, cmd, st, ctl, u, read1, read2, last):

@@ -13,7 +13,9 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.fp import FP32_NAN, Fp32Multiplier, add_fp32, fp32_is_nan, minmax_fp32
+from spec.formats import FP32_NAN
+
+from ..lib.fp import Fp32Multiplier, add_fp32, fp32_is_nan, minmax_fp32
 
 __all__ = ["AluOp", "LaneALU"]
 

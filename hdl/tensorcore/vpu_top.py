@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from ..config import Config
+from spec.config import Config
+from spec.tensorcore import TensorCoreConfig
+
 from ..top import Top
-from .config import TensorCoreConfig
 from .vpu import VPU
 
 __all__ = ["VPUTopConfig", "VPUTop"]

@@ -8,7 +8,7 @@ helpers (``hdl.config``); this module adds real numbers, tuples and mappings.
 import math
 from numbers import Real
 
-from hdl.config import check_bool, check_choice, check_int
+from spec.config import check_bool, check_choice, check_int
 
 __all__ = ["check_number", "check_int", "check_choice", "check_bool", "check_dims",
            "check_mapping"]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from hdl.config import ConfigError
+from spec.config import ConfigError
 from verification.models import fp
 
 __all__ = ["Format", "FORMATS", "split_sizes", "node_of", "coords_of", "rings", "pieces",

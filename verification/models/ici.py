@@ -31,8 +31,8 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 # Node numbering is part of the configuration (dimension 0 varies fastest), not of the RTL.
-from hdl.ici.config import node_coords as coords_of
-from hdl.ici.config import node_index as index_of
+from spec.ici import node_coords as coords_of
+from spec.ici import node_index as index_of
 
 __all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc", "coords_of", "index_of",
            "min_hops", "route_step", "path", "flow_bit", "lookahead_lane", "injection_vc",

@@ -8,7 +8,7 @@ Elements are packed little endian from byte 0 (int32 / fp32 4 bytes, bfloat16 2,
 import ml_dtypes
 import numpy as np
 
-from hdl.tensorcore.isa import Cast, DType, ROp, VOp
+from spec.isa import Cast, DType, ROp, VOp
 from verification.models.fp import BF16_NAN, FP32_NAN, max_min
 
 __all__ = ["vop_rows", "vcast_rows", "vred_rows", "FP32_NAN", "BF16_NAN"]

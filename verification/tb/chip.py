@@ -9,9 +9,9 @@ import json
 
 import cocotb
 
-from hdl.chip import ChipConfig
-from hdl.tensorcore.isa import SEM_NONE, Error, Op, encode
 from podium.program import Program
+from spec.chip import ChipConfig
+from spec.isa import SEM_NONE, Error, Op, encode
 from verification.tb import sparsecore as sparsecore_tb
 from verification.tb.bench import (
     SHORT_FLOWS,

@@ -20,7 +20,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiResp
 
-from hdl.hbm.config import HBMConfig
+from spec.hbm import HBMConfig
 from verification.models import ecc
 from verification.models.hbm import HBMDeviceModel
 from verification.models.memory import ByteMemory

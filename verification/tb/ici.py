@@ -17,7 +17,7 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
-from hdl.ici.config import ICIHarnessConfig
+from spec.ici import ICIHarnessConfig
 from verification.models.ici import (
     PATTERN_NAMES,
     Delivery,

@@ -15,7 +15,7 @@ from collections import defaultdict, deque
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from hdl.ici.config import ICIConfig
+from spec.ici import ICIConfig
 from verification.models.ici import Header, crc16, out_vc_of, pack_fields
 from verification.tb.bench import new_rng, pause, start
 from verification.tb.packing import load_sidecar

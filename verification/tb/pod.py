@@ -14,8 +14,9 @@ import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
-from hdl.pod.collective import all_to_all_table
-from hdl.pod.config import LOCAL_PORTS, NO_SEM, REQUEST_PORT, RESPONSE_PORT, PodConfig
+from spec.collectives import all_to_all_table
+from spec.pod import PodConfig
+from spec.protocol import LOCAL_PORTS, NO_SEM, REQUEST_PORT, RESPONSE_PORT
 from verification.models.collectives import (
     add_bytes,
     all_to_all,
@@ -71,7 +72,7 @@ class PodHost:
         self.sidecar = load_sidecar()
         self.cfg = PodConfig.from_dict(self.sidecar["parameters"])
         self.ici = self.cfg.ici
-        self.fb = self.cfg.endpoint.flit_bytes
+        self.fb = self.cfg.nic.flit_bytes
         self.chips = self.cfg.chips
         self.ports = {name: Port.of(self.sidecar, f"{name}__0")
                       for name in ("host_write", "host_read", *sources, *sinks)}
@@ -88,7 +89,7 @@ class PodHost:
         # With ``hbm`` each chip's HBM: an AxiRam on its endpoint's port and, on a pod of
         # TensorCores, a second port of the same memory for its DMA.
         self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, "random_random")
-                    for c in range(self.chips)] if self.cfg.hbm else []
+                    for c in range(self.chips)] if self.cfg.chip.has_hbm else []
         self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, "random_random", mem=ram.mem)
                         for c, ram in enumerate(self.hbm)] if self.cfg.tensorcore else []
 
@@ -184,7 +185,7 @@ class PodBench(PodHost):
 
     def __init__(self, dut):
         super().__init__(dut, sources=("message", "collective"), sinks=("done",))
-        self.spaces = ("VMEM", "HBM") if self.cfg.hbm else ("VMEM",)
+        self.spaces = ("VMEM", "HBM") if self.cfg.chip.has_hbm else ("VMEM",)
 
     # Collectives and messages -------------------------------------------------------------
 
@@ -370,7 +371,7 @@ async def test_collectives(dut):
     tb = PodBench(dut)
     await tb.start()
     rng = new_rng()
-    packet_elems = tb.cfg.endpoint.packet_bytes // 4
+    packet_elems = tb.cfg.nic.packet_bytes // 4
     lengths = [1, 7, 37, 101, 4 * tb.chips * packet_elems + 5]
     cases = [(op, dim, fmt) for dim in _dims_to_test(tb) for op in OPS
              for fmt in ("int32", "fp32", "bfloat16")]
@@ -395,7 +396,7 @@ def _random_messages(tb, rng, count):
     for k in range(count):
         kind = rng.choice(["WRITE", "WRITE", "READ"])
         op = rng.choice(["STORE", "ADD", "ADD_FINAL"]) if kind == "WRITE" else "STORE"
-        size = rng.choice([0, 4, 16, 100, 3 * tb.cfg.endpoint.packet_bytes + 20,
+        size = rng.choice([0, 4, 16, 100, 3 * tb.cfg.nic.packet_bytes + 20,
                            rng.randrange(1, SLOT)])
         if op != "STORE":
             size -= size % 4
@@ -489,7 +490,7 @@ async def test_collective_with_traffic(dut):
     rng = new_rng()
     tb.flow("random_random")
     dim = _dims_to_test(tb)[-1]
-    length = 2 * tb.chips * tb.cfg.endpoint.packet_bytes // 4 + 3
+    length = 2 * tb.chips * tb.cfg.nic.packet_bytes // 4 + 3
     await _run_messages(tb, rng, 10,
                         during=_run_collective(tb, rng, "all_reduce", dim, "fp32", length))
     assert tb.counters()["errors"] == 0
@@ -499,7 +500,7 @@ def _all_to_all_cases(tb, rng):
     """Sizes matrices (bytes, ``sizes[src][dst]``): uniform, ragged with zeros, skewed (one
     pair several packets, the rest a few bytes or nothing, one chip sending nothing), all
     zero."""
-    n, packet = tb.chips, tb.cfg.endpoint.packet_bytes
+    n, packet = tb.chips, tb.cfg.nic.packet_bytes
     ragged = [[0 if rng.random() < 0.3 else rng.randrange(1, 400) for _ in range(n)]
               for _ in range(n)]
     skewed = [[rng.choice([0, 1, 5, 16]) for _ in range(n)] for _ in range(n)]
@@ -518,7 +519,7 @@ async def test_all_to_all(dut):
     tb = PodBench(dut)
     await tb.start()
     rng = new_rng()
-    table = tb.cfg.memory_words * tb.fb - tb.chips * tb.fb
+    table = tb.cfg.chip.nic_words * tb.fb - tb.chips * tb.fb
     for k, (name, sizes) in enumerate(_all_to_all_cases(tb, rng).items()):
         flow = FLOWS[k % len(FLOWS)]
         tb.flow(flow)
@@ -558,7 +559,7 @@ async def test_bad_input(dut):
     await tb.drained()
     assert await tb.read(0, 4, 16, space="HBM") == bytes(16)
     tb.message(0, kind="WRITE", dst=tb.dst(tb.chips - 1), space="VMEM",
-               address=tb.cfg.memory_words * tb.fb, bytes=16, sem=3, reply_space="VMEM",
+               address=tb.cfg.chip.nic_words * tb.fb, bytes=16, sem=3, reply_space="VMEM",
                reply_address=0)
     await tb.drained()
     await tb.until(lambda: len(tb.snk[tb.chips - 1]["done"].beats) == 1, "bad write completes")
@@ -578,7 +579,7 @@ async def test_link_faults(dut):
     rng = new_rng()
     tb.flow("random_random")
     dim = _dims_to_test(tb)[0]
-    length = 2 * tb.chips * tb.cfg.endpoint.packet_bytes // 4 + 9
+    length = 2 * tb.chips * tb.cfg.nic.packet_bytes // 4 + 9
     await _run_collective(tb, rng, "all_reduce", dim, "fp32", length)
     await _run_messages(tb, rng, 8)
     counters = tb.counters()

@@ -14,11 +14,11 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from hdl.pod.collective import all_to_all_table
-from hdl.tensorcore.isa import Error
 from podium.asm import assemble
 from podium.podsim import PodSim
 from podium.spmd import data_parallel_step
+from spec.collectives import all_to_all_table
+from spec.isa import Error
 from verification.models.collectives import random_elements
 from verification.tb.bench import FLOWS, new_rng
 from verification.tb.pod import HBM_BYTES, PodHost
@@ -171,7 +171,7 @@ async def test_program_hbm(dut):
     Without ``hbm`` the same messages (stores and reads) touch HBM that is not there: counted
     in ``errors`` as the golden simulator counts them (a flit each), zeros read."""
     tb, rng = await _started(dut)
-    chips, slot, hbm = tb.chips, 256, tb.cfg.hbm
+    chips, slot, hbm = tb.chips, 256, tb.cfg.chip.has_hbm
     images = [random_elements(rng, "fp32", tb.tc.vmem_bytes // 4) for _ in range(chips)]
     hbm_images = [random_elements(rng, "fp32", HBM_BYTES // 4) for _ in range(chips)] \
         if hbm else None
@@ -219,7 +219,7 @@ def _collective_programs(tb, rng):
     """SPMD collectives on buffers of one chip's VMEM: (program, images)."""
     chips, fb = tb.chips, tb.fb
     dims = [d for d, k in enumerate(tb.ici.dims) if k > 1]
-    lengths = [1, 37, 2 * chips * tb.cfg.endpoint.packet_bytes // 4 + 5]
+    lengths = [1, 37, 2 * chips * tb.cfg.nic.packet_bytes // 4 + 5]
     steps, images = [], [bytearray(tb.tc.vmem_bytes) for _ in range(chips)]
     address = 0
     cases = [(op, dim, fmt) for dim in dims for op in ("reduce_scatter", "all_gather",
@@ -259,7 +259,7 @@ def _collective_programs(tb, rng):
             images[c][row:row + 12] = np.array([entry["src_address"], entry["dst_address"],
                                                 entry["bytes"]], np.uint32).tobytes()
     steps += [_li(1, table_base), _li(2, chips), "ici.coll all_to_all, 0, int32, r1, r2"]
-    assert table_base + chips * fb <= tb.cfg.staging_base, "the test's buffers overflow VMEM"
+    assert table_base + chips * fb <= tb.cfg.chip.staging_base, "the test's buffers overflow VMEM"
     program = "\n".join(steps + [f"signal ici, s{DONE}", f"wait dma, s{DONE}", "halt"])
     return program, [bytes(i) for i in images]
 
@@ -287,14 +287,14 @@ async def test_program_errors(dut):
     with HBM, from an address off the AXI beat (DMA_ALIGN)."""
     tb, rng = await _started(dut)
     image = [bytes(tb.tc.vmem_bytes)] * tb.chips
-    long = tb.cfg.endpoint.max_message + tb.fb
+    long = tb.cfg.nic.max_message + tb.fb
     flat = len(tb.ici.dims)
     cases = [
         [_li(3, 64), f"ici.send r0, r0, r3, {tb.chips}, store, int32, none", "halt"],
         [_li(3, long), "ici.send r0, r0, r3, 0, store, int32, none", "halt"],
         [_li(1, 4), "ici.send r1, r0, r0, 0, store, int32, none", "halt"],
         [_li(2, 64), f"ici.coll all_reduce, {flat}, fp32, r0, r2", "halt"],
-        [_li(1, 32), "dma.shape 0, r1, r0, r0", _li(2, 4 if tb.cfg.hbm else 0),
+        [_li(1, 32), "dma.shape 0, r1, r0, r0", _li(2, 4 if tb.cfg.chip.has_hbm else 0),
          "dma.load r2, r0, s0", "halt"],
     ]
     for case in cases:

@@ -13,7 +13,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from hdl.sparsecore.config import SparseCoreSystemConfig
+from spec.sparsecore import SparseCoreSystemConfig
 from verification.models.sparsecore import (
     COMBINERS,
     Batch,

@@ -12,12 +12,12 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from hdl.tensorcore.config import TensorCoreConfig
-from hdl.tensorcore.isa import SEM_NONE, DType, Error, Op, Queue, VOp, encode
 from podium import compiler
 from podium.isasim import TensorCoreSim
 from podium.program import DTYPES
 from podium.runner import golden
+from spec.isa import SEM_NONE, DType, Error, Op, Queue, VOp, encode
+from spec.tensorcore import TensorCoreConfig
 from verification.models.mxu import MXUModel
 from verification.tb.axi import axi_ram, axil_master
 from verification.tb.bench import FLOWS, env_int, new_rng, start

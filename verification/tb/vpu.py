@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from hdl.tensorcore.isa import Cast, DType, ROp, Src2, VOp
+from spec.isa import Cast, DType, ROp, Src2, VOp
 from verification.models.vpu import vcast_rows, vop_rows, vred_rows
 from verification.tb.bench import FLOWS, flow_pauses, new_rng, pause, start
 from verification.tb.packing import Port, load_sidecar

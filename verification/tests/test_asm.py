@@ -7,13 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hdl.tensorcore.isa import (
+from podium.asm import AsmError, assemble, disassemble, format_instruction
+from spec.isa import (
     FIELDS,
     IMM_FIELDS,
     SEM_NONE,
     SPECS,
     Cast,
-    Coll,
+    Collective,
     DType,
     IciFmt,
     IciOp,
@@ -27,11 +28,10 @@ from hdl.tensorcore.isa import (
     encode,
     illegal,
 )
-from podium.asm import AsmError, assemble, disassemble, format_instruction
 
 PROPERTY = settings(max_examples=300, deadline=None, database=None, derandomize=True)
 _ENUMS = {"queue": Queue, "vop": VOp, "dtype": DType, "src2": Src2, "cast": Cast, "rop": ROp,
-          "iop": IciOp, "ifmt": IciFmt, "coll": Coll, "cfmt": IciFmt}
+          "iop": IciOp, "ifmt": IciFmt, "coll": Collective, "cfmt": IciFmt}
 
 
 def test_hand_written_program():
@@ -125,7 +125,7 @@ def test_ici_memories():
                rspace=IciSpace.HBM),
         encode(Op.ICI_READ, b=1, c=2, d=3, chip=0, sem=1, lspace=IciSpace.HBM,
                rspace=IciSpace.HBM),
-        encode(Op.ICI_COLL, coll=Coll.ALL_GATHER, cdim=1, cfmt=IciFmt.BF16, b=1, c=2,
+        encode(Op.ICI_COLL, coll=Collective.ALL_GATHER, cdim=1, cfmt=IciFmt.BF16, b=1, c=2,
                cspace=IciSpace.HBM),
         encode(Op.ICI_READ, b=1, c=2, d=3, chip=0, sem=1),
     ]

@@ -3,10 +3,10 @@ model."""
 
 import pytest
 
-from hdl.chip import ChipConfig
-from hdl.config import ConfigError
-from hdl.hbm.config import HBMConfig
-from hdl.sparsecore.config import SparseCoreConfig
+from spec.chip import ChipConfig
+from spec.config import ConfigError
+from spec.hbm import HBMConfig
+from spec.sparsecore import SparseCoreConfig
 from verification.tests.suite import cases
 
 TB = "verification.tb.chip"

@@ -10,11 +10,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
 from podium.compiler import CompileError, GemmTiling, gemm, gemm_reference, mlp, result_bits
 from podium.runner import run
 from podium.workloads.digits import infer_bf16
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 from verification.models import fp
 
 DEFAULT = TensorCoreConfig()

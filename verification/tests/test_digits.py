@@ -6,10 +6,10 @@ model's."""
 import numpy as np
 import pytest
 
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
 from podium.runner import run
 from podium.workloads import digits
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 
 
 @pytest.fixture(scope="module")

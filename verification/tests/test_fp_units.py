@@ -4,7 +4,7 @@ against hand-worked IEEE cases."""
 import numpy as np
 import pytest
 
-from hdl.lib.fp import FloatUnitsConfig
+from spec.formats import FloatUnitsConfig
 from verification.models import fp
 
 FORMATS = ["bfloat16", "float8_e4m3fn", "float8_e5m2"]

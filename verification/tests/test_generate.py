@@ -9,14 +9,16 @@ import sys
 
 import pytest
 
-from hdl.chip import ChipConfig
-from hdl.config import ConfigError
 from hdl.generate import BLOCKS, generate, make_config
-from hdl.hbm.config import HBMConfig
-from hdl.ici.config import ICIConfig
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
 from sim.runner import lint
+from spec.chip import ChipConfig
+from spec.config import ConfigError
+from spec.hbm import HBMConfig
+from spec.ici import ICIConfig
+from spec.mxu import MXUConfig
+from spec.nic import NICConfig
+from spec.pod import PodConfig
+from spec.tensorcore import TensorCoreConfig
 
 _DIGEST = """
 import hashlib, sys
@@ -45,24 +47,34 @@ def test_chip_generates_lint_clean(tmp_path):
     sidecar = json.loads((tmp_path / f"{name}.json").read_text())
     ports = {p["name"] for p in sidecar["ports"]}
     assert {"csr__awaddr", "csr__rdata", "done", "error", "hbm_ch0__row_op",
-            "hbm_ch0__data0__rddata", "ici_link_out__0__flit", "ici_inject__0__valid"} <= ports
-    assert not any(p.startswith(("mem0__", "mxu_")) for p in ports), \
-        "the TensorCore drives HBM port 0 and the MXU inside the chip"
+            "hbm_ch0__data0__rddata"} <= ports
+    assert not any(p.startswith(("mem0__", "mxu_", "ici_")) for p in ports), \
+        "the TensorCore drives HBM port 0 and the MXU inside the chip, which has no network " \
+        "interface by default"
     lint(tmp_path / f"{name}.v", name)
 
 
 def test_config_round_trip():
     chip = ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4)),
-                      hbm=HBMConfig(ports=2), ici=ICIConfig(dims=(2, 2, 2)))
+                      hbm=HBMConfig(ports=2))
     d = json.loads(json.dumps(chip.to_dict()))
     assert ChipConfig.from_dict(d) == chip
     assert chip.replace(hbm=chip.hbm.replace(ports=1)).hbm.ports == 1
-    assert ChipConfig.from_dict({"ici": {"dims": [2, 3]}}).ici.dims == (2, 3)
+    pod = PodConfig(chip=ChipConfig(tensorcore=None, memory="none",
+                                    nic=NICConfig(ici=ICIConfig(dims=(2, 2, 2), classes=2,
+                                                                local_ports=3))))
+    assert PodConfig.from_dict(json.loads(json.dumps(pod.to_dict()))) == pod
+    params = {"chip": {"tensorcore": None, "memory": "none",
+                       "nic": {"ici": {"dims": [2, 3], "classes": 2, "local_ports": 3}}}}
+    assert PodConfig.from_dict(params).ici.dims == (2, 3)
 
 
 @pytest.mark.parametrize("params, message", [
     ({"hbm": {"queue_depth": 100}}, "chip.hbm.queue_depth must be an integer in 2..64, got 100"),
-    ({"ici": {"dims": [1, 4]}}, "chip.ici.dims[0] must be an integer in 2..64, got 1"),
+    ({"nic": {"ici": {"dims": [1, 4]}}},
+     "chip.nic.ici.dims[0] must be an integer in 2..64, got 1"),
+    ({"memory": "ddr"}, "chip.memory must be one of 'hbm', 'axi', 'none', got 'ddr'"),
+    ({"tensorcore": None}, "chip.tensorcore must be given on a chip without a network"),
     ({"tensorcore": {"mxu": {"fmt": "int4"}}}, "chip.tensorcore.mxu.fmt must be one of"),
     ({"tensorcore": {"mxu": {"depth": 3}}}, "chip.tensorcore.mxu: unknown MXU parameter(s): depth"),
     ({"hbm": 5}, "chip.hbm must be a HBMConfig or a dict, got 5"),

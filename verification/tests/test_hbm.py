@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from hdl.generate import generate
-from hdl.hbm.config import BENCH_CONFIG, MAPPINGS, PRESETS, HBMConfig, TimingOverrides
 from sim.runner import lint
+from spec.hbm import BENCH_CONFIG, MAPPINGS, PRESETS, HBMConfig, TimingOverrides
 from verification.models.hbm import (
     MAX_INTERVAL,
     MAX_POSTPONED,

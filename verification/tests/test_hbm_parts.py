@@ -18,7 +18,6 @@ from amaranth.sim import Simulator
 from hdl.hbm.arbiter import CommandArbiter
 from hdl.hbm.bank import BankMachines
 from hdl.hbm.command_queue import CommandQueue
-from hdl.hbm.config import HBMConfig
 from hdl.hbm.front_end import FrontEnd
 from hdl.hbm.interface import ColOp, RowOp
 from hdl.hbm.read_return import RRESP_DEPTH, ReadReturn
@@ -29,6 +28,7 @@ from hdl.hbm.timing import ActivateWindow
 from hdl.hbm.write_path import WriteBuffer
 from hdl.hbm.write_tracker import WriteTracker
 from hdl.lib.axi import AxiBurst, AxiResp
+from spec.hbm import HBMConfig
 
 CFG = HBMConfig(bank_groups=2, banks_per_group=2, queue_depth=4, write_buffer=2, write_high=2,
                 write_low=0, starvation_cap=8, refresh_postpone=2, id_lanes=2, rob_depth=8,

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from hdl.generate import generate
-from hdl.ici.config import ICIConfig, ICIHarnessConfig
 from sim.runner import lint
+from spec.ici import ICIConfig, ICIHarnessConfig
 from verification.models.ici import (
     average_hops,
     channel_dependency_graph,

@@ -12,12 +12,12 @@ from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
 from hdl.ici.allocator import Allocator
-from hdl.ici.config import ICIConfig
 from hdl.ici.input import InjectionPort, InputUnit
 from hdl.ici.link import LinkRx, LinkTx
 from hdl.ici.packet import reverse_layout, wire_layout
 from hdl.ici.router import Ejection
 from hdl.lib.delay import DelayLine
+from spec.ici import ICIConfig
 from verification.models.ici import Header, injection_vc, out_vc_of
 
 CFG = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)

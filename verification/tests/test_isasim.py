@@ -7,11 +7,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
-from hdl.tensorcore.isa import Error, Op, encode
 from podium.asm import assemble
 from podium.isasim import TensorCoreSim
+from spec.isa import Error, Op, encode
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 
 CFG = TensorCoreConfig()        # 8x8 int8 MXU, 64 KiB VMEM, 32-byte rows and beats
 BF16 = TensorCoreConfig(mxu=MXUConfig(fmt="bfloat16"))

@@ -6,28 +6,32 @@ torus; and the pod's configuration checks."""
 
 import pytest
 
-from hdl.config import ConfigError
-from hdl.ici.config import ICIConfig
-from hdl.mxu.config import MXUConfig
-from hdl.pod.config import LOCAL_PORTS, EndpointConfig, PodConfig
-from hdl.tensorcore.config import TensorCoreConfig
+from spec.chip import ChipConfig
+from spec.config import ConfigError
+from spec.ici import ICIConfig
+from spec.mxu import MXUConfig
+from spec.nic import NICConfig
+from spec.pod import PodConfig
+from spec.protocol import LOCAL_PORTS
+from spec.tensorcore import TensorCoreConfig
 from verification.tests.suite import cases
 
 TB = "verification.tb.pod"
 PROGRAMS_TB = "verification.tb.pod_programs"
 
 
-def _pod(dims, *, faults=False, hbm=False, **ici):
+def _pod(dims, *, faults=False, memory="none", tensorcore=None, **ici):
     params = dict(classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
                   local_ports=LOCAL_PORTS)
     params.update(ici)
-    return PodConfig(endpoint=EndpointConfig(ici=ICIConfig(dims=dims, **params)),
-                     faults=faults, hbm=hbm)
+    nic = NICConfig(ici=ICIConfig(dims=dims, **params))
+    return PodConfig(chip=ChipConfig(tensorcore=tensorcore, memory=memory, nic=nic),
+                     faults=faults)
 
 
 CONFIGS = {
     "1x4": _pod((4,)),
-    "2x2": _pod((2, 2), faults=True, hbm=True, max_packet=4, buffer_depth=4),
+    "2x2": _pod((2, 2), faults=True, memory="axi", max_packet=4, buffer_depth=4),
     "4x4": _pod((4, 4), vcs=4),
 }
 
@@ -44,12 +48,11 @@ TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, r
 (256 bits), a deadlock watch long enough for a neighbour's work."""
 
 
-def _tensor_pod(dims, hbm=False):
-    pod = _pod(dims, flit_bits=256, hbm=hbm)
-    return pod.replace(memory_words=TENSORCORE.vmem_rows, tensorcore=TENSORCORE)
+def _tensor_pod(dims, memory="none"):
+    return _pod(dims, flit_bits=256, memory=memory, tensorcore=TENSORCORE)
 
 
-PROGRAM_CONFIGS = {"1x4-tc": _tensor_pod((4,)), "2x2-tc": _tensor_pod((2, 2), hbm=True)}
+PROGRAM_CONFIGS = {"1x4-tc": _tensor_pod((4,)), "2x2-tc": _tensor_pod((2, 2), memory="axi")}
 
 
 @pytest.mark.parametrize("pod, test", cases(TB, CONFIGS, _slow))
@@ -66,20 +69,23 @@ def test_pod_programs(cocotb_run, pod, test):
 
 
 @pytest.mark.parametrize("change, path", [
-    ({"endpoint": {"ici": {"local_ports": 2}}}, "endpoint.ici.local_ports"),
-    ({"endpoint": {"ici": {"classes": 1}}}, "endpoint.ici.classes"),
-    ({"memory_words": 1000}, "memory_words"),
-    ({"memory_words": 8}, "memory_words"),
+    ({"nic": {"ici": {"local_ports": 2}}}, "chip.nic.ici.local_ports"),
+    ({"nic": {"ici": {"classes": 1}}}, "chip.nic.ici.classes"),
+    ({"local_words": 1000}, "chip.local_words"),
+    ({"local_words": 8}, "chip.local_words"),
+    ({"nic": None}, "chip.nic"),
     ({"faults": 1}, "faults"),
 ])
 def test_pod_config_refused(change, path):
     """A configuration the pod cannot build is refused, naming the parameter."""
     params = PodConfig().to_dict()
     for key, value in change.items():
-        if key == "endpoint":
-            params["endpoint"]["ici"].update(value["ici"])
-        else:
+        if key == "nic" and value is not None:
+            params["chip"]["nic"]["ici"].update(value["ici"])
+        elif key == "faults":
             params[key] = value
+        else:
+            params["chip"][key] = value
     with pytest.raises(ConfigError) as e:
         PodConfig.from_dict(params)
     assert str(e.value).startswith(path), str(e.value)

@@ -1,6 +1,6 @@
-"""Unit tests of the ICI endpoint (hdl/pod/endpoint.py) in Amaranth's Python simulator:
-configuration refusals; four chips, each a Sender, a Receiver and a Responder with a Python
-memory, joined by a Python network that stamps sources and delivers whole packets interleaved
+"""Unit tests of the network interface's endpoint (hdl/nic/endpoint.py) in Amaranth's Python
+simulator: configuration refusals; four chips, each a Sender, a Receiver and a Responder with a
+Python memory, joined by a Python network that stamps sources and delivers whole packets interleaved
 across sources and classes (in order per source and class, as the ICI does), exchanging random
 writes, adds (int32 and fp32, special values included), acknowledged writes and reads under
 random idle and backpressure; and a Receiver fed bad packets among good ones."""
@@ -17,21 +17,13 @@ from amaranth.hdl import Elaboratable, Module, Shape
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from hdl.config import ConfigError
-from hdl.ici.config import ICIConfig
-from hdl.pod.collective import (
-    Collective,
-    CollectiveEngine,
-    a2a_displacements,
-    descriptor_layout,
-)
-from hdl.pod.config import NO_SEM, EndpointConfig
-from hdl.pod.endpoint import (
+from hdl.nic.collective import CollectiveEngine, descriptor_layout
+from hdl.nic.endpoint import (
     REQUEST_CLASS,
     RESPONSE_CLASS,
-    Fmt,
-    Kind,
-    Op,
+    IciFmt,
+    IciOp,
+    PacketKind,
     Receiver,
     Responder,
     Sender,
@@ -40,9 +32,14 @@ from hdl.pod.endpoint import (
     read_request_layout,
     write_beat_layout,
 )
-from hdl.pod.hbm_port import HbmPort, SpaceSplit
-from hdl.pod.node import MessageMux
+from hdl.nic.hbm_port import HbmPort, SpaceSplit
+from hdl.nic.interface import MessageMux
 from sim.collectives_model import Network, bisection_bound, route
+from spec.collectives import a2a_displacements
+from spec.config import ConfigError
+from spec.ici import ICIConfig
+from spec.nic import NICConfig
+from spec.protocol import NO_SEM, Collective, IciSpace
 from verification.models.collectives import (
     add_bytes,
     all_to_all_schedule,
@@ -53,7 +50,7 @@ from verification.models.collectives import (
 )
 from verification.models.ici import Header
 
-CFG = EndpointConfig(ici=ICIConfig(dims=(2, 2), classes=2, flit_bits=128, max_packet=4))
+CFG = NICConfig(ici=ICIConfig(dims=(2, 2), classes=2, flit_bits=128, max_packet=4))
 CHIPS = [(0, 0), (1, 0), (0, 1), (1, 1)]
 FLOWS = {"fast": (1.0, 1.0), "idle": (0.4, 1.0), "backpressure": (1.0, 0.3)}
 STALL = 500
@@ -134,13 +131,13 @@ def _sink(ctx, stream, rng, rate):
 class _Message:
     """A command for a Sender (``data`` the bytes of a WRITE, ``bytes`` of a READ)."""
 
-    kind: Kind
+    kind: PacketKind
     dst: tuple
     space: int
     address: int
     data: bytes = b""
     bytes: int = 0
-    op: Op = Op.STORE
+    op: IciOp = IciOp.STORE
     fmt: str = "int32"
     ack: int = 0
     tag: int = 0
@@ -152,13 +149,13 @@ class _Message:
 def _set_command(ctx, payload, msg):
     for d, c in enumerate(msg.dst):
         ctx.set(payload.dst[f"c{d}"], c)
-    fmt = Fmt.FP32 if msg.fmt == "fp32" else Fmt.INT32
+    fmt = IciFmt.FP32 if msg.fmt == "fp32" else IciFmt.INT32
     for name, value in (("kind", msg.kind), ("dst_port", 0), ("space", msg.space),
                         ("address", msg.address), ("op", msg.op), ("fmt", fmt),
                         ("ack", msg.ack), ("tag", msg.tag), ("sem", msg.sem),
                         ("reply_space", msg.reply_space),
                         ("reply_address", msg.reply_address),
-                        ("bytes", len(msg.data) if msg.kind == Kind.WRITE else msg.bytes)):
+                        ("bytes", len(msg.data) if msg.kind == PacketKind.WRITE else msg.bytes)):
         ctx.set(getattr(payload, name), value)
 
 
@@ -257,9 +254,10 @@ class _Network:
             return
         self.partial[(source, tclass)] = []
         dst = _endpoint(cfg, head.dst, head.dst_port)
-        kind = Kind(_field(cfg, flits[0], "kind"))
+        kind = PacketKind(_field(cfg, flits[0], "kind"))
         assert head.tclass == tclass
-        assert tclass == (REQUEST_CLASS if kind in (Kind.WRITE, Kind.READ) else RESPONSE_CLASS)
+        requests = (PacketKind.WRITE, PacketKind.READ)
+        assert tclass == (REQUEST_CLASS if kind in requests else RESPONSE_CLASS)
         assert head.length <= cfg.ici.max_packet
         key = (source, dst, tclass)
         assert head.seq == self.seq.get(key, 0) % 256
@@ -313,37 +311,37 @@ class _Traffic:
         if pick < 0.25:
             size = self._size(1)
             address = 0x200000 + (s * 64 + j) * 1024
-            msg = _Message(Kind.READ, _coords(self.cfg, d), space,
+            msg = _Message(PacketKind.READ, _coords(self.cfg, d), space,
                            0x100000 + rng.randrange(4) * 1024 + rng.randrange(4) * 16,
                            bytes=size, tag=tag, sem=sem, reply_space=rng.randrange(2),
                            reply_address=address)
             data = bytes(self.initial[d][(space, msg.address + i)] for i in range(size))
             _store(self.final[s], msg.reply_space, address, data)
-            self._complete(s, d, Kind.READ_DATA, sem, tag, (msg.reply_space, address, data))
+            self._complete(s, d, PacketKind.READ_DATA, sem, tag, (msg.reply_space, address, data))
             self.messages[s].append(msg)
             return
         fmt = rng.choice(["int32", "fp32"])
-        op = Op.STORE if pick < 0.5 else rng.choice([Op.ADD, Op.ADD_FINAL])
-        size = self._size(1 if op == Op.STORE else 4)
+        op = IciOp.STORE if pick < 0.5 else rng.choice([IciOp.ADD, IciOp.ADD_FINAL])
+        size = self._size(1 if op == IciOp.STORE else 4)
         address = (s * 64 + j) * 1024
-        repeats = 1 if op == Op.STORE else rng.choice([1, 2])
-        if op != Op.STORE:
+        repeats = 1 if op == IciOp.STORE else rng.choice([1, 2])
+        if op != IciOp.STORE:
             present = random_elements(rng, fmt, size // 4)
             _store(self.initial[d], space, address, present)
             _store(self.final[d], space, address, present)
         for _ in range(repeats):
-            data = (bytes(rng.getrandbits(8) for _ in range(size)) if op == Op.STORE
+            data = (bytes(rng.getrandbits(8) for _ in range(size)) if op == IciOp.STORE
                     else random_elements(rng, fmt, size // 4))
             ack = rng.randrange(2)
-            msg = _Message(Kind.WRITE, _coords(self.cfg, d), space, address, data, op=op,
+            msg = _Message(PacketKind.WRITE, _coords(self.cfg, d), space, address, data, op=op,
                            fmt=fmt, ack=ack, tag=tag, sem=sem)
-            if op != Op.STORE:
+            if op != IciOp.STORE:
                 present = bytes(self.final[d][(space, address + i)] for i in range(size))
                 data = add_bytes(fmt, data, present)
             _store(self.final[d], space, address, data)
-            self._complete(d, s, Kind.WRITE, sem, tag, (space, address, data))
+            self._complete(d, s, PacketKind.WRITE, sem, tag, (space, address, data))
             if ack:
-                self._complete(s, d, Kind.ACK, NO_SEM, tag)
+                self._complete(s, d, PacketKind.ACK, NO_SEM, tag)
             self.messages[s].append(msg)
 
 
@@ -471,23 +469,23 @@ def test_bad_packets(seed):
     words = [rng.getrandbits(cfg.ici.flit_bits) for _ in range(12)]
     present = rng.getrandbits(cfg.ici.flit_bits)
     hdr = _Packets(cfg)
-    write = {"kind": Kind.WRITE, "last": 1, "bytes": fb, "sem": 5}
+    write = {"kind": PacketKind.WRITE, "last": 1, "bytes": fb, "sem": 5}
     request = _pack(read_request_layout(cfg), space=1, address=0x7000, bytes=100)
     packets = [
         [hdr.head(0, 2, address=0x100, **write), words[0]],
         [hdr.head(0, 2, seq=7, address=0x200, **write), words[1]],
         [hdr.head(1, 2, address=0x300, **write), words[2]],
-        [hdr.head(0, 2, address=0x300, op=Op.ADD, fmt=3, **write), words[3]],
+        [hdr.head(0, 2, address=0x300, op=IciOp.ADD, fmt=3, **write), words[3]],
         [hdr.head(0, 2, address=0x300, op=3, **write), words[4]],
         [hdr.head(0, 3, address=0x300, **write), words[5], words[6]],
-        [hdr.head(0, 3, kind=Kind.READ, address=0x300, last=1), request, words[7]],
-        [hdr.head(1, 2, kind=Kind.ACK, tag=3), words[8]],
-        [hdr.head(0, 2, address=0x500, op=Op.ADD, fmt=Fmt.INT32, ack=1, tag=9,
+        [hdr.head(0, 3, kind=PacketKind.READ, address=0x300, last=1), request, words[7]],
+        [hdr.head(1, 2, kind=PacketKind.ACK, tag=3), words[8]],
+        [hdr.head(0, 2, address=0x500, op=IciOp.ADD, fmt=IciFmt.INT32, ack=1, tag=9,
                   **write), words[9]],
-        [hdr.head(0, 2, kind=Kind.READ, space=0, address=0x600, last=1, tag=4, sem=6),
+        [hdr.head(0, 2, kind=PacketKind.READ, space=0, address=0x600, last=1, tag=4, sem=6),
          request],
-        [hdr.head(1, 1, kind=Kind.ACK, tag=11, sem=NO_SEM)],
-        [hdr.head(1, 2, kind=Kind.READ_DATA, space=1, address=0x800, last=1, bytes=3, tag=4,
+        [hdr.head(1, 1, kind=PacketKind.ACK, tag=11, sem=NO_SEM)],
+        [hdr.head(1, 2, kind=PacketKind.READ_DATA, space=1, address=0x800, last=1, bytes=3, tag=4,
                   sem=6), words[10]],
     ]
     memory = {0x500: present}
@@ -517,7 +515,7 @@ def test_bad_packets(seed):
                 done.append((finished.kind, finished.src, finished.sem, finished.tag))
             if job is not None:
                 fields = (job.kind, job.dst.c0, job.dst.c1, job.bytes, job.tag, job.sem)
-                if job.kind == Kind.READ_DATA:
+                if job.kind == PacketKind.READ_DATA:
                     fields += (job.space.value, job.address, job.reply_space.value,
                                job.reply_address)
                 jobs.append(fields)
@@ -531,15 +529,16 @@ def test_bad_packets(seed):
     added = sum(v << 32 * k for k, v in enumerate(lanes))
     assert memory == {0x100: words[0], 0x200: words[1], 0x500: added,
                       0x800: words[10] & 0xFFFFFF}
-    assert done == [(Kind.WRITE, src, 5, 0), (Kind.WRITE, src, 5, 0),
-                    (Kind.WRITE, src, 5, 9), (Kind.ACK, src, NO_SEM, 11),
-                    (Kind.READ_DATA, src, 6, 4)]
-    assert jobs == [(Kind.ACK, 0, 1, 0, 9, NO_SEM),
-                    (Kind.READ_DATA, 0, 1, 100, 4, 6, 0, 0x600, 1, 0x7000)]
+    assert done == [(PacketKind.WRITE, src, 5, 0), (PacketKind.WRITE, src, 5, 0),
+                    (PacketKind.WRITE, src, 5, 9), (PacketKind.ACK, src, NO_SEM, 11),
+                    (PacketKind.READ_DATA, src, 6, 4)]
+    assert jobs == [(PacketKind.ACK, 0, 1, 0, 9, NO_SEM),
+                    (PacketKind.READ_DATA, 0, 1, 100, 4, 6, 0, 0x600, 1, 0x7000)]
 
 
 @pytest.mark.parametrize("change, name", [
-    ({"ici": ICIConfig(dims=(2, 2), classes=1, flit_bits=128)}, "ici.classes"),
+    ({"ici": ICIConfig(dims=(2, 2), classes=1, flit_bits=128)},
+     "ici.classes"),
     ({"ici": ICIConfig(dims=(2, 2), classes=2, flit_bits=128, max_packet=1)},
      "ici.max_packet"),
     ({"ici": ICIConfig(dims=(2, 2), classes=2, flit_bits=96)}, "ici.flit_bits"),
@@ -599,10 +598,11 @@ COLLECTIVE_CASES = (
        for fmt in ("int32", "fp32", "bfloat16")])
 """Ring collectives on rings of 4 and 2; the 2-D all-reduce on 2x2 and 3x2 pods (the ring
 along X of three chips, along Y of two)."""
-FMTS = {"int32": Fmt.INT32, "fp32": Fmt.FP32, "bfloat16": Fmt.BFLOAT16}
+FMTS = {"int32": IciFmt.INT32, "fp32": IciFmt.FP32, "bfloat16": IciFmt.BF16}
 
 
-@pytest.mark.parametrize("ring, op, fmt", COLLECTIVE_CASES)
+@pytest.mark.parametrize("ring, op, fmt", COLLECTIVE_CASES,
+                         ids=lambda v: v.name if isinstance(v, Collective) else str(v))
 def test_collective(seed, ring, op, fmt):
     """Every chip's engine, started at a random cycle, runs its part of a collective
     (lengths that do not divide evenly, empty pieces included; but a reduce-scatter, at random
@@ -612,7 +612,7 @@ def test_collective(seed, ring, op, fmt):
     with no error, sequence error or drop, no response asked for, and every arrival counter
     of every engine back at zero."""
     dims, dim, ici_dims, engine_dim = RINGS[ring]
-    cfg = EndpointConfig(ici=ICIConfig(dims=ici_dims, classes=2, flit_bits=128, max_packet=4))
+    cfg = NICConfig(ici=ICIConfig(dims=ici_dims, classes=2, flit_bits=128, max_packet=4))
     esize = 2 if fmt == "bfloat16" else 4
     grain = cfg.flit_bytes // esize
     rng = random.Random(seed)
@@ -747,13 +747,13 @@ def test_engine_refuses(seed):
     all-reduce on a 1-D pod, a bfloat16 piece whose partials overflow a staging slot) are
     consumed and counted in ``errors`` without sending anything;
     a good one after them starts sending."""
-    cfg = EndpointConfig(ici=ICIConfig(dims=(4,), classes=2, flit_bits=128, max_packet=4))
+    cfg = NICConfig(ici=ICIConfig(dims=(4,), classes=2, flit_bits=128, max_packet=4))
     dut = CollectiveEngine(cfg)
-    good = {"op": Collective.ALL_REDUCE, "dim": 0, "fmt": Fmt.INT32, "address": 0,
+    good = {"op": Collective.ALL_REDUCE, "dim": 0, "fmt": IciFmt.INT32, "address": 0,
             "length": 100}
     bad = [{"fmt": 3}, {"op": 7}, {"dim": 1}, {"length": 8 * cfg.max_message},
            {"op": Collective.ALL_TO_ALL}, {"op": Collective.ALL_REDUCE_2D},
-           {"fmt": Fmt.BFLOAT16, "length": 8 * cfg.staging_slot // 2}]
+           {"fmt": IciFmt.BF16, "length": 8 * cfg.staging_slot // 2}]
     layout = descriptor_layout(cfg)
 
     async def bench(ctx):
@@ -805,8 +805,9 @@ def test_hbm_port(seed):
     rng = random.Random(seed)
     fb = cfg.flit_bytes
     dut = _SplitMemory(cfg)
-    memories = {0: {}, 1: {}}                   # space (HBM 0, VMEM 1) -> address -> flit
-    cells = rng.sample([(space, k * fb) for space in (0, 1) for k in range(64)], 48)
+    hbm, vmem = IciSpace.HBM.value, IciSpace.VMEM.value
+    memories = {hbm: {}, vmem: {}}             # space -> address -> flit
+    cells = rng.sample([(space, k * fb) for space in (hbm, vmem) for k in range(64)], 48)
     values = {cell: rng.getrandbits(cfg.ici.flit_bits) for cell in cells}
     reads = [[rng.choice(cells) for _ in range(30)] for _ in range(2)]
     got = [[], []]
@@ -858,10 +859,10 @@ def test_hbm_port(seed):
             for i in range(2):
                 beat = _sink(ctx, split.vmem_write[i], rng, 0.8)
                 if beat is not None:
-                    memories[1][beat.address] = beat.data
+                    memories[vmem][beat.address] = beat.data
                 read = _sink(ctx, split.vmem_read[i], rng, 0.8)
                 if read is not None:
-                    vmem_data[i].queue.append(memories[1].get(read.address, 0))
+                    vmem_data[i].queue.append(memories[vmem].get(read.address, 0))
                 out = split.read_data[i]
                 if ctx.get(out.valid) and ctx.get(out.ready):
                     got[i].append(ctx.get(out.payload))
@@ -875,10 +876,10 @@ def test_hbm_port(seed):
                 b_due.append([addresses.popleft(), data.popleft(), rng.randrange(1, 6)])
             if ctx.get(bus.arvalid) and ctx.get(bus.arready):
                 assert ctx.get(bus.arlen) == 0
-                r_due.append([ctx.get(bus.arid), memories[0].get(ctx.get(bus.araddr), 0),
+                r_due.append([ctx.get(bus.arid), memories[hbm].get(ctx.get(bus.araddr), 0),
                               rng.randrange(1, 8)])
             if b is not None:
-                memories[0][b[0]] = b[1]
+                memories[hbm][b[0]] = b[1]
                 b_due.remove(b)
             if r is not None:
                 r_due.remove(r)

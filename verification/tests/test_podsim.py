@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from hdl.tensorcore.isa import Error
 from podium.asm import assemble
 from podium.podsim import PodSim
+from spec.isa import Error
 from verification.models.collectives import random_elements, ring_collective
 from verification.tests.test_pod import PROGRAM_CONFIGS
 
@@ -65,11 +65,11 @@ def test_hbm_by_hand():
         sim = PodSim(cfg, hbm_capacity=1 << 12)
         for c, chip in enumerate(sim.chips):
             chip.load(assemble(program[c]))
-            if cfg.hbm:
+            if cfg.chip.has_hbm:
                 chip.hbm.write(0x40, ones)
                 chip.hbm.write(0x100, np.full(8, 2 * c, np.float32).tobytes())
         results = sim.run()
-        if not cfg.hbm:
+        if not cfg.chip.has_hbm:
             assert results[0].error == Error.DMA_RESPONSE
             continue
         assert [r.status for r in results] == ["done"] * 4, results
@@ -103,7 +103,7 @@ def test_collective_is_the_golden_model(seed, cfg, op, dim, fmt):
     buffers = [random_elements(rng, name, length) for _ in range(cfg.chips)]
     program = f"li r1, 0\nli r2, {length}\nici.coll {op}, {dim}, {fmt}, r1, r2\nhalt"
     _, results = _run(cfg, program, buffers, seed=rng.getrandbits(31))
-    esize, fb = (2 if fmt == "bf16" else 4), cfg.endpoint.flit_bytes
+    esize, fb = (2 if fmt == "bf16" else 4), cfg.nic.flit_bytes
     grain = fb // esize
     if len(cfg.ici.dims) == 1:
         dims, gdim = (1, cfg.ici.dims[0]), 1

@@ -5,11 +5,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
 from podium.compiler import gemm
 from podium.program import Program, Tensor
 from podium.runner import run
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 
 
 def test_tensor_pack_unpack(seed):

@@ -3,9 +3,9 @@ controller with the golden device model behind it), configuration refusals and g
 
 import pytest
 
-from hdl.config import ConfigError
 from hdl.generate import make_config
-from hdl.sparsecore.config import SparseCoreConfig, SparseCoreSystemConfig
+from spec.config import ConfigError
+from spec.sparsecore import SparseCoreConfig, SparseCoreSystemConfig
 from verification.tests.suite import cases
 
 TB = "verification.tb.sparsecore"

@@ -19,7 +19,6 @@ import time
 
 import pytest
 
-from hdl.config import ConfigError
 from sim import measurements
 from sim.sweep import (
     Outcome,
@@ -31,6 +30,7 @@ from sim.sweep import (
     run_sweep,
 )
 from sim.sweep_report import pareto_front, write_report
+from spec.config import ConfigError
 
 ROOT = __file__.rsplit("/verification/", 1)[0]
 

@@ -3,7 +3,7 @@ memory) on a few configurations."""
 
 import pytest
 
-from hdl.tensorcore.config import TensorCoreConfig
+from spec.tensorcore import TensorCoreConfig
 from verification.tests.suite import cases
 
 TB = "verification.tb.tensorcore"

@@ -5,13 +5,13 @@ specification (docs/tensorcore.md, "VPU")."""
 import numpy as np
 import pytest
 
-from hdl.config import ConfigError
 from hdl.generate import generate, make_config
-from hdl.mxu.config import MXUConfig
-from hdl.tensorcore.config import TensorCoreConfig
-from hdl.tensorcore.isa import Cast, DType, ROp, VOp
 from hdl.tensorcore.vpu_top import VPUTopConfig
 from sim.runner import lint
+from spec.config import ConfigError
+from spec.isa import Cast, DType, ROp, VOp
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 from verification.models.vpu import vcast_rows, vop_rows, vred_rows
 from verification.tests.suite import cases
 

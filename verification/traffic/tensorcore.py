@@ -14,7 +14,7 @@ nothing depends on what VMEM or the MXU's accumulator held before the program. W
 program leaves in HBM, its registers and its semaphores are its result.
 """
 
-from hdl.tensorcore.isa import Cast, DType, Op, Queue, ROp, Src2, VOp, encode
+from spec.isa import Cast, DType, Op, Queue, ROp, Src2, VOp, encode
 
 __all__ = ["random_program"]
 

@@ -16,14 +16,19 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec import protocol
+from spec.protocol import ADDR_BITS
+
 from ..lib.arbiter import RoundRobin
 from ..lib.axi import AXI4Signature, AxiBurst, AxiResp
+from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.queue import Queue
-from .config import ADDR_BITS
-from .endpoint import Space, read_beat_layout, write_beat_layout
+from .endpoint import read_beat_layout, write_beat_layout
 
 __all__ = ["HbmPort", "SpaceSplit", "hbm_signature", "HBM_DEPTH", "WRITES_IN_FLIGHT"]
+
+IciSpace = hw(protocol.IciSpace)
 
 HBM_DEPTH = 4
 """Reads in flight per client on the AXI port (each client's response queue)."""
@@ -159,7 +164,7 @@ class SpaceSplit(wiring.Component):
     def _to_hbm(self, beat):
         """An access for the HBM port: space HBM at a flit address (the local memory drops a
         misaligned one and counts it)."""
-        return (beat.space == Space.HBM) & (beat.address[:(self._cfg.flit_bytes - 1)
+        return (beat.space == IciSpace.HBM) & (beat.address[:(self._cfg.flit_bytes - 1)
                                                           .bit_length()] == 0)
 
     def join(self, m, side, memory):

@@ -1,12 +1,10 @@
 """Configuration of the TensorCore generator, validated on construction."""
 
-import hashlib
-import json
 from dataclasses import dataclass
 
-from ..config import Config, ConfigError, check_bool, check_choice, check_int
-from ..mxu.config import MXUConfig
+from .config import Config, ConfigError, check_bool, check_choice, check_int
 from .isa import MAX_SEMAPHORES
+from .mxu import MXUConfig
 
 __all__ = ["TensorCoreConfig"]
 
@@ -126,6 +124,5 @@ class TensorCoreConfig(Config):
     @property
     def name(self):
         """Verilog module name: the MXU's shape and format and a hash of every parameter."""
-        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode())
         mxu = self.mxu
-        return f"podium_tc_{mxu.rows}x{mxu.cols}_{mxu.fmt}_{digest.hexdigest()[:8]}"
+        return f"podium_tc_{mxu.rows}x{mxu.cols}_{mxu.fmt}_{self.digest()}"

@@ -13,21 +13,19 @@ message of step ``k - 1`` in that direction has landed here (what is sent at ste
 what arrived at step ``k - 1``): that data dependency is the only synchronisation.
 """
 
-import math
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import ConfigError
+from spec import protocol
+from spec.collectives import a2a_displacements
+from spec.protocol import ADDR_BITS, COLLECTIVE_SEM, LENGTH_BITS, LOCAL_PORTS
+
 from ..ici.packet import coord_layout
+from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH, count_events
-from .config import ADDR_BITS, COLLECTIVE_SEM, LOCAL_PORTS
 from .endpoint import (
-    Fmt,
-    Kind,
-    Op,
-    Space,
     command_layout,
     completion_layout,
     flit_reads,
@@ -35,21 +33,14 @@ from .endpoint import (
     staging_address,
 )
 
-__all__ = ["Collective", "LENGTH_BITS", "A2A_TAG", "A2A_PART", "TOKEN_TAG", "entry_layout",
-           "descriptor_layout", "a2a_displacements", "all_to_all_table", "CollectiveEngine"]
+__all__ = ["A2A_TAG", "A2A_PART", "TOKEN_TAG", "entry_layout", "descriptor_layout",
+           "CollectiveEngine"]
 
-LENGTH_BITS = 24
-"""Width of a collective's length in elements."""
-
-
-class Collective(enum.Enum, shape=3):
-    """What a descriptor runs."""
-    REDUCE_SCATTER = 0
-    ALL_GATHER = 1
-    ALL_REDUCE = 2
-    ALL_TO_ALL = 3
-    ALL_REDUCE_2D = 4
-
+Collective = hw(protocol.Collective)
+IciFmt = hw(protocol.IciFmt)
+IciOp = hw(protocol.IciOp)
+IciSpace = hw(protocol.IciSpace)
+PacketKind = hw(protocol.PacketKind)
 
 A2A_TAG = 20
 """Tag of the last chunk of an all-to-all message."""
@@ -83,58 +74,9 @@ def descriptor_layout(cfg):
     pod, ``entry_layout``; ``dim`` and ``fmt`` unused), messages read and written in
     ``space``."""
     return data.StructLayout({
-        "op": Collective, "dim": range(max(2, cfg.ici.ndims)), "fmt": Fmt, "space": Space,
+        "op": Collective, "dim": range(max(2, cfg.ici.ndims)), "fmt": IciFmt, "space": IciSpace,
         "address": ADDR_BITS, "length": LENGTH_BITS,
     })
-
-
-def a2a_displacements(dims, h):
-    """Per dimension, the coordinate displacement of every all-to-all step ``s`` (0 .. nodes - 1)
-    of direction ``h``: ``s``'s mixed-radix digits (dimension 0 the fastest), plus half the
-    radix in direction 1. Every step is a translation of the torus, so it loads the links of
-    a dimension evenly, and the two directions' translations are half a ring apart."""
-    nodes = math.prod(dims)
-    out, stride = [], 1
-    for k in dims:
-        out.append([((s // stride) % k + h * (k // 2)) % k for s in range(nodes)])
-        stride *= k
-    return out
-
-
-def all_to_all_table(sizes, flit_bytes, src_base, dst_base):
-    """The all-to-all's layout, as software lays it out for the engine: ``sizes[src][dst]``
-    bytes go from chip ``src`` to chip ``dst`` (a square matrix over the pod's chips). Every
-    chip holds its messages in destination order from ``src_base`` and receives them in source
-    order from ``dst_base``, each message starting on a flit boundary (a slot of its bytes
-    rounded up to whole flits). Returns ``(tables, landing)``: ``tables[src][dst]`` the entry
-    of chip ``src`` for ``dst`` (``src_address``, ``dst_address``, ``bytes``), and
-    ``landing[dst][src]`` where src's message lands at dst."""
-    nodes = len(sizes)
-    if any(len(row) != nodes for row in sizes) or any(b < 0 for row in sizes for b in row):
-        raise ConfigError("sizes", f"must be a {nodes} x {nodes} matrix of byte counts >= 0")
-    for name, base in (("src_base", src_base), ("dst_base", dst_base)):
-        if base % flit_bytes:
-            raise ConfigError(name, f"must be a multiple of {flit_bytes} (the flit bytes), "
-                                    f"got {base}")
-
-    def slot(size):
-        return -(-size // flit_bytes) * flit_bytes
-
-    landing = [[0] * nodes for _ in range(nodes)]
-    for dst in range(nodes):
-        address = dst_base
-        for src in range(nodes):
-            landing[dst][src] = address
-            address += slot(sizes[src][dst])
-    tables = []
-    for src in range(nodes):
-        address, row = src_base, []
-        for dst in range(nodes):
-            row.append({"src_address": address, "dst_address": landing[dst][src],
-                        "bytes": sizes[src][dst]})
-            address += slot(sizes[src][dst])
-        tables.append(row)
-    return tables, landing
 
 
 class CollectiveEngine(wiring.Component):
@@ -244,7 +186,7 @@ class CollectiveEngine(wiring.Component):
         phase = Signal(range(3))
         # A grain: a flit of 32-bit elements, or in bfloat16 half a flit of elements (a flit of
         # their fp32 partials), so that every piece starts on a flit in both formats.
-        bf16 = desc.fmt == Fmt.BFLOAT16
+        bf16 = desc.fmt == IciFmt.BF16
         cur = Signal(descriptor_layout(cfg))
         xoff, xlen = Signal(LENGTH_BITS), Signal(LENGTH_BITS)
         m.d.comb += cur.eq(desc)
@@ -292,7 +234,8 @@ class CollectiveEngine(wiring.Component):
 
         running = Signal()                      # the directions are sending
         arrived = self.arrived.payload
-        ours = self.arrived.valid & (arrived.kind == Kind.WRITE) & (arrived.sem == COLLECTIVE_SEM)
+        ours = (self.arrived.valid & (arrived.kind == PacketKind.WRITE)
+                & (arrived.sem == COLLECTIVE_SEM))
         finished = Signal()                     # the collective, every phase
         advance = Signal()                      # a 2-D all-reduce's next phase
         # Arrivals are counted per tag, so a neighbour's messages of a later phase (or of the
@@ -501,10 +444,10 @@ class CollectiveEngine(wiring.Component):
             stride *= k
         m.d.comb += [
             cmd.valid.eq(telling | (active & held & fetched)),
-            cmd.payload.kind.eq(Kind.WRITE), cmd.payload.dst_port.eq(0),
+            cmd.payload.kind.eq(PacketKind.WRITE), cmd.payload.dst_port.eq(0),
             cmd.payload.space.eq(desc.space), cmd.payload.address.eq(entry.dst_address + offset),
             cmd.payload.bytes.eq(Mux(telling, 0, size)), cmd.payload.fmt.eq(desc.fmt),
-            cmd.payload.op.eq(Op.STORE),
+            cmd.payload.op.eq(IciOp.STORE),
             cmd.payload.tag.eq(Mux(telling, A2A_READY, Mux(last, A2A_TAG, A2A_PART))),
             cmd.payload.sem.eq(COLLECTIVE_SEM),
         ]
@@ -565,13 +508,13 @@ class CollectiveEngine(wiring.Component):
         for d in range(ici.ndims):
             m.d.comb += cmd.dst[f"c{d}"].eq(Mux(cur.dim == d, neighbour, self.coords[f"c{d}"]))
         m.d.comb += [
-            cmd.kind.eq(Kind.WRITE), cmd.dst_port.eq(0), cmd.space.eq(cur.space),
+            cmd.kind.eq(PacketKind.WRITE), cmd.dst_port.eq(0), cmd.space.eq(cur.space),
             cmd.address.eq(address),
-            cmd.bytes.eq(Mux(token, 0, Mux(reducing | (cur.fmt != Fmt.BFLOAT16), count << 2,
+            cmd.bytes.eq(Mux(token, 0, Mux(reducing | (cur.fmt != IciFmt.BF16), count << 2,
                                           count << 1))),
             cmd.fmt.eq(cur.fmt),
-            cmd.op.eq(Mux(reducing & ~token, Mux(step == n - 2, Op.ADD_FINAL, Op.ADD),
-                          Op.STORE)),
+            cmd.op.eq(Mux(reducing & ~token, Mux(step == n - 2, IciOp.ADD_FINAL, IciOp.ADD),
+                          IciOp.STORE)),
             cmd.tag.eq(Mux(token, TOKEN_TAG + (phase << 1) + minus,
                            (phase << 2) | (parity << 1) | minus)),
             cmd.sem.eq(COLLECTIVE_SEM),

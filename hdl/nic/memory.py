@@ -20,14 +20,19 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec import protocol
+
 from ..lib.arbiter import RoundRobin
+from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.queue import Queue
 from ..lib.tree import tree_sum
 from ..tensorcore.vmem_ports import vmem_read_signature, vmem_write_signature
-from .endpoint import Space, read_beat_layout, write_beat_layout
+from .endpoint import read_beat_layout, write_beat_layout
 
 __all__ = ["LocalMemory", "RESPONSE_DEPTH"]
+
+IciSpace = hw(protocol.IciSpace)
 
 RESPONSE_DEPTH = 4
 """Entries of each reader's response queue: a reader taking one flit per cycle is granted a
@@ -79,7 +84,7 @@ class LocalMemory(wiring.Component):
         ok = Signal(name=f"{name}_ok")
         m.d.comb += [
             word.eq(beat.address >> shift),
-            ok.eq((beat.space == Space.VMEM) & (beat.address[:shift] == 0)
+            ok.eq((beat.space == IciSpace.VMEM) & (beat.address[:shift] == 0)
                   & ((beat.address >> shift) < self._words)),
         ]
         return word, ok

@@ -33,15 +33,13 @@ Every timing can be overridden (``timing_overrides``), e.g. to make a constraint
 """
 
 import dataclasses
-import hashlib
-import json
 import math
 from dataclasses import asdict, dataclass
 
-from ..config import Config, ConfigError, check, check_bool, check_choice, check_int
+from .config import Config, ConfigError, check, check_bool, check_choice, check_int
 
 __all__ = ["HBMConfig", "Timing", "TimingOverrides", "STANDARDS", "PRESETS", "MAPPINGS",
-           "WORD_BITS", "CHECK_BITS", "BENCH_CONFIG", "STREAM_CONFIG"]
+           "WORD_BITS", "CHECK_BITS", "BENCH_CONFIG", "STREAM_CONFIG", "check_matching_bus"]
 
 WORD_BITS = 64
 """ECC protects each 64-bit word with 8 check bits (SECDED), as HBM2's ECC mode stores them."""
@@ -511,9 +509,8 @@ class HBMConfig(Config):
     @property
     def name(self):
         """Verilog module name of the controller top: readable fields and a hash of the rest."""
-        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode())
         return (f"podium_{self.standard.lower()}_{self.speed}_pc{self.pseudo_channels}_"
-                f"p{self.ports}_{digest.hexdigest()[:8]}")
+                f"p{self.ports}_{self.digest()}")
 
 
 # Sized for saturation (docs/hbm.md, "Sizing for throughput"): a reorder buffer deep enough
@@ -527,3 +524,14 @@ BENCH_CONFIG = HBMConfig(rob_depth=256, id_lanes=2, queue_depth=64, write_buffer
 # XOR bank hashing: the two ports' regions are 10 rows apart, so at the same offset in their
 # regions the streams use different banks (see docs/hbm.md, "Measured results").
 STREAM_CONFIG = HBMConfig(pseudo_channels=4, ports=2, rob_depth=128, id_lanes=2, xor_bank=True)
+
+
+def check_matching_bus(path, manager, hbm):
+    """Refuse an AXI4 manager's configuration (``path``: a TensorCore's or SparseCore's, with
+    ``axi_data_width``, ``axi_addr_width`` and ``axi_id_width``) whose bus differs from the
+    HBM controller's ports."""
+    for name, want in (("axi_data_width", hbm.access_bytes * 8),
+                       ("axi_addr_width", hbm.addr_width), ("axi_id_width", hbm.id_width)):
+        if getattr(manager, name) != want:
+            raise ConfigError(f"{path}.{name}", f"must equal the HBM controller's ({want}), "
+                                                f"got {getattr(manager, name)}")

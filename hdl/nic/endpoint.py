@@ -17,58 +17,33 @@ responses (``READ_DATA``, ``ACK``) in class 1.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec import protocol
+from spec.protocol import ADDR_BITS, NO_SEM, REQUEST_CLASS, RESPONSE_CLASS, SEM_BITS, TAG_BITS
+
 from ..ici.packet import coord_layout, eject_layout, header_layout
+from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.fp import add_fp32, fp32_to_bf16
-from .config import ADDR_BITS, NO_SEM, SEM_BITS, TAG_BITS
 
-__all__ = ["Kind", "Op", "Fmt", "Space", "REQUEST_CLASS", "RESPONSE_CLASS",
-           "endpoint_header_layout", "command_layout", "read_request_layout",
+__all__ = ["endpoint_header_layout", "command_layout", "read_request_layout",
            "write_beat_layout", "read_beat_layout", "completion_layout", "Sender", "Receiver",
            "Responder", "ADD_AHEAD", "flit_reads", "bf16_add", "staging_address"]
 
-REQUEST_CLASS = 0
-RESPONSE_CLASS = 1
+PacketKind, IciOp = hw(protocol.PacketKind), hw(protocol.IciOp)
+IciFmt, IciSpace = hw(protocol.IciFmt), hw(protocol.IciSpace)
+
 ADD_AHEAD = 3
 """Flits a Receiver reads ahead of its writes in an add (what keeps it at a flit per cycle
 through the memory's latency)."""
 
 
-class Kind(enum.Enum, shape=2):
-    """What a packet is."""
-    WRITE = 0
-    READ = 1
-    READ_DATA = 2
-    ACK = 3
-
-
-class Op(enum.Enum, shape=2):
-    """What a ``WRITE`` does with the destination's elements."""
-    STORE = 0
-    ADD = 1
-    ADD_FINAL = 2
-
-
-class Fmt(enum.Enum, shape=2):
-    """Element format of an ``ADD`` / ``ADD_FINAL``."""
-    INT32 = 0
-    FP32 = 1
-    BFLOAT16 = 2
-
-
-class Space(enum.Enum, shape=1):
-    """The destination memory."""
-    HBM = 0
-    VMEM = 1
-
-
 def endpoint_header_layout(cfg):
     """The endpoint header, above the ICI header in a head flit (docs/pod.md, "Packets")."""
     return data.StructLayout({
-        "kind": Kind, "space": Space, "op": Op, "fmt": Fmt, "last": 1, "ack": 1,
+        "kind": PacketKind, "space": IciSpace, "op": IciOp, "fmt": IciFmt, "last": 1, "ack": 1,
         "tag": TAG_BITS, "sem": SEM_BITS, "bytes": range(cfg.packet_bytes + 1),
         "address": ADDR_BITS,
     })
@@ -85,35 +60,35 @@ def command_layout(cfg):
     ``reply_space`` here, completing on ``sem`` here with ``tag``. ``ACK``: ``tag``, no
     bytes."""
     return data.StructLayout({
-        "kind": Kind, "dst": coord_layout(cfg.ici), "dst_port": cfg.ici.port_bits,
-        "space": Space, "address": ADDR_BITS, "bytes": range(cfg.max_message + 1),
-        "op": Op, "fmt": Fmt, "ack": 1, "tag": TAG_BITS, "sem": SEM_BITS,
-        "reply_space": Space, "reply_address": ADDR_BITS,
+        "kind": PacketKind, "dst": coord_layout(cfg.ici), "dst_port": cfg.ici.port_bits,
+        "space": IciSpace, "address": ADDR_BITS, "bytes": range(cfg.max_message + 1),
+        "op": IciOp, "fmt": IciFmt, "ack": 1, "tag": TAG_BITS, "sem": SEM_BITS,
+        "reply_space": IciSpace, "reply_address": ADDR_BITS,
     })
 
 
 def read_request_layout(cfg):
     """The payload flit of a ``READ``: where the data lands at the requester, and how much."""
-    return data.StructLayout({"space": Space, "address": ADDR_BITS,
+    return data.StructLayout({"space": IciSpace, "address": ADDR_BITS,
                               "bytes": range(cfg.max_message + 1)})
 
 
 def write_beat_layout(cfg):
     """A flit of data for memory: its byte address, data and byte strobe."""
-    return data.StructLayout({"space": Space, "address": ADDR_BITS,
+    return data.StructLayout({"space": IciSpace, "address": ADDR_BITS,
                               "data": cfg.ici.flit_bits, "strobe": cfg.flit_bytes})
 
 
 def read_beat_layout(cfg):
     """The address of a flit to read from memory."""
-    return data.StructLayout({"space": Space, "address": ADDR_BITS})
+    return data.StructLayout({"space": IciSpace, "address": ADDR_BITS})
 
 
 def completion_layout(cfg):
     """A message that has completed here: a ``WRITE`` or ``READ_DATA`` message that has
     landed (its semaphore ``sem``), or an ``ACK``; ``src`` the endpoint that sent it, ``tag``
     the requester's slot it carried."""
-    return data.StructLayout({"kind": Kind, "src": range(cfg.ici.endpoints), "sem": SEM_BITS,
+    return data.StructLayout({"kind": PacketKind, "src": range(cfg.ici.endpoints), "sem": SEM_BITS,
                               "tag": TAG_BITS})
 
 
@@ -129,7 +104,7 @@ def _endpoint_index(cfg, coords, port):
 
 def bf16_add(ep):
     """Whether a header or command is a ``WRITE`` that adds ``bfloat16`` elements."""
-    return (ep.kind == Kind.WRITE) & (ep.op != Op.STORE) & (ep.fmt == Fmt.BFLOAT16)
+    return (ep.kind == PacketKind.WRITE) & (ep.op != IciOp.STORE) & (ep.fmt == IciFmt.BF16)
 
 
 def flit_reads(m, cfg, read, *, name="remaining", wrap=None):
@@ -199,7 +174,7 @@ packet of two flits, the head (``bytes`` 0) and a
         cfg, ici = self._cfg, self._cfg.ici
         shift = (cfg.flit_bytes - 1).bit_length()
         msg = Signal(command_layout(cfg))
-        is_read = msg.kind == Kind.READ
+        is_read = msg.kind == PacketKind.READ
         beats = Signal(range(ici.max_packet))
         seq = Array(Signal(8, name=f"seq{e}") for e in range(ici.endpoints))
         dst = _endpoint_index(cfg, [msg.dst[f"c{d}"] for d in range(ici.ndims)], msg.dst_port)
@@ -315,7 +290,7 @@ class Receiver(wiring.Component):
     packets, seq_errors, dropped : Out(32)
 
     ``staging_base`` is the byte address of the staging area of ``bfloat16`` adds
-    (``EndpointConfig.staging_bytes`` long, a multiple of ``staging_slot``).
+    (``NICConfig.staging_bytes`` long, a multiple of ``staging_slot``).
     """
 
     def __init__(self, cfg, *, staging_base=0):
@@ -338,16 +313,16 @@ class Receiver(wiring.Component):
         """Whether a head starts a packet this receiver refuses (see the class docstring)."""
         cfg = self._cfg
         shift = (cfg.flit_bytes - 1).bit_length()
-        data_kind = (ep.kind == Kind.WRITE) | (ep.kind == Kind.READ_DATA)
-        request = (ep.kind == Kind.WRITE) | (ep.kind == Kind.READ)
-        adds = (ep.op == Op.ADD) | (ep.op == Op.ADD_FINAL)
+        data_kind = (ep.kind == PacketKind.WRITE) | (ep.kind == PacketKind.READ_DATA)
+        request = (ep.kind == PacketKind.WRITE) | (ep.kind == PacketKind.READ)
+        adds = (ep.op == IciOp.ADD) | (ep.op == IciOp.ADD_FINAL)
         return (
             (head.tclass != Mux(request, REQUEST_CLASS, RESPONSE_CLASS))
             | (data_kind & (head.length != 1 + ((ep.bytes + cfg.flit_bytes - 1) >> shift)))
-            | ((ep.kind == Kind.READ) & (head.length != 2))
-            | ((ep.kind == Kind.ACK) & (head.length != 1))
-            | ((ep.kind == Kind.WRITE) & (ep.op.as_value() == 3))
-            | ((ep.kind == Kind.WRITE) & adds & (ep.fmt.as_value() == 3)))
+            | ((ep.kind == PacketKind.READ) & (head.length != 2))
+            | ((ep.kind == PacketKind.ACK) & (head.length != 1))
+            | ((ep.kind == PacketKind.WRITE) & (ep.op.as_value() == 3))
+            | ((ep.kind == PacketKind.WRITE) & adds & (ep.fmt.as_value() == 3)))
 
     def _outputs(self, m, pkt, origin, sender, request):
         """The payloads of ``write``, ``read``, ``done`` and ``respond`` from the packet being
@@ -362,7 +337,7 @@ class Receiver(wiring.Component):
         m.d.comb += [self.done.payload.kind.eq(pkt.kind), self.done.payload.src.eq(sender),
                      self.done.payload.sem.eq(pkt.sem), self.done.payload.tag.eq(pkt.tag)]
         # A bfloat16 add's partials go to staging, its results to half of the elements' flit.
-        final = bf16_add(pkt) & (pkt.op == Op.ADD_FINAL)
+        final = bf16_add(pkt) & (pkt.op == IciOp.ADD_FINAL)
         half = pkt.address[(fb - 1).bit_length() - 1]
         elements = Mux(pkt.bytes >= fb, fb, pkt.bytes) >> 1
         halved = Signal(fb)
@@ -388,7 +363,7 @@ class Receiver(wiring.Component):
         or fp32; in bfloat16 the fp32 partials plus the elements of the present flit's half
         they belong to (widened), rounded to bfloat16 in both halves for ``ADD_FINAL``."""
         lanes = self._cfg.ici.flit_bits // 32
-        bf16 = pkt.fmt == Fmt.BFLOAT16
+        bf16 = pkt.fmt == IciFmt.BF16
         half = pkt.address[(self._cfg.flit_bytes - 1).bit_length() - 1]
         sums, narrow = [], []
         for k in range(lanes):
@@ -397,11 +372,11 @@ class Receiver(wiring.Component):
                                                 present[16 * k:][:16])),
                     present[32 * k:32 * k + 32])
             total = Signal(32, name=f"sum{k}")
-            m.d.comb += total.eq(Mux(pkt.fmt == Fmt.INT32, (a + b)[:32],
+            m.d.comb += total.eq(Mux(pkt.fmt == IciFmt.INT32, (a + b)[:32],
                                      add_fp32(m, a, b, name=f"add{k}")))
             sums.append(total)
             narrow.append(fp32_to_bf16(total))
-        return Mux(bf16 & (pkt.op == Op.ADD_FINAL), Cat(*narrow, *narrow), Cat(*sums))
+        return Mux(bf16 & (pkt.op == IciOp.ADD_FINAL), Cat(*narrow, *narrow), Cat(*sums))
 
     def elaborate(self, platform):
         m = Module()
@@ -446,13 +421,13 @@ class Receiver(wiring.Component):
                     with m.If(bad):
                         with m.If(~self.i.payload.last):
                             m.next = "DROP"
-                    with m.Elif(ep.kind == Kind.READ):
+                    with m.Elif(ep.kind == PacketKind.READ):
                         m.next = "REQUEST"
-                    with m.Elif(ep.kind == Kind.ACK):
+                    with m.Elif(ep.kind == PacketKind.ACK):
                         m.next = "DONE"
                     with m.Elif(~self.i.payload.last):
                         m.next = "BODY"
-                        with m.If((ep.kind == Kind.WRITE) & (ep.op != Op.STORE)):
+                        with m.If((ep.kind == PacketKind.WRITE) & (ep.op != IciOp.STORE)):
                             m.next = "ADD"
                             m.d.sync += [to_read.eq(head.length - 1),
                                          read_address.eq(ep.address)]
@@ -496,7 +471,7 @@ class Receiver(wiring.Component):
                     m.d.sync += request.eq(self.i.payload.data[:len(request.as_value())])
                     m.next = "READ"
             with m.State("READ"):
-                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(Kind.READ_DATA),
+                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(PacketKind.READ_DATA),
                              reply.bytes.eq(request.bytes), reply.sem.eq(pkt.sem)]
                 with m.If(self.respond.ready):
                     m.next = "HEAD"
@@ -504,10 +479,10 @@ class Receiver(wiring.Component):
                 m.d.comb += self.done.valid.eq(~self.pending)
                 with m.If(self.done.valid & self.done.ready):
                     m.next = "HEAD"
-                    with m.If((pkt.kind == Kind.WRITE) & pkt.ack):
+                    with m.If((pkt.kind == PacketKind.WRITE) & pkt.ack):
                         m.next = "ACK"
             with m.State("ACK"):
-                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(Kind.ACK),
+                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(PacketKind.ACK),
                              reply.bytes.eq(0), reply.sem.eq(NO_SEM)]
                 with m.If(self.respond.ready):
                     m.next = "HEAD"
@@ -567,7 +542,7 @@ class Responder(wiring.Component):
         ]
         with m.If(self.job.valid & self.job.ready):
             m.d.sync += [
-                remaining.eq(Mux(job.kind == Kind.READ_DATA,
+                remaining.eq(Mux(job.kind == PacketKind.READ_DATA,
                                  (job.bytes + cfg.flit_bytes - 1) >> shift, 0)),
                 self.read.payload.space.eq(job.space),
                 self.read.payload.address.eq(job.address),

@@ -4,7 +4,7 @@ test-only harness around it; validated on construction."""
 import math
 from dataclasses import dataclass
 
-from ..config import Config, ConfigError, check_bool, check_choice, check_int
+from .config import Config, ConfigError, check_bool, check_choice, check_int
 
 __all__ = ["ICIConfig", "ICIHarnessConfig", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS",
            "RETRY_DEPTHS", "node_coords", "node_index"]

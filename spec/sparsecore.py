@@ -1,12 +1,10 @@
 """Configuration of the SparseCore generator and of its standalone top (with an HBM
 controller), validated on construction."""
 
-import hashlib
-import json
 from dataclasses import dataclass
 
-from ..config import Config, ConfigError, check, check_choice, check_int
-from ..hbm.config import HBMConfig
+from .config import Config, ConfigError, check, check_choice, check_int
+from .hbm import HBMConfig, check_matching_bus
 
 __all__ = ["SparseCoreConfig", "SparseCoreSystemConfig"]
 
@@ -110,8 +108,7 @@ class SparseCoreConfig(Config):
 
     @property
     def name(self):
-        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode())
-        return f"podium_sc_{self.lanes}l_d{self.max_dim}_{digest.hexdigest()[:8]}"
+        return f"podium_sc_{self.lanes}l_d{self.max_dim}_{self.digest()}"
 
 
 @dataclass(frozen=True)
@@ -143,14 +140,4 @@ class SparseCoreSystemConfig(Config):
 
     @property
     def name(self):
-        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode())
-        return f"podium_sc_system_{digest.hexdigest()[:8]}"
-
-
-def check_matching_bus(path, sc, hbm):
-    """Refuse a SparseCore (``path``) whose AXI bus differs from the HBM controller's ports."""
-    for name, want in (("axi_data_width", hbm.access_bytes * 8),
-                       ("axi_addr_width", hbm.addr_width), ("axi_id_width", hbm.id_width)):
-        if getattr(sc, name) != want:
-            raise ConfigError(f"{path}.{name}", f"must equal the HBM controller's ({want}), "
-                                                f"got {getattr(sc, name)}")
+        return f"podium_sc_system_{self.digest()}"

@@ -16,6 +16,8 @@ configuration the same behaviour:
 """
 
 import dataclasses
+import hashlib
+import json
 import types
 import typing
 
@@ -123,6 +125,12 @@ class Config:
             hint = hints[f.name]
             kinds[f.name] = hint if _optional_config(hint) else (typing.get_origin(hint) or hint)
         return kinds
+
+    def digest(self):
+        """Eight hex digits of a hash of every parameter: what tells apart the Verilog modules
+        of two configurations with the same name otherwise."""
+        text = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(text).hexdigest()[:8]
 
     def replace(self, **changes):
         """A copy with ``changes`` applied (and validated)."""

@@ -1,11 +1,12 @@
-"""A pod's simulation chip (docs/pod.md, "Pod top"): the ICI endpoint, the collective engine
-and a message unit around a local memory, on a router's three local ports.
+"""The network interface's endpoint as every chip has it (docs/nic.md): the ICI endpoint, the
+collective engine and the message unit on a router's three local ports, and how they and the
+host reach the chip's memory.
 
     message ─► MessageUnit ─┐
     collective ─► engine[+] ┴─► MessageMux ─► Sender ─► inject[0] (requests)
                   engine[-] ──────────────► Sender ─► inject[2] (the - ring's requests)
                   ▲ arrived (its semaphore)
-    eject[0] ─► Receiver ─► done ─┬─► completion queue ─► done
+    eject[0] ─► Receiver ─► done ─┬─► done
     eject[2] ─► Receiver ─► done ─┤
     eject[1] ─► Receiver ─► done ─┘
     eject[0]'s Receiver ─► respond ─► Responder ─► inject[1] (responses)
@@ -21,15 +22,16 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec import protocol
+from spec.protocol import COLLECTIVE_SEM, LOCAL_PORTS, MINUS_PORT, REQUEST_PORT, RESPONSE_PORT
+
 from ..ici.packet import coord_layout, eject_layout
 from ..lib.arbiter import RoundRobin
+from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH, count_events
-from ..lib.queue import Queue
 from ..lib.tree import tree_sum
 from .collective import CollectiveEngine, descriptor_layout
-from .config import COLLECTIVE_SEM, LOCAL_PORTS, MINUS_PORT, REQUEST_PORT, RESPONSE_PORT
 from .endpoint import (
-    Kind,
     Receiver,
     Responder,
     Sender,
@@ -39,12 +41,13 @@ from .endpoint import (
     read_beat_layout,
     write_beat_layout,
 )
-from .hbm_port import HBM_DEPTH, HbmPort, SpaceSplit, hbm_signature
-from .memory import RESPONSE_DEPTH, LocalMemory
+from .hbm_port import HBM_DEPTH, HbmPort, SpaceSplit
+from .memory import RESPONSE_DEPTH
 
 __all__ = ["MessageUnit", "MessageMux", "ChipEndpoint", "endpoint_memory", "hbm_clients",
-           "PodNode",
            "COMPLETION_DEPTH", "READ_GROUPS", "WRITE_GROUPS", "READERS"]
+
+PacketKind = hw(protocol.PacketKind)
 
 COMPLETION_DEPTH = 16
 """Completions a chip holds for its host before its Receivers wait."""
@@ -101,7 +104,8 @@ class MessageUnit(wiring.Component):
         msg = self.message.payload
         remaining = flit_reads(m, cfg, self.read)
         held = Signal()
-        bad = ((msg.kind != Kind.WRITE) & (msg.kind != Kind.READ)) | (msg.sem == COLLECTIVE_SEM)
+        bad = (((msg.kind != PacketKind.WRITE) & (msg.kind != PacketKind.READ))
+               | (msg.sem == COLLECTIVE_SEM))
         m.d.comb += [self.message.ready.eq(~held & (remaining == 0)),
                      self.cmd.valid.eq(held), self.idle.eq(~held & (remaining == 0))]
         with m.If(self.message.valid & self.message.ready & ~bad):
@@ -111,7 +115,7 @@ class MessageUnit(wiring.Component):
             m.d.sync += [
                 held.eq(0),
                 remaining.eq(((cmd.bytes + cfg.flit_bytes - 1) >> shift)
-                             * (cmd.kind == Kind.WRITE)),
+                             * (cmd.kind == PacketKind.WRITE)),
                 self.read.payload.space.eq(cmd.reply_space),
                 self.read.payload.address.eq(cmd.reply_address),
             ]
@@ -335,80 +339,3 @@ def hbm_clients(m, cfg, endpoint, memory, axi):
     wiring.connect(m, hbm.axi, axi)
     m.d.comb += endpoint.pending.eq(hbm.pending)
     return clients, hbm.errors
-
-
-class PodNode(wiring.Component):
-    """A simulation chip of a pod: a :class:`ChipEndpoint` around a local memory, the host
-    at its edge (see the module docstring).
-
-    Members
-    -------
-    coords : In(coord_layout)
-    inject : Out(stream of flit_bits).array(3), eject : In(stream of eject_layout).array(3)
-        The router's local ports (0 requests, 1 responses, 2 the - ring's requests).
-    host_write : In(stream of write_beat_layout)
-    host_read : In(stream of read_beat_layout)
-    host_read_data : Out(stream of flit_bits)
-        The host's port on the local memory (load inputs, read results).
-    message : In(stream of command_layout)
-    collective : In(stream of descriptor_layout)
-    busy : Out(1)
-        As the :class:`ChipEndpoint`'s.
-    done : Out(stream of completion_layout)
-        The endpoint's completions, ``COMPLETION_DEPTH`` of them queued for the host.
-    hbm : Out(hbm_signature)
-        With ``hbm``: the chip's HBM port (accesses to space HBM, :mod:`~.hbm_port`).
-    dropped, seq_errors, errors : Out(32)
-        Bad packets dropped and sequence mismatches (the Receivers); bad descriptors,
-        messages and memory accesses (and HBM error responses).
-    """
-
-    def __init__(self, cfg, sram):
-        self._cfg, self._sram = cfg, sram
-        ep, ici = cfg.endpoint, cfg.ici
-        super().__init__({
-            "coords": In(coord_layout(ici)),
-            "inject": Out(stream.Signature(ici.flit_bits)).array(LOCAL_PORTS),
-            "eject": In(stream.Signature(eject_layout(ici))).array(LOCAL_PORTS),
-            "host_write": In(stream.Signature(write_beat_layout(ep))),
-            "host_read": In(stream.Signature(read_beat_layout(ep))),
-            "host_read_data": Out(stream.Signature(ici.flit_bits)),
-            "message": In(stream.Signature(command_layout(ep))),
-            "collective": In(stream.Signature(descriptor_layout(ep))),
-            "busy": Out(1),
-            "done": Out(stream.Signature(completion_layout(ep))),
-            "dropped": Out(COUNTER_WIDTH),
-            "seq_errors": Out(COUNTER_WIDTH),
-            "errors": Out(COUNTER_WIDTH),
-            **({"hbm": Out(hbm_signature(ep, READERS))} if cfg.hbm else {}),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        cfg = self._cfg.endpoint
-        m.submodules.endpoint = ep = ChipEndpoint(cfg, staging_base=self._cfg.staging_base)
-        m.submodules.memory = memory = LocalMemory(
-            cfg, self._sram, words=self._cfg.memory_words, writers=4, readers=READERS,
-            read_groups=READ_GROUPS, write_groups=WRITE_GROUPS)
-        errors = [ep.engine_errors, ep.message_errors, memory.errors]
-        clients = memory
-        if self._cfg.hbm:
-            clients, hbm_errors = hbm_clients(m, cfg, ep, memory, wiring.flipped(self.hbm))
-            errors.append(hbm_errors)
-        endpoint_memory(m, ep, clients, wiring.flipped(self.host_write),
-                        wiring.flipped(self.host_read), wiring.flipped(self.host_read_data))
-        m.d.comb += ep.coords.eq(self.coords)
-        for port in range(LOCAL_PORTS):
-            wiring.connect(m, ep.inject[port], wiring.flipped(self.inject[port]))
-            wiring.connect(m, wiring.flipped(self.eject[port]), ep.eject[port])
-        wiring.connect(m, wiring.flipped(self.message), ep.message)
-        wiring.connect(m, wiring.flipped(self.collective), ep.collective)
-        m.submodules.done_queue = queue = Queue(completion_layout(cfg), COMPLETION_DEPTH)
-        wiring.connect(m, ep.done, queue.i)
-        wiring.connect(m, queue.o, wiring.flipped(self.done))
-        m.d.comb += [
-            self.busy.eq(ep.busy), self.dropped.eq(ep.dropped),
-            self.seq_errors.eq(ep.seq_errors),
-            self.errors.eq(tree_sum(errors)),
-        ]
-        return m

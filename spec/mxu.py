@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from ..config import Config, check_choice, check_int
+from .config import Config, check_choice, check_int
 from .formats import FORMATS, get_format
 
 __all__ = ["MXUConfig", "MAX_DIM", "MAX_ACC_DEPTH", "GEMM_DIM_BITS"]

@@ -1,6 +1,6 @@
 """The TensorCore's instruction set, defined once: the sequencer's decoder (hardware), the
-assembler and disassembler, the golden ISA simulator and the compiler all read this module.
-docs/tensorcore.md states the semantics of every instruction.
+assembler and disassembler, the golden ISA simulator, the golden VPU and the compiler all read
+this module. docs/tensorcore.md states the semantics of every instruction.
 
 Every instruction is one 64-bit word:
 
@@ -14,11 +14,14 @@ field an instruction does not use must be zero, or the instruction is illegal.
 
 from dataclasses import dataclass
 
-from amaranth.lib import enum
+from .codes import Code
+from .protocol import COLLECTIVE_SEM, Collective, IciFmt, IciOp, IciSpace
 
 __all__ = ["INSTR_BITS", "REG_BITS", "REGISTERS", "FIELDS", "Op", "Queue", "VOp", "DType",
-           "Src2", "Cast", "ROp", "IciOp", "IciFmt", "IciSpace", "Coll", "Error", "Spec", "SPECS",
-           "IMM_FIELDS", "ICI_OPS", "encode", "decode", "SEM_NONE", "MAX_SEMAPHORES", "illegal"]
+           "Src2", "Cast", "ROp", "IciOp", "IciFmt", "IciSpace", "Collective", "Error", "Spec",
+           "SPECS", "IMM_FIELDS", "ICI_OPS", "Operand", "OPERANDS", "VectorOp", "VOPS",
+           "DTYPE_NAMES", "SEM_NONE_OPS", "encode", "decode", "SEM_NONE", "MAX_SEMAPHORES",
+           "illegal"]
 
 INSTR_BITS = 64
 REG_BITS = 4
@@ -34,7 +37,7 @@ FIELDS = {"opcode": (58, 6), "a": (54, 4), "b": (50, 4), "c": (46, 4), "d": (42,
 """(lowest bit, width) of each field of the instruction word."""
 
 
-class Op(enum.Enum, shape=6):
+class Op(Code, width=6):
     """Opcodes. 0x00-0x0F scalar (executed by the front end), 0x10-0x11 synchronisation,
     0x18-0x1F DMA, 0x20-0x27 MXU, 0x28-0x2F VPU, 0x30-0x37 ICI (dispatched to that engine's
     queue; the ICI's only on a TensorCore built with ``ici``, a pod's chip)."""
@@ -69,7 +72,7 @@ class Op(enum.Enum, shape=6):
     ICI_COLL = 0x32
 
 
-class Queue(enum.Enum, shape=2):
+class Queue(Code, width=2):
     """The engine queue a WAIT or SIGNAL goes to."""
 
     DMA = 0
@@ -78,25 +81,31 @@ class Queue(enum.Enum, shape=2):
     ICI = 3
 
 
-class VOp(enum.Enum, shape=4):
-    """Elementwise VPU operations (VOP)."""
+class VOp(Code, width=4):
+    """Elementwise VPU operations (VOP); what each does is its row of :data:`VOPS`."""
 
     ADD = 0
     SUB = 1
     MUL = 2
     MAX = 3
     MIN = 4
-    RELU = 5        # unary: src2 ignored
-    COPY = 6        # unary: src2 ignored
+    RELU = 5
+    COPY = 6
 
 
-class DType(enum.Enum, shape=2):
+class DType(Code, width=2):
+    """Element type of a VOP or VRED row."""
+
     INT32 = 0
     FP32 = 1
     BF16 = 2
 
 
-class Src2(enum.Enum, shape=2):
+DTYPE_NAMES = {DType.INT32: "int32", DType.FP32: "fp32", DType.BF16: "bf16"}
+"""How assembly writes each element type (``add.fp32``)."""
+
+
+class Src2(Code, width=2):
     """Where a VOP's second operand comes from."""
 
     ROWS = 0        # row i of src2 for row i of src1
@@ -104,58 +113,58 @@ class Src2(enum.Enum, shape=2):
     SCALAR = 2      # the VPU.CFG scalar in every lane (a scale)
 
 
-class Cast(enum.Enum, shape=2):
+class Cast(Code, width=2):
     F32_BF16 = 0    # round to nearest even
     BF16_F32 = 1    # exact
     I32_I8 = 2      # requantize: multiply, shift with rounding, saturate
     I8_I32 = 3      # sign-extend
 
 
-class ROp(enum.Enum, shape=1):
+class ROp(Code, width=1):
     """Row reductions (VRED)."""
 
     SUM = 0
     MAX = 1
 
 
-class IciOp(enum.Enum, shape=2):
-    """What an ``ici.send`` does with its bytes at the destination (docs/pod.md)."""
-
-    STORE = 0
-    ADD = 1         # add to the elements there, keep a partial (bfloat16: fp32 staging)
-    ADD_FINAL = 2   # add and store the format's result
-
-
-class IciFmt(enum.Enum, shape=2):
-    """Element format of an ICI add or a collective."""
-
-    INT32 = 0
-    FP32 = 1
-    BF16 = 2
-
-
-class IciSpace(enum.Enum, shape=1):
-    """The memory an ICI operand is in: the chip's VMEM (the default) or its HBM."""
-
-    VMEM = 0
-    HBM = 1
-
-
-class Coll(enum.Enum, shape=3):
-    """The collective an ``ici.coll`` runs (docs/pod.md, "Collectives")."""
-
-    REDUCE_SCATTER = 0
-    ALL_GATHER = 1
-    ALL_REDUCE = 2
-    ALL_TO_ALL = 3
-    ALL_REDUCE_2D = 4
-
-
 ICI_OPS = (Op.ICI_SEND, Op.ICI_READ, Op.ICI_COLL)
 """The ICI queue's instructions."""
 
 
-class Error(enum.Enum, shape=4):
+@dataclass(frozen=True)
+class VectorOp:
+    """One elementwise VPU operation.
+
+    ``arity`` is 1 for an operation of ``src1`` alone (its ``src2`` and ``src2`` mode are
+    ignored and never read), 2 for one of ``src1`` and ``src2``; ``dtypes`` the element types
+    it takes; ``latency`` its latency class (docs/tensorcore.md, "VPU"): ``"pass"`` is one
+    pass of the lanes per int32 / fp32 row, two per bfloat16 row.
+    """
+
+    op: VOp
+    arity: int
+    dtypes: tuple = (DType.INT32, DType.FP32, DType.BF16)
+    latency: str = "pass"
+
+    @property
+    def unary(self):
+        return self.arity == 1
+
+
+VOPS = {v.op: v for v in [
+    VectorOp(VOp.ADD, 2),
+    VectorOp(VOp.SUB, 2),
+    VectorOp(VOp.MUL, 2),
+    VectorOp(VOp.MAX, 2),
+    VectorOp(VOp.MIN, 2),
+    VectorOp(VOp.RELU, 1),       # max(x, 0): -0 and negative values become +0
+    VectorOp(VOp.COPY, 1),
+]}
+"""Every VPU elementwise operation: the decoder's operand checks, the issue stage, the
+assembler, the golden ISA simulator and the golden VPU read its arity and types here."""
+
+
+class Error(Code, width=4):
     """The sequencer's sticky error code (status register ERROR)."""
 
     NONE = 0
@@ -197,6 +206,40 @@ IMM_FIELDS = {
     "cspace": (7, 1),           # ICI.COLL: the memory of the buffer (or all-to-all messages)
 }
 """Sub-fields of the immediate: name -> (lowest bit within the immediate, width)."""
+
+
+@dataclass(frozen=True)
+class Operand:
+    """What kind of value an operand field holds and how assembly writes it.
+
+    ``kind``: ``"register"`` (``r0``..``r15``), ``"code"`` (a :class:`~spec.codes.Code` by
+    name, ``code``), ``"fused"`` (a code written together with the ``dtype`` field:
+    ``add.fp32``), ``"keyword"`` (a code written ``name=value``, optional, default 0),
+    ``"flag"`` (0 or 1, written as its name when 1), ``"semaphore"`` (``s<n>``), ``"target"``
+    (a label or instruction index), ``"imm32"`` (a 32-bit constant) or ``"number"``.
+    """
+
+    kind: str
+    code: type | None = None
+
+
+OPERANDS = {
+    **{r: Operand("register") for r in ("a", "b", "c", "d")},
+    "imm32": Operand("imm32"), "target": Operand("target"), "sem": Operand("semaphore"),
+    "shamt": Operand("number"), "dim": Operand("number"), "acc_addr": Operand("number"),
+    "chip": Operand("number"), "cdim": Operand("number"),
+    "accumulate": Operand("flag"), "emit": Operand("flag"), "relu": Operand("flag"),
+    "queue": Operand("code", Queue), "cast": Operand("code", Cast),
+    "iop": Operand("code", IciOp), "ifmt": Operand("code", IciFmt),
+    "coll": Operand("code", Collective), "cfmt": Operand("code", IciFmt),
+    "vop": Operand("fused", VOp), "rop": Operand("fused", ROp), "dtype": Operand("code", DType),
+    "src2": Operand("keyword", Src2), "lspace": Operand("keyword", IciSpace),
+    "rspace": Operand("keyword", IciSpace), "cspace": Operand("keyword", IciSpace),
+}
+"""Every operand field (register fields and immediate sub-fields) by name."""
+
+SEM_NONE_OPS = (Op.DMA_LOAD, Op.DMA_STORE, Op.ICI_SEND)
+"""The instructions whose semaphore may be ``SEM_NONE`` (written ``none``)."""
 
 
 @dataclass(frozen=True)
@@ -296,11 +339,6 @@ def decode(word):
     return op, fields
 
 
-_ENUMS = {"queue": Queue, "vop": VOp, "dtype": DType, "src2": Src2, "cast": Cast, "rop": ROp,
-          "iop": IciOp, "ifmt": IciFmt, "coll": Coll, "cfmt": IciFmt,
-          "lspace": IciSpace, "rspace": IciSpace, "cspace": IciSpace}
-
-
 def illegal(op, fields, *, semaphores, ici=True):
     """Why the decoded instruction ``(op, fields)`` is illegal on a TensorCore with
     ``semaphores`` semaphores (and, with ``ici``, an ICI queue), or None: an enumerated field
@@ -310,16 +348,18 @@ def illegal(op, fields, *, semaphores, ici=True):
     if not ici and (op in ICI_OPS or fields.get("queue") == Queue.ICI.value):
         return "this TensorCore has no ICI queue (a pod chip's has)"
     for name, value in fields.items():
-        kind = _ENUMS.get(name)
+        kind = OPERANDS[name].code
         if kind is not None and value not in {m.value for m in kind}:
             return f"{name} {value} is not one of {', '.join(m.name for m in kind)}"
     sem = fields.get("sem")
     if op == Op.ICI_SEND:
-        if sem == SEM_NONE - 1:
+        if sem == COLLECTIVE_SEM:
             return f"semaphore {sem} is the collective engine's"
         if fields["iop"] != IciOp.STORE.value and fields["ifmt"] == IciFmt.BF16.value:
             return "ici.send adds int32 or fp32 (bfloat16 adds are the collectives')"
     elif sem is not None and sem >= semaphores and not (
-            op in (Op.DMA_LOAD, Op.DMA_STORE) and sem == SEM_NONE):
+            op in SEM_NONE_OPS and sem == SEM_NONE):
         return f"semaphore {sem} does not exist (0..{semaphores - 1})"
+    if op == Op.VOP and fields["dtype"] not in VOPS[VOp(fields["vop"])].dtypes:
+        return f"vop {VOp(fields['vop']).name.lower()} does not take {DType(fields['dtype']).name}"
     return None
