@@ -11,8 +11,8 @@ __all__ = ["main"]
 
 
 def _benches():
-    from podium.model import report
     from sim import hbm_perf, ici_perf, mxu_perf, pod_perf, sparsecore_perf, tensorcore_perf
+    from sim import model_report as report
 
     return {"mxu": mxu_perf.bench, "hbm": hbm_perf.bench, "ici": ici_perf.bench,
             "tensorcore": tensorcore_perf.bench, "sparsecore": sparsecore_perf.bench,

@@ -20,6 +20,7 @@ import numpy as np
 from hdl.generate import generate
 from podium.runner import run
 from podium.workloads import digits
+from sim import programs  # noqa: F401  (registers the verilator backend)
 from sim.runner import BUILD
 from spec.chip import ChipConfig
 from spec.mxu import MXUConfig

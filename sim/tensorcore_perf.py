@@ -17,6 +17,7 @@ from podium import compiler
 from podium.cycles import gemm_cycles
 from podium.program import DTYPES, Program
 from podium.runner import run
+from sim import programs  # noqa: F401  (registers the verilator backend)
 from sim.hbm_perf import measured_rate
 from sim.measure import (
     REPEATS,

@@ -1,7 +1,7 @@
 """cocotb testbench of the chip: the TensorCore's programs run against the HBM controller, with
 the golden HBM device model on every pseudo-channel (verification/tb/hbm.py) checking each
 command; operands go into HBM and results come out through the device model's backdoor
-(through the controller's address map and ECC). The ICI router's ports are idle.
+(through the controller's address map and ECC).
 """
 
 import base64
@@ -49,12 +49,6 @@ class ChipBench:
         self.host = TensorCoreHost(dut, "csr", self.cfg, sidecar["csr"], flow)
 
     async def start(self):
-        dut = self.dut
-        for p in range(self.chip.ici.net_ports):
-            getattr(dut, f"ici_link_in__{p}__flit").value = 0
-        for lp in range(self.chip.ici.local_ports):
-            getattr(dut, f"ici_inject__{lp}__valid").value = 0
-            getattr(dut, f"ici_eject__{lp}__ready").value = 1
         await self.hbm.start()
 
     def write_hbm(self, address, data):

@@ -54,6 +54,8 @@ PERIOD_NS = 10
 """The testbench's clock period (verification/tb/bench.py's default)."""
 ESIZE = {"int32": 4, "fp32": 4, "bfloat16": 2}
 """Bytes of an element of each format."""
+FMT_CODES = {"int32": "INT32", "fp32": "FP32", "bfloat16": "BF16"}
+"""The name of each format's code (spec/protocol.py, ``IciFmt``) in the sidecar."""
 
 
 def _grain(tb, fmt):
@@ -191,7 +193,7 @@ class PodBench(PodHost):
 
     def collective(self, chip, op, dim, fmt, address, length):
         self.src[chip]["collective"].send([self.ports["collective"].pack(
-            op=op.upper(), dim=dim, fmt=fmt.upper(), space="VMEM", address=address,
+            op=op.upper(), dim=dim, fmt=FMT_CODES[fmt], space="VMEM", address=address,
             length=length)])
 
     def all_to_all(self, chip, table_address):
@@ -280,7 +282,7 @@ async def _timed_ring(tb, rng, op, spec, size, check):
         for c, b in enumerate(buffers):
             tb.write(c, COLLECTIVE_BASE, b)
     cycles = await _timed_collective(tb, op=op.upper(), dim=spec["dim"],
-                                     fmt=spec["fmt"].upper(), address=COLLECTIVE_BASE,
+                                     fmt=FMT_CODES[spec["fmt"]], address=COLLECTIVE_BASE,
                                      length=length)
     if check:
         expect = ring_collective(op, spec["fmt"], dims, spec["dim"] + shift, length,

@@ -41,7 +41,7 @@ def test_generate_deterministic_across_processes(block):
 def test_chip_generates_lint_clean(tmp_path):
     """``podium generate chip`` writes a top that Verilator lints clean, with the blocks'
     interfaces on its ports."""
-    subprocess.run([sys.executable, "-m", "podium.cli", "generate", "chip", "-o", str(tmp_path)],
+    subprocess.run([sys.executable, "-m", "sim.cli", "generate", "chip", "-o", str(tmp_path)],
                    check=True, capture_output=True)
     name = ChipConfig().name
     sidecar = json.loads((tmp_path / f"{name}.json").read_text())
@@ -60,12 +60,12 @@ def test_config_round_trip():
     d = json.loads(json.dumps(chip.to_dict()))
     assert ChipConfig.from_dict(d) == chip
     assert chip.replace(hbm=chip.hbm.replace(ports=1)).hbm.ports == 1
-    pod = PodConfig(chip=ChipConfig(tensorcore=None, memory="none",
-                                    nic=NICConfig(ici=ICIConfig(dims=(2, 2, 2), classes=2,
-                                                                local_ports=3))))
+    ici = ICIConfig(dims=(2, 2, 2), classes=2, flit_bits=128, local_ports=3)
+    pod = PodConfig(chip=ChipConfig(tensorcore=None, memory="none", nic=NICConfig(ici=ici)))
     assert PodConfig.from_dict(json.loads(json.dumps(pod.to_dict()))) == pod
     params = {"chip": {"tensorcore": None, "memory": "none",
-                       "nic": {"ici": {"dims": [2, 3], "classes": 2, "local_ports": 3}}}}
+                       "nic": {"ici": {"dims": [2, 3], "classes": 2, "flit_bits": 128,
+                                      "local_ports": 3}}}}
     assert PodConfig.from_dict(params).ici.dims == (2, 3)
 
 

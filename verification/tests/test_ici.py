@@ -181,7 +181,7 @@ def test_generate_lint(tmp_path):
 def test_cli_generate(tmp_path):
     spec = tmp_path / "ici.json"
     spec.write_text(json.dumps({"block": "ici", "parameters": {"dims": [3, 3], "vcs": 2}}))
-    subprocess.run([sys.executable, "-m", "podium.cli", "generate", "--config", str(spec),
+    subprocess.run([sys.executable, "-m", "sim.cli", "generate", "--config", str(spec),
                     "-o", str(tmp_path)], check=True, capture_output=True)
     name = ICIConfig(dims=(3, 3)).name
     sidecar = json.loads((tmp_path / f"{name}.json").read_text())

@@ -585,7 +585,7 @@ def test_fit_meets_both_gpt3_points():
 
 
 def test_published_comparisons():
-    t = __import__("podium.model.report", fromlist=["tables"]).tables(quick=True)
+    t = __import__("sim.model_report", fromlist=["tables"]).tables(quick=True)
     for row in t["gpt3_multislice"]:
         if row["preset"] == "v6e datasheet":
             assert abs(row["error_points"]) < 1
@@ -689,7 +689,7 @@ def test_module_exports():
 
 def run_cli(*args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "podium.cli", "model", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "sim.cli", "model", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -116,7 +116,7 @@ def test_generate_lint_limits(config, tmp_path):
 
 def test_cli_generate(tmp_path):
     out = tmp_path / "gen"
-    cmd = [sys.executable, "-m", "podium.cli", "generate", "mxu", "--rows", "2", "--cols", "3",
+    cmd = [sys.executable, "-m", "sim.cli", "generate", "mxu", "--rows", "2", "--cols", "3",
            "--format", "int8", "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True)
     sidecar = json.loads((out / "podium_mxu_2x3_int8_a1024.json").read_text())
@@ -130,7 +130,7 @@ def test_cli_generate(tmp_path):
 
     config = tmp_path / "cfg.json"
     config.write_text(json.dumps({"block": "mxu", "parameters": {"rows": 1, "cols": 5}}))
-    subprocess.run([sys.executable, "-m", "podium.cli", "generate", "--config", str(config),
+    subprocess.run([sys.executable, "-m", "sim.cli", "generate", "--config", str(config),
                     "-o", str(out)], check=True, capture_output=True)
     assert (out / "podium_mxu_1x5_int8_a1024.v").exists()
 

@@ -43,7 +43,7 @@ def tiny(acc_depth, **extra):
 
 
 def podium(*args, cwd=ROOT, **kwargs):
-    return subprocess.Popen([sys.executable, "-m", "podium.cli", *map(str, args)], cwd=cwd,
+    return subprocess.Popen([sys.executable, "-m", "sim.cli", *map(str, args)], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": ROOT}, **kwargs)
 

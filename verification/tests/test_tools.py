@@ -13,7 +13,7 @@ ROOT = __file__.rsplit("/verification/", 1)[0]
 
 
 def podium(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "podium.cli", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "sim.cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, env={"PYTHONPATH": ROOT},
                           timeout=300)
 

@@ -15,17 +15,15 @@ import json
 import sys
 from dataclasses import asdict, fields, is_dataclass, replace
 
-from sim.measure import table
-
-from .calibrate import measured_terms
-from .costs import (
+from podium.model.calibrate import measured_terms
+from podium.model.costs import (
     inference,
     training_step,
     unet_images_per_second,
     weak_scaling_efficiency,
 )
-from .hardware import CHIPS
-from .presets import (
+from podium.model.hardware import CHIPS
+from podium.model.presets import (
     INFERENCE,
     INFERENCE_SLICE,
     PALM_SLICE,
@@ -35,7 +33,8 @@ from .presets import (
     system,
     training,
 )
-from .workloads import TRAINING
+from podium.model.workloads import TRAINING
+from sim.measure import table
 
 __all__ = ["add_parser", "main", "apply_overrides"]
 
@@ -220,7 +219,7 @@ def run(args):
 
 
 def main(argv=None):
-    """``python -m podium.model.cli``: the ``model`` command on its own."""
+    """``python -m sim.model_cli``: the ``model`` command on its own."""
     parser = argparse.ArgumentParser(prog="podium")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -5,10 +5,10 @@ TensorCore's software tools and design-space sweeps.
     podium generate mxu --rows 8 --cols 8 --format bfloat16 --out-format bfloat16 -o build/bf
     podium generate --config configs/mxu.json -o build/mxu
     podium generate chip -o build/chip
-    podium model run --preset v6e --slices 24 --workload gpt3-175b   (podium/model/cli.py)
+    podium model run --preset v6e --slices 24 --workload gpt3-175b   (sim/model_cli.py)
     podium compile gemm --m 512 --k 512 --n 512 -o gemm.json           (podium/tools.py)
     podium run gemm.json --sim golden
-    podium sweep docs/sweeps/mxu.yaml                                  (podium/sweep.py)
+    podium sweep docs/sweeps/mxu.yaml                                  (sim/sweep_cli.py)
     podium asm prog.s -o prog.hex; podium disasm prog.hex
 """
 
@@ -18,9 +18,9 @@ import sys
 import time
 
 from hdl.generate import BLOCKS, generate, make_config
+from podium import tools
 
-from . import sweep, tools
-from .model import cli as model_cli
+from . import model_cli, programs, sweep_cli  # noqa: F401  (programs: the verilator backend)
 
 __all__ = ["main"]
 
@@ -42,7 +42,7 @@ def _parser():
     g.add_argument("-o", "--out", required=True, help="output directory")
     model_cli.add_parser(sub)
     tools.add_parsers(sub)
-    sweep.add_parser(sub)
+    sweep_cli.add_parser(sub)
     return p
 
 

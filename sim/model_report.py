@@ -12,10 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.measure import environment, environment_line, results_directory, table, write_results
-
-from .calibrate import measured_terms
-from .costs import (
+from podium.model.calibrate import measured_terms
+from podium.model.costs import (
     critical_batch,
     inference,
     training_costs,
@@ -23,10 +21,18 @@ from .costs import (
     unet_images_per_second,
     weak_scaling_efficiency,
 )
-from .fit import BASE_SLICES, TARGETS, fit_two_points, trillium_fit
-from .hardware import CHIPS, SLICES, Efficiency
-from .presets import INFERENCE_SLICE, PALM_SLICE, SDXL, inference_preset, system, training
-from .workloads import MAXTEXT_V5E, MODELS, PALM_HFU, PALM_MFU, TRAINING
+from podium.model.fit import BASE_SLICES, TARGETS, fit_two_points, trillium_fit
+from podium.model.hardware import CHIPS, SLICES, Efficiency
+from podium.model.presets import (
+    INFERENCE_SLICE,
+    PALM_SLICE,
+    SDXL,
+    inference_preset,
+    system,
+    training,
+)
+from podium.model.workloads import MAXTEXT_V5E, MODELS, PALM_HFU, PALM_MFU, TRAINING
+from sim.measure import environment, environment_line, results_directory, table, write_results
 
 __all__ = ["bench", "tables"]
 
@@ -469,7 +475,7 @@ def _markdown(t, plots, env):
     lines = [
         "# Scaling model results",
         "",
-        f"Computed by `podium.model.report.bench` (`make bench model`, `podium model report`) "
+        f"Computed by `sim.model_report.bench` (`make bench model`, `podium model report`) "
         f"on {environment_line(env)}. The model, its equations and every "
         "assumption are in [docs/model.md](../model.md).",
         "",

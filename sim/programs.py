@@ -1,0 +1,67 @@
+"""TensorCore programs on the RTL chip: the ``verilator`` backend of podium/runner.py, registered
+when this module is imported (the command line, the demo and the benchmarks import it).
+
+A run goes through the chip's testbench (verification/tb/chip.py, ``run_program``) with the
+golden HBM device model on every pseudo-channel, and reads the program's outputs back.
+"""
+
+import base64
+import hashlib
+import json
+
+from podium.isasim import Result
+from podium.runner import register
+from sim.measure import measure
+from sim.runner import BUILD
+from spec.chip import ChipConfig
+from spec.isa import Error
+
+__all__ = ["verilator"]
+
+
+class _Outputs:
+    """HBM as read back from the RTL after a run: the bytes of the program's outputs."""
+
+    def __init__(self, program, encoded):
+        self._regions = {program.outputs[name].address: base64.b64decode(data)
+                         for name, data in encoded.items()}
+
+    def read(self, address, length):
+        for start, data in self._regions.items():
+            if start <= address and address + length <= start + len(data):
+                return data[address - start: address - start + length]
+        raise ValueError(f"{length} bytes at {address:#x} are not an output of the program")
+
+
+def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=10_000_000):
+    """Run on the chip (``chip``: a ChipConfig; default: the program's TensorCore with the
+    default HBM controller) in Verilator, through the chip's testbench and the golden HBM
+    device model; ``max_steps`` bounds the run in cycles. The result's ``hbm`` holds the
+    program's outputs; its counters are the TensorCore's (cycles, MXU, DMA, ...)."""
+    chip = chip or ChipConfig(tensorcore=program.config)
+    if chip.tensorcore != program.config:
+        raise ValueError("the chip's TensorCore configuration differs from the program's")
+    if program.hbm_capacity > chip.hbm.capacity:
+        raise ValueError(f"the program needs {program.hbm_capacity} bytes of HBM, the chip "
+                         f"has {chip.hbm.capacity}")
+    files = BUILD / "programs"
+    files.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(json.dumps([program.to_dict(), sorted(
+        (a, base64.b64encode(bytes(d)).decode()) for a, d in image.items())],
+        sort_keys=True).encode()).hexdigest()[:16]
+    prog_path, image_path = files / f"{digest}.json", files / f"{digest}.image.json"
+    program.save(prog_path)
+    image_path.write_text(json.dumps([{"address": a, "data": base64.b64encode(
+        bytes(d)).decode()} for a, d in sorted(image.items())]))
+    done = measure("chip", chip, "verification.tb.chip", "run_program",
+                   {"program": str(prog_path), "image": str(image_path), "flow": flow,
+                    "budget": max_steps}, tag="programs", seed=seed)
+    r = done["report"]
+    return Result(status="done" if r["done"] else "error", error=Error[r["error"]],
+                  error_pc=r["error_pc"], pc=0, registers=r["registers"],
+                  semaphores=r["semaphores"], vmem=None, hbm=_Outputs(program, r["outputs"]),
+                  counters={**r["counters"], "build_seconds": done["build_seconds"],
+                            "run_seconds": done["run_seconds"]})
+
+
+register("verilator", verilator)
