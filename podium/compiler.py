@@ -288,35 +288,93 @@ def _choose_tiling(config, M, K, N):
 _GEMM_SEMS = ("a_full", "a_empty", "b_full", "b_empty", "c_full", "c_empty")
 
 
-def _gemm_code(p, base, vmem, sem):
-    """Assembly of the GEMM loop (see the module docstring)."""
-    e = _Asm()
-    t = _TEMPS
-    load, comp = ("r1", "r2", "r3"), ("r4", "r5", "r6")       # (i, j, kc) of two steps
-    al, au, bl, bu, cb = "r7", "r8", "r9", "r10", "r11"       # buffer addresses
-    ext = (p.Mt, p.Nt, p.Kt)
-    til = p.tiling
+class _GemmCode:
+    """The assembly of one GEMM's loop (see the module docstring), by phase: the DMA loads of
+    the blocks that change at a step, the step's matmuls, the store of a finished C tile, and
+    the loop over the grid that runs them a step apart."""
 
-    def zero_set(deps):
+    load, comp = ("r1", "r2", "r3"), ("r4", "r5", "r6")      # (i, j, kc) of two steps
+    al, au, bl, bu, cb = "r7", "r8", "r9", "r10", "r11"      # buffer addresses
+
+    def __init__(self, p, base, vmem, sem):
+        self.p, self.base, self.vmem, self.sem = p, base, vmem, sem
+        self.e = _Asm()
+        self.ext = (p.Mt, p.Nt, p.Kt)
+        self.za, self.zb, self.zc = (self._zero_set(deps) for deps in ({0, 2}, {1, 2}, {0, 1}))
+
+    def _zero_set(self, deps):
         """Indices that must be zero at a step for a block depending on ``deps`` (a set of
         0=i, 1=j, 2=kc) to change there: those faster than its fastest varying index."""
-        varying = [x for x in deps if ext[x] > 1]
+        varying = [x for x in deps if self.ext[x] > 1]
         fastest = max(varying) if varying else -1
-        return [x for x in range(3) if ext[x] > 1 and (x > fastest or not varying)]
+        return [x for x in range(3) if self.ext[x] > 1 and (x > fastest or not varying)]
 
-    za, zb, zc = zero_set({0, 2}), zero_set({1, 2}), zero_set({0, 1})
-
-    def regs(cursor, zs):
+    @staticmethod
+    def _regs(cursor, zs):
+        """The registers of ``cursor`` (a step's (i, j, kc)) at the grid indices ``zs``."""
         return [cursor[x] for x in zs]
 
-    def fetch(cursor):
+    def program(self):
+        """The whole program: buffer registers and credits, the first step's loads, then the
+        loop, each pass the next step's loads, this step's matmuls and store."""
+        e, p, t, load = self.e, self.p, _TEMPS, self.load
+        til = p.tiling
+        e.comment(f"GEMM {p.M}x{p.K}x{p.N}: tiles {til.tm}x{til.tk}x{til.tn}, grid "
+                  f"{p.Mt}x{p.Nt}x{p.Kt}")
+        for reg, buf in ((self.al, "A0"), (self.au, "A0"), (self.bl, "B0"), (self.bu, "B0"),
+                         (self.cb, "C0")):
+            e.li(reg, self.vmem[buf])
+        for queue, name in (("dma", "a_empty"), ("dma", "b_empty"), ("mxu", "c_empty")):
+            e(f"signal {queue}, {self.sem[name]}")
+            e(f"signal {queue}, {self.sem[name]}")
+        self._fetch(load)
+        e.place("step")
+        self._advance()
+        self._compute()
+        self._store()
+        self._sum_load()
+        e(f"bne {t[0]}, r0, step")
+        e("halt")
+        return e.text()
+
+    def _sum_load(self):
+        """``t[0] = i + j + kc`` of the load cursor: zero once it has wrapped past the last
+        step."""
+        e, t, load = self.e, _TEMPS, self.load
+        e(f"add {t[0]}, {load[0]}, {load[1]}")
+        e(f"add {t[0]}, {t[0]}, {load[2]}")
+
+    def _advance(self):
+        """The step to compute is the one loaded; the load cursor moves to the next step
+        (``kc`` fastest) and, unless it wrapped to the start, its blocks are fetched."""
+        e, t, load = self.e, _TEMPS, self.load
+        for now, nxt in zip(self.comp, load, strict=True):
+            e(f"addi {now}, {nxt}, 0")
+        carry = e.label("advanced")
+        for x in (2, 1, 0):
+            e(f"addi {load[x]}, {load[x]}, 1")
+            e.li(t[0], self.ext[x])
+            e(f"bne {load[x]}, {t[0]}, {carry}")
+            e(f"addi {load[x]}, r0, 0")
+        e.place(carry)
+        last = e.label("last")
+        self._sum_load()
+        e(f"beq {t[0]}, r0, {last}")
+        self._fetch(load)
+        e.place(last)
+
+    def _fetch(self, cursor):
         """DMA loads of the blocks that change at step ``cursor``."""
+        e, p, t, sem = self.e, self.p, _TEMPS, self.sem
+        til = p.tiling
         i, j, kc = cursor
-        blocks = (("a", za, al, (i, til.tm, p.M), (kc, til.tk * p.esize, p.lda), p.a_stride),
-                  ("b", zb, bl, (kc, til.tk, p.K), (j, til.tn * p.esize, p.ldb), p.b_stride))
+        blocks = (("a", self.za, self.al, (i, til.tm, p.M), (kc, til.tk * p.esize, p.lda),
+                   p.a_stride),
+                  ("b", self.zb, self.bl, (kc, til.tk, p.K), (j, til.tn * p.esize, p.ldb),
+                   p.b_stride))
         for name, zs, reg, (row, rows, total), (col, run, ld), vstride in blocks:
             skip = e.label(f"no_{name}")
-            e.unless_zero(regs(cursor, zs), skip)
+            e.unless_zero(self._regs(cursor, zs), skip)
             e(f"wait dma, {sem[name + '_empty']}")
             e.tile_size(t[1], row, rows, total, t[3])
             e.tile_size(t[2], col, run, ld, t[3])
@@ -326,37 +384,26 @@ def _gemm_code(p, base, vmem, sem):
             e(f"dma.shape 1, {t[1]}, {t[2]}, {t[3]}")
             e.li(t[1], 1)
             e(f"dma.shape 2, {t[1]}, r0, r0")
-            e.affine(t[0], base[name.upper()], [(row, rows * ld), (col, run)], t[3])
+            e.affine(t[0], self.base[name.upper()], [(row, rows * ld), (col, run)], t[3])
             e(f"dma.load {t[0]}, {reg}, {sem[name + '_full']}")
             bufs = name.upper() + "0", name.upper() + "1"
-            e.toggle(reg, vmem[bufs[0]], vmem[bufs[1]], t[3])
+            e.toggle(reg, self.vmem[bufs[0]], self.vmem[bufs[1]], t[3])
             e.place(skip)
 
-    def chunks(flags):
-        """The matmuls of one step, one per chunk of the N tile (``t[3]`` chunks)."""
-        e(f"addi {t[0]}, {bu}, 0")
-        e(f"addi {t[1]}, {cb}, 0")
-        end = e.label("chunks_end")
-        for s in range(_UNROLL):
-            sep = ", " if flags else ""
-            acc = s * p.acc_per_chunk if s < p.r else 0     # chunks past r never run
-            e(f"matmul {au}, {t[0]}, {t[1]}, {acc}{sep}{flags}")
-            if s < _UNROLL - 1:
-                e(f"addi {t[3]}, {t[3]}, -1")
-                e(f"beq {t[3]}, r0, {end}")
-                e(f"addi {t[0]}, {t[0]}, {p.chunk * p.esize}")
-                e(f"addi {t[1]}, {t[1]}, {til.tm * p.rb}")
-        e.place(end)
-
-    def compute():
+    def _compute(self):
+        """The MXU's part of the step: wait for its new blocks and for a free C buffer when
+        it starts a C tile, set the shape and strides, the matmuls, then release the blocks
+        the next step does not reuse."""
+        e, p, t, sem, comp, load = self.e, self.p, _TEMPS, self.sem, self.comp, self.load
+        til = p.tiling
         i, j, kc = comp
-        for name, zs in (("a", za), ("b", zb)):
+        for name, zs in (("a", self.za), ("b", self.zb)):
             skip = e.label(f"have_{name}")
-            e.unless_zero(regs(comp, zs), skip)
+            e.unless_zero(self._regs(comp, zs), skip)
             e(f"wait mxu, {sem[name + '_full']}")
             e.place(skip)
         no_emit = e.label("no_emit")
-        e.unless_zero(regs(load, zc), no_emit)
+        e.unless_zero(self._regs(load, self.zc), no_emit)
         e(f"wait mxu, {sem['c_empty']}")
         e.place(no_emit)
         e.tile_size(t[0], i, til.tm, p.M, t[3])
@@ -368,8 +415,20 @@ def _gemm_code(p, base, vmem, sem):
         e.li(t[2], p.rb)
         e(f"mxu.stride {t[0]}, {t[1]}, {t[2]}")
         e.tile_size(t[3], j, p.r, p.Nch, t[2])
-        # accumulate unless this is the first k-step; emit on the last (the next step's kc
-        # is 0): four variants of the chunk matmuls, chosen by branches
+        self._matmul_variants(kc)
+        for name, zs, reg, bufs in (("a", self.za, self.au, ("A0", "A1")),
+                                    ("b", self.zb, self.bu, ("B0", "B1"))):
+            keep = e.label(f"keep_{name}")
+            e.unless_zero(self._regs(load, zs), keep)
+            e(f"signal mxu, {sem[name + '_empty']}")
+            e.toggle(reg, self.vmem[bufs[0]], self.vmem[bufs[1]], t[3])
+            e.place(keep)
+
+    def _matmul_variants(self, kc):
+        """The step's chunk matmuls, accumulating unless this is the first k-step (``kc``
+        zero) and emitting on the last (the next step's kc is 0): four variants, chosen by
+        branches."""
+        e = self.e
         later, done = e.label("later"), e.label("matmuls")
         for first in (True, False):
             keep = e.label("keep")
@@ -377,28 +436,43 @@ def _gemm_code(p, base, vmem, sem):
                 e(f"bne {kc}, r0, {later}")
             else:
                 e.place(later)
-            e(f"bne {load[2]}, r0, {keep}")
-            chunks("emit" if first else "accumulate, emit")
+            e(f"bne {self.load[2]}, r0, {keep}")
+            self._chunks("emit" if first else "accumulate, emit")
             e(f"jmp {done}")
             e.place(keep)
-            chunks("" if first else "accumulate")
+            self._chunks("" if first else "accumulate")
             if first:
                 e(f"jmp {done}")
         e.place(done)
-        for name, zs, reg, bufs in (("a", za, au, ("A0", "A1")), ("b", zb, bu, ("B0", "B1"))):
-            keep = e.label(f"keep_{name}")
-            e.unless_zero(regs(load, zs), keep)
-            e(f"signal mxu, {sem[name + '_empty']}")
-            e.toggle(reg, vmem[bufs[0]], vmem[bufs[1]], t[3])
-            e.place(keep)
 
-    def store():
-        i, j, _ = comp
+    def _chunks(self, flags):
+        """The matmuls of one step, one per chunk of the N tile (``t[3]`` chunks)."""
+        e, p, t = self.e, self.p, _TEMPS
+        e(f"addi {t[0]}, {self.bu}, 0")
+        e(f"addi {t[1]}, {self.cb}, 0")
+        end = e.label("chunks_end")
+        for s in range(_UNROLL):
+            sep = ", " if flags else ""
+            acc = s * p.acc_per_chunk if s < p.r else 0     # chunks past r never run
+            e(f"matmul {self.au}, {t[0]}, {t[1]}, {acc}{sep}{flags}")
+            if s < _UNROLL - 1:
+                e(f"addi {t[3]}, {t[3]}, -1")
+                e(f"beq {t[3]}, r0, {end}")
+                e(f"addi {t[0]}, {t[0]}, {p.chunk * p.esize}")
+                e(f"addi {t[1]}, {t[1]}, {p.tiling.tm * p.rb}")
+        e.place(end)
+
+    def _store(self):
+        """When the step finished a C tile (the next step starts another): hand it from the
+        MXU to the DMA and store it, then move to the other C buffer."""
+        e, p, t, sem = self.e, self.p, _TEMPS, self.sem
+        til = p.tiling
+        i, j, _ = self.comp
         skip = e.label("no_store")
-        e.unless_zero(regs(load, zc), skip)
+        e.unless_zero(self._regs(self.load, self.zc), skip)
         e(f"signal mxu, {sem['c_full']}")
         e(f"wait dma, {sem['c_full']}")
-        e.affine(t[0], base["C"], [(i, til.tm * p.ldc), (j, til.tn * p.osize)], t[3])
+        e.affine(t[0], self.base["C"], [(i, til.tm * p.ldc), (j, til.tn * p.osize)], t[3])
         e.tile_size(t[1], j, p.r, p.Nch, t[3])
         e.li(t[2], p.rb)
         e.li(t[3], til.tm * p.rb)
@@ -407,41 +481,9 @@ def _gemm_code(p, base, vmem, sem):
         e.li(t[3], p.ldc)
         e(f"dma.shape 1, {t[1]}, {t[3]}, {t[2]}")
         e(f"dma.shape 0, {t[2]}, r0, r0")
-        e(f"dma.store {t[0]}, {cb}, {sem['c_empty']}")
-        e.toggle(cb, vmem["C0"], vmem["C1"], t[3])
+        e(f"dma.store {t[0]}, {self.cb}, {sem['c_empty']}")
+        e.toggle(self.cb, self.vmem["C0"], self.vmem["C1"], t[3])
         e.place(skip)
-
-    e.comment(f"GEMM {p.M}x{p.K}x{p.N}: tiles {til.tm}x{til.tk}x{til.tn}, grid "
-              f"{p.Mt}x{p.Nt}x{p.Kt}")
-    for reg, buf in ((al, "A0"), (au, "A0"), (bl, "B0"), (bu, "B0"), (cb, "C0")):
-        e.li(reg, vmem[buf])
-    for queue, name in (("dma", "a_empty"), ("dma", "b_empty"), ("mxu", "c_empty")):
-        e(f"signal {queue}, {sem[name]}")
-        e(f"signal {queue}, {sem[name]}")
-    fetch(load)
-    e.place("step")
-    for now, nxt in zip(comp, load, strict=True):
-        e(f"addi {now}, {nxt}, 0")
-    carry = e.label("advanced")
-    for x in (2, 1, 0):
-        e(f"addi {load[x]}, {load[x]}, 1")
-        e.li(t[0], ext[x])
-        e(f"bne {load[x]}, {t[0]}, {carry}")
-        e(f"addi {load[x]}, r0, 0")
-    e.place(carry)
-    last = e.label("last")
-    e(f"add {t[0]}, {load[0]}, {load[1]}")
-    e(f"add {t[0]}, {t[0]}, {load[2]}")
-    e(f"beq {t[0]}, r0, {last}")
-    fetch(load)
-    e.place(last)
-    compute()
-    store()
-    e(f"add {t[0]}, {load[0]}, {load[1]}")
-    e(f"add {t[0]}, {t[0]}, {load[2]}")
-    e(f"bne {t[0]}, r0, step")
-    e("halt")
-    return e.text()
 
 
 def gemm(config, M, K, N, dtype=None, tiling=None):
@@ -471,7 +513,7 @@ def gemm(config, M, K, N, dtype=None, tiling=None):
                            f"past the 32-bit address space")
     base = {"A": a.address, "B": b.address, "C": c.address}
     sem = _semaphores(config, _GEMM_SEMS)
-    text = _gemm_code(plan, base, vmem, sem)
+    text = _GemmCode(plan, base, vmem, sem).program()
     words = _assemble_checked(config, text)
     return Program(words=words, config=config,
                    hbm_capacity=_roundup(c.address + c.nbytes, _HBM_ALIGN),
