@@ -803,12 +803,22 @@ def _markdown(t, plots, env):
 
 
 def _plots(t, directory):
-    """Efficiency vs chips and the GPT-3 step breakdown, as PNG files in ``directory``."""
+    """Efficiency vs chips, the GPT-3 step breakdown and MaxText on v5e, as PNG files in
+    ``directory``; returns their names."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = ("scaling_efficiency.png", "scaling_breakdown.png", "scaling_maxtext.png")
+    _efficiency_plot(plt, t, directory / names[0])
+    _breakdown_plot(plt, t, directory / names[1])
+    _maxtext_plot(plt, t, directory / names[2])
+    return names
+
+
+def _efficiency_plot(plt, t, path):
+    """Weak-scaling efficiency against chips, on a base of 1 pod and of BASE_SLICES pods,
+    with the published GPT-3 and Llama-2 points."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for (preset, workload), style in zip(
             [(p, w) for w in ("gpt3-175b", "llama2-70b") for p in
@@ -831,9 +841,12 @@ def _plots(t, directory):
         ax.grid(True, alpha=0.3)
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(directory / names[0], dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+def _breakdown_plot(plt, t, path):
+    """GPT-3 175B's step on v6e (datasheet) against pods, stacked by part."""
     fig, ax = plt.subplots(figsize=(8, 4))
     rows = [r for r in t["efficiency_vs_chips"]
             if r["preset"] == _label("v6e", False) and r["workload"] == "gpt3-175b"]
@@ -854,9 +867,13 @@ def _plots(t, directory):
     ax.set_title("GPT-3 175B on v6e (datasheet), 1 sequence per chip")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(directory / names[1], dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+def _maxtext_plot(plt, t, path):
+    """MaxText on v5e: the model's MFU and weak scaling against slices, both presets, beside
+    the published points."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for (workload, (_, published)), color in zip(MAXTEXT_V5E.items(), ("C0", "C1", "C2"),
                                                  strict=True):
@@ -880,9 +897,8 @@ def _plots(t, directory):
     axes[1].set_title("weak scaling (points: published)")
     axes[1].legend(*axes[0].get_legend_handles_labels(), fontsize=6, loc="lower left")
     fig.tight_layout()
-    fig.savefig(directory / names[2], dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    return names
 
 
 def bench(quick=False, results=None):
