@@ -288,35 +288,93 @@ def _choose_tiling(config, M, K, N):
 _GEMM_SEMS = ("a_full", "a_empty", "b_full", "b_empty", "c_full", "c_empty")
 
 
-def _gemm_code(p, base, vmem, sem):
-    """Assembly of the GEMM loop (see the module docstring)."""
-    e = _Asm()
-    t = _TEMPS
-    load, comp = ("r1", "r2", "r3"), ("r4", "r5", "r6")       # (i, j, kc) of two steps
-    al, au, bl, bu, cb = "r7", "r8", "r9", "r10", "r11"       # buffer addresses
-    ext = (p.Mt, p.Nt, p.Kt)
-    til = p.tiling
+class _GemmCode:
+    """The assembly of one GEMM's loop (see the module docstring), by phase: the DMA loads of
+    the blocks that change at a step, the step's matmuls, the store of a finished C tile, and
+    the loop over the grid that runs them a step apart."""
 
-    def zero_set(deps):
+    load, comp = ("r1", "r2", "r3"), ("r4", "r5", "r6")      # (i, j, kc) of two steps
+    al, au, bl, bu, cb = "r7", "r8", "r9", "r10", "r11"      # buffer addresses
+
+    def __init__(self, p, base, vmem, sem):
+        self.p, self.base, self.vmem, self.sem = p, base, vmem, sem
+        self.e = _Asm()
+        self.ext = (p.Mt, p.Nt, p.Kt)
+        self.za, self.zb, self.zc = (self._zero_set(deps) for deps in ({0, 2}, {1, 2}, {0, 1}))
+
+    def _zero_set(self, deps):
         """Indices that must be zero at a step for a block depending on ``deps`` (a set of
         0=i, 1=j, 2=kc) to change there: those faster than its fastest varying index."""
-        varying = [x for x in deps if ext[x] > 1]
+        varying = [x for x in deps if self.ext[x] > 1]
         fastest = max(varying) if varying else -1
-        return [x for x in range(3) if ext[x] > 1 and (x > fastest or not varying)]
+        return [x for x in range(3) if self.ext[x] > 1 and (x > fastest or not varying)]
 
-    za, zb, zc = zero_set({0, 2}), zero_set({1, 2}), zero_set({0, 1})
-
-    def regs(cursor, zs):
+    @staticmethod
+    def _regs(cursor, zs):
+        """The registers of ``cursor`` (a step's (i, j, kc)) at the grid indices ``zs``."""
         return [cursor[x] for x in zs]
 
-    def fetch(cursor):
+    def program(self):
+        """The whole program: buffer registers and credits, the first step's loads, then the
+        loop, each pass the next step's loads, this step's matmuls and store."""
+        e, p, t, load = self.e, self.p, _TEMPS, self.load
+        til = p.tiling
+        e.comment(f"GEMM {p.M}x{p.K}x{p.N}: tiles {til.tm}x{til.tk}x{til.tn}, grid "
+                  f"{p.Mt}x{p.Nt}x{p.Kt}")
+        for reg, buf in ((self.al, "A0"), (self.au, "A0"), (self.bl, "B0"), (self.bu, "B0"),
+                         (self.cb, "C0")):
+            e.li(reg, self.vmem[buf])
+        for queue, name in (("dma", "a_empty"), ("dma", "b_empty"), ("mxu", "c_empty")):
+            e(f"signal {queue}, {self.sem[name]}")
+            e(f"signal {queue}, {self.sem[name]}")
+        self._fetch(load)
+        e.place("step")
+        self._advance()
+        self._compute()
+        self._store()
+        self._sum_load()
+        e(f"bne {t[0]}, r0, step")
+        e("halt")
+        return e.text()
+
+    def _sum_load(self):
+        """``t[0] = i + j + kc`` of the load cursor: zero once it has wrapped past the last
+        step."""
+        e, t, load = self.e, _TEMPS, self.load
+        e(f"add {t[0]}, {load[0]}, {load[1]}")
+        e(f"add {t[0]}, {t[0]}, {load[2]}")
+
+    def _advance(self):
+        """The step to compute is the one loaded; the load cursor moves to the next step
+        (``kc`` fastest) and, unless it wrapped to the start, its blocks are fetched."""
+        e, t, load = self.e, _TEMPS, self.load
+        for now, nxt in zip(self.comp, load, strict=True):
+            e(f"addi {now}, {nxt}, 0")
+        carry = e.label("advanced")
+        for x in (2, 1, 0):
+            e(f"addi {load[x]}, {load[x]}, 1")
+            e.li(t[0], self.ext[x])
+            e(f"bne {load[x]}, {t[0]}, {carry}")
+            e(f"addi {load[x]}, r0, 0")
+        e.place(carry)
+        last = e.label("last")
+        self._sum_load()
+        e(f"beq {t[0]}, r0, {last}")
+        self._fetch(load)
+        e.place(last)
+
+    def _fetch(self, cursor):
         """DMA loads of the blocks that change at step ``cursor``."""
+        e, p, t, sem = self.e, self.p, _TEMPS, self.sem
+        til = p.tiling
         i, j, kc = cursor
-        blocks = (("a", za, al, (i, til.tm, p.M), (kc, til.tk * p.esize, p.lda), p.a_stride),
-                  ("b", zb, bl, (kc, til.tk, p.K), (j, til.tn * p.esize, p.ldb), p.b_stride))
+        blocks = (("a", self.za, self.al, (i, til.tm, p.M), (kc, til.tk * p.esize, p.lda),
+                   p.a_stride),
+                  ("b", self.zb, self.bl, (kc, til.tk, p.K), (j, til.tn * p.esize, p.ldb),
+                   p.b_stride))
         for name, zs, reg, (row, rows, total), (col, run, ld), vstride in blocks:
             skip = e.label(f"no_{name}")
-            e.unless_zero(regs(cursor, zs), skip)
+            e.unless_zero(self._regs(cursor, zs), skip)
             e(f"wait dma, {sem[name + '_empty']}")
             e.tile_size(t[1], row, rows, total, t[3])
             e.tile_size(t[2], col, run, ld, t[3])
@@ -326,37 +384,26 @@ def _gemm_code(p, base, vmem, sem):
             e(f"dma.shape 1, {t[1]}, {t[2]}, {t[3]}")
             e.li(t[1], 1)
             e(f"dma.shape 2, {t[1]}, r0, r0")
-            e.affine(t[0], base[name.upper()], [(row, rows * ld), (col, run)], t[3])
+            e.affine(t[0], self.base[name.upper()], [(row, rows * ld), (col, run)], t[3])
             e(f"dma.load {t[0]}, {reg}, {sem[name + '_full']}")
             bufs = name.upper() + "0", name.upper() + "1"
-            e.toggle(reg, vmem[bufs[0]], vmem[bufs[1]], t[3])
+            e.toggle(reg, self.vmem[bufs[0]], self.vmem[bufs[1]], t[3])
             e.place(skip)
 
-    def chunks(flags):
-        """The matmuls of one step, one per chunk of the N tile (``t[3]`` chunks)."""
-        e(f"addi {t[0]}, {bu}, 0")
-        e(f"addi {t[1]}, {cb}, 0")
-        end = e.label("chunks_end")
-        for s in range(_UNROLL):
-            sep = ", " if flags else ""
-            acc = s * p.acc_per_chunk if s < p.r else 0     # chunks past r never run
-            e(f"matmul {au}, {t[0]}, {t[1]}, {acc}{sep}{flags}")
-            if s < _UNROLL - 1:
-                e(f"addi {t[3]}, {t[3]}, -1")
-                e(f"beq {t[3]}, r0, {end}")
-                e(f"addi {t[0]}, {t[0]}, {p.chunk * p.esize}")
-                e(f"addi {t[1]}, {t[1]}, {til.tm * p.rb}")
-        e.place(end)
-
-    def compute():
+    def _compute(self):
+        """The MXU's part of the step: wait for its new blocks and for a free C buffer when
+        it starts a C tile, set the shape and strides, the matmuls, then release the blocks
+        the next step does not reuse."""
+        e, p, t, sem, comp, load = self.e, self.p, _TEMPS, self.sem, self.comp, self.load
+        til = p.tiling
         i, j, kc = comp
-        for name, zs in (("a", za), ("b", zb)):
+        for name, zs in (("a", self.za), ("b", self.zb)):
             skip = e.label(f"have_{name}")
-            e.unless_zero(regs(comp, zs), skip)
+            e.unless_zero(self._regs(comp, zs), skip)
             e(f"wait mxu, {sem[name + '_full']}")
             e.place(skip)
         no_emit = e.label("no_emit")
-        e.unless_zero(regs(load, zc), no_emit)
+        e.unless_zero(self._regs(load, self.zc), no_emit)
         e(f"wait mxu, {sem['c_empty']}")
         e.place(no_emit)
         e.tile_size(t[0], i, til.tm, p.M, t[3])
@@ -368,8 +415,20 @@ def _gemm_code(p, base, vmem, sem):
         e.li(t[2], p.rb)
         e(f"mxu.stride {t[0]}, {t[1]}, {t[2]}")
         e.tile_size(t[3], j, p.r, p.Nch, t[2])
-        # accumulate unless this is the first k-step; emit on the last (the next step's kc
-        # is 0): four variants of the chunk matmuls, chosen by branches
+        self._matmul_variants(kc)
+        for name, zs, reg, bufs in (("a", self.za, self.au, ("A0", "A1")),
+                                    ("b", self.zb, self.bu, ("B0", "B1"))):
+            keep = e.label(f"keep_{name}")
+            e.unless_zero(self._regs(load, zs), keep)
+            e(f"signal mxu, {sem[name + '_empty']}")
+            e.toggle(reg, self.vmem[bufs[0]], self.vmem[bufs[1]], t[3])
+            e.place(keep)
+
+    def _matmul_variants(self, kc):
+        """The step's chunk matmuls, accumulating unless this is the first k-step (``kc``
+        zero) and emitting on the last (the next step's kc is 0): four variants, chosen by
+        branches."""
+        e = self.e
         later, done = e.label("later"), e.label("matmuls")
         for first in (True, False):
             keep = e.label("keep")
@@ -377,28 +436,43 @@ def _gemm_code(p, base, vmem, sem):
                 e(f"bne {kc}, r0, {later}")
             else:
                 e.place(later)
-            e(f"bne {load[2]}, r0, {keep}")
-            chunks("emit" if first else "accumulate, emit")
+            e(f"bne {self.load[2]}, r0, {keep}")
+            self._chunks("emit" if first else "accumulate, emit")
             e(f"jmp {done}")
             e.place(keep)
-            chunks("" if first else "accumulate")
+            self._chunks("" if first else "accumulate")
             if first:
                 e(f"jmp {done}")
         e.place(done)
-        for name, zs, reg, bufs in (("a", za, au, ("A0", "A1")), ("b", zb, bu, ("B0", "B1"))):
-            keep = e.label(f"keep_{name}")
-            e.unless_zero(regs(load, zs), keep)
-            e(f"signal mxu, {sem[name + '_empty']}")
-            e.toggle(reg, vmem[bufs[0]], vmem[bufs[1]], t[3])
-            e.place(keep)
 
-    def store():
-        i, j, _ = comp
+    def _chunks(self, flags):
+        """The matmuls of one step, one per chunk of the N tile (``t[3]`` chunks)."""
+        e, p, t = self.e, self.p, _TEMPS
+        e(f"addi {t[0]}, {self.bu}, 0")
+        e(f"addi {t[1]}, {self.cb}, 0")
+        end = e.label("chunks_end")
+        for s in range(_UNROLL):
+            sep = ", " if flags else ""
+            acc = s * p.acc_per_chunk if s < p.r else 0     # chunks past r never run
+            e(f"matmul {self.au}, {t[0]}, {t[1]}, {acc}{sep}{flags}")
+            if s < _UNROLL - 1:
+                e(f"addi {t[3]}, {t[3]}, -1")
+                e(f"beq {t[3]}, r0, {end}")
+                e(f"addi {t[0]}, {t[0]}, {p.chunk * p.esize}")
+                e(f"addi {t[1]}, {t[1]}, {p.tiling.tm * p.rb}")
+        e.place(end)
+
+    def _store(self):
+        """When the step finished a C tile (the next step starts another): hand it from the
+        MXU to the DMA and store it, then move to the other C buffer."""
+        e, p, t, sem = self.e, self.p, _TEMPS, self.sem
+        til = p.tiling
+        i, j, _ = self.comp
         skip = e.label("no_store")
-        e.unless_zero(regs(load, zc), skip)
+        e.unless_zero(self._regs(self.load, self.zc), skip)
         e(f"signal mxu, {sem['c_full']}")
         e(f"wait dma, {sem['c_full']}")
-        e.affine(t[0], base["C"], [(i, til.tm * p.ldc), (j, til.tn * p.osize)], t[3])
+        e.affine(t[0], self.base["C"], [(i, til.tm * p.ldc), (j, til.tn * p.osize)], t[3])
         e.tile_size(t[1], j, p.r, p.Nch, t[3])
         e.li(t[2], p.rb)
         e.li(t[3], til.tm * p.rb)
@@ -407,41 +481,9 @@ def _gemm_code(p, base, vmem, sem):
         e.li(t[3], p.ldc)
         e(f"dma.shape 1, {t[1]}, {t[3]}, {t[2]}")
         e(f"dma.shape 0, {t[2]}, r0, r0")
-        e(f"dma.store {t[0]}, {cb}, {sem['c_empty']}")
-        e.toggle(cb, vmem["C0"], vmem["C1"], t[3])
+        e(f"dma.store {t[0]}, {self.cb}, {sem['c_empty']}")
+        e.toggle(self.cb, self.vmem["C0"], self.vmem["C1"], t[3])
         e.place(skip)
-
-    e.comment(f"GEMM {p.M}x{p.K}x{p.N}: tiles {til.tm}x{til.tk}x{til.tn}, grid "
-              f"{p.Mt}x{p.Nt}x{p.Kt}")
-    for reg, buf in ((al, "A0"), (au, "A0"), (bl, "B0"), (bu, "B0"), (cb, "C0")):
-        e.li(reg, vmem[buf])
-    for queue, name in (("dma", "a_empty"), ("dma", "b_empty"), ("mxu", "c_empty")):
-        e(f"signal {queue}, {sem[name]}")
-        e(f"signal {queue}, {sem[name]}")
-    fetch(load)
-    e.place("step")
-    for now, nxt in zip(comp, load, strict=True):
-        e(f"addi {now}, {nxt}, 0")
-    carry = e.label("advanced")
-    for x in (2, 1, 0):
-        e(f"addi {load[x]}, {load[x]}, 1")
-        e.li(t[0], ext[x])
-        e(f"bne {load[x]}, {t[0]}, {carry}")
-        e(f"addi {load[x]}, r0, 0")
-    e.place(carry)
-    last = e.label("last")
-    e(f"add {t[0]}, {load[0]}, {load[1]}")
-    e(f"add {t[0]}, {t[0]}, {load[2]}")
-    e(f"beq {t[0]}, r0, {last}")
-    fetch(load)
-    e.place(last)
-    compute()
-    store()
-    e(f"add {t[0]}, {load[0]}, {load[1]}")
-    e(f"add {t[0]}, {t[0]}, {load[2]}")
-    e(f"bne {t[0]}, r0, step")
-    e("halt")
-    return e.text()
 
 
 def gemm(config, M, K, N, dtype=None, tiling=None):
@@ -471,7 +513,7 @@ def gemm(config, M, K, N, dtype=None, tiling=None):
                            f"past the 32-bit address space")
     base = {"A": a.address, "B": b.address, "C": c.address}
     sem = _semaphores(config, _GEMM_SEMS)
-    text = _gemm_code(plan, base, vmem, sem)
+    text = _GemmCode(plan, base, vmem, sem).program()
     words = _assemble_checked(config, text)
     return Program(words=words, config=config,
                    hbm_capacity=_roundup(c.address + c.nbytes, _HBM_ALIGN),
@@ -594,270 +636,330 @@ class _MLPPlan:
         return self.vmem is not None
 
 
-def _mlp_code(p, base, vmem, sem, activation, requant, float_act):
-    """Assembly of the fused MLP (docs/tensorcore.md, "Compiler: MLP")."""
-    e = _Asm()
-    t = _TEMPS
+class _MLPCode:
+    """The assembly of a fused MLP (docs/tensorcore.md, "Compiler: MLP"), piece by piece: the
+    resident weights' load and the loop over row tiles; in each tile every layer's groups of
+    output chunks with their matmuls and the VPU's epilogue of the group before; and the tile
+    boundary, which finishes the previous tile and fetches the next."""
+
     i, xu, ob, mt = "r1", "r2", "r3", "r4"         # row tile, its X and O buffers, its rows
     wb, cb = "r5", "r6"                            # an output chunk's weights and result
     left, grp = "r7", "r8"                         # chunks left in the layer, in the group
     vfirst, vcount = "r9", "r10"                   # the group whose epilogue comes next
-    ra, wk = "r11", t[0]                           # an input chunk (A) and its weights
-    kin, countdown, tmp = t[1:]                    # input chunks left, to the next group
-    last_layer, w_vmem = len(p.nch) - 1, vmem["W"]
-    dtype = "fp32" if float_act else "int32"
-    tile_chunk = p.tm * p.rb                       # a chunk of a row tile in VMEM
+    ra, wk = "r11", _TEMPS[0]                      # an input chunk (A) and its weights
+    kin, countdown, tmp = _TEMPS[1:]               # input chunks left, to the next group
 
-    def fetch_x(index):
+    def __init__(self, p, base, vmem, sem, activation, requant, float_act):
+        self.p, self.base, self.vmem, self.sem = p, base, vmem, sem
+        self.activation, self.requant, self.float_act = activation, requant, float_act
+        self.e = _Asm()
+        self.last_layer, self.w_vmem = len(p.nch) - 1, vmem["W"]
+        self.dtype = "fp32" if float_act else "int32"
+        self.tile_chunk = p.tm * p.rb              # a chunk of a row tile in VMEM
+
+    def program(self):
+        """The whole program: the weights and biases loaded once and the first row tile
+        fetched, then the loop over row tiles, each through every layer; after the last
+        tile, the boundary finishes it and ends the program."""
+        e, p, vmem, sem, tmp = self.e, self.p, self.vmem, self.sem, self.tmp
+        e.comment(f"MLP {'-'.join(map(str, p.widths))}, batch {p.M} in tiles of {p.tm}")
+        e.li(self.xu, vmem["X0"])
+        e.li(self.ob, vmem["O0"])
+        for queue, name in (("dma", "x_empty"), ("mxu", "o_empty")):
+            e(f"signal {queue}, {sem[name]}")
+            e(f"signal {queue}, {sem[name]}")
+        self._load_parameters()
+        self._fetch_x(None)
+        e.place("tile")
+        e.tile_size(self.mt, self.i, p.tm, p.M, tmp)
+        for n in range(len(p.nch)):
+            self._layer(n)
+        e.toggle(self.xu, vmem["X0"], vmem["X1"], tmp)
+        e(f"addi {self.i}, {self.i}, 1")
+        e.li(tmp, p.Mt)
+        e(f"bne {self.i}, {tmp}, tile")
+        e("jmp boundary")
+        e.place("end")
+        e("halt")
+        return e.text()
+
+    def _load_parameters(self):
+        """DMA loads of the weights and the bias rows into VMEM, where they stay: the MXU
+        waits for the weights, the VPU for the biases."""
+        e, p, t, sem, w_vmem = self.e, self.p, _TEMPS, self.sem, self.w_vmem
+        e.dma_shape(p.w_bytes, [], t)
+        e.li(t[0], self.base["W"])
+        e.li(t[1], w_vmem)
+        e(f"dma.load {t[0]}, {t[1]}, {sem['w_full']}")
+        e.li(t[0], p.bias_bytes)
+        e(f"dma.shape 0, {t[0]}, r0, r0")
+        e.li(t[0], self.base["W"] + p.w_bytes)
+        e.li(t[1], w_vmem + p.w_bytes)
+        e(f"dma.load {t[0]}, {t[1]}, {sem['bias_full']}")
+        e(f"wait mxu, {sem['w_full']}")
+        e(f"wait vpu, {sem['bias_full']}")
+
+    def _fetch_x(self, index):
         """DMA load of row tile ``index`` (a register) into the X buffer ``xu`` does not
         name; with ``index`` None, of tile 0 (whole: ``tm <= M``) into X0."""
-        e(f"wait dma, {sem['x_empty']}")
+        e, p, t, vmem = self.e, self.p, _TEMPS, self.vmem
+        e(f"wait dma, {self.sem['x_empty']}")
         if index is None:
             e.dma_shape(p.ldx, [(p.tm, p.ldx, p.x_stride)], (t[0], t[2], t[3]))
-            e.li(t[0], base["X"])
+            e.li(t[0], self.base["X"])
             e.li(t[1], vmem["X0"])
         else:
             e.tile_size(t[1], index, p.tm, p.M, t[3])
             e.dma_shape(p.ldx, [(t[1], p.ldx, p.x_stride)], (t[0], t[2], t[3]))
-            e.affine(t[0], base["X"], [(index, p.tm * p.ldx)], t[3])
+            e.affine(t[0], self.base["X"], [(index, p.tm * p.ldx)], t[3])
             e.li(t[1], vmem["X0"] + vmem["X1"])
-            e(f"sub {t[1]}, {t[1]}, {xu}")
-        e(f"dma.load {t[0]}, {t[1]}, {sem['x_full']}")
+            e(f"sub {t[1]}, {t[1]}, {self.xu}")
+        e(f"dma.load {t[0]}, {t[1]}, {self.sem['x_full']}")
 
-    def bias_add(rows, bias, count, relu):
+    def _bias_add(self, rows, bias, count, relu):
         """``count`` (a register, at least 1) chunks from ``rows``: the bias row from
         ``bias`` on (one per chunk) added in place, with ReLU if ``relu``."""
+        e = self.e
         loop = e.label("bias")
         e.place(loop)
-        e(f"vop add.{dtype} {rows}, {rows}, {bias}, src2=broadcast{', relu' if relu else ''}")
-        e(f"addi {rows}, {rows}, {tile_chunk}")
-        e(f"addi {bias}, {bias}, {p.rb}")
+        e(f"vop add.{self.dtype} {rows}, {rows}, {bias}, src2=broadcast"
+          f"{', relu' if relu else ''}")
+        e(f"addi {rows}, {rows}, {self.tile_chunk}")
+        e(f"addi {bias}, {bias}, {self.p.rb}")
         e(f"addi {count}, {count}, -1")
         e(f"bne {count}, r0, {loop}")
 
-    def epilogue(n):
+    def _epilogue(self, n):
         """The VPU's work on hidden layer ``n``'s group (``vcount`` chunks from ``vfirst``):
         bias and activation in place in H, chunk by chunk, then one cast of the whole group
         into P, which the next layer reads; the cast's hazard wait comes once a group."""
-        offset = countdown                          # of the group's first chunk
-        e(f"wait vpu, {sem['h_full']}")
-        e(f"vpu.cfg {mt}, r0, r0")
-        e.li(tmp, tile_chunk)
+        e, p, vmem = self.e, self.p, self.vmem
+        ra, wk, kin, tmp, vfirst, vcount = (self.ra, self.wk, self.kin, self.tmp, self.vfirst,
+                                            self.vcount)
+        offset = self.countdown                     # of the group's first chunk
+        e(f"wait vpu, {self.sem['h_full']}")
+        e(f"vpu.cfg {self.mt}, r0, r0")
+        e.li(tmp, self.tile_chunk)
         e(f"mul {offset}, {vfirst}, {tmp}")
         e.li(ra, vmem["H"])
         e(f"add {ra}, {ra}, {offset}")
-        e.affine(wk, w_vmem + p.w_bytes + p.bias_offset[n], [(vfirst, p.rb)], tmp)
+        e.affine(wk, self.w_vmem + p.w_bytes + p.bias_offset[n], [(vfirst, p.rb)], tmp)
         e(f"addi {kin}, {vcount}, 0")
-        bias_add(ra, wk, kin, activation == "relu")
+        self._bias_add(ra, wk, kin, self.activation == "relu")
         e.li(tmp, p.tm)                             # rows up to the last chunk's last
         e(f"mul {kin}, {vcount}, {tmp}")
         e(f"sub {kin}, {kin}, {tmp}")
-        e(f"add {kin}, {kin}, {mt}")
-        if float_act:
+        e(f"add {kin}, {kin}, {self.mt}")
+        if self.float_act:
             e(f"vpu.cfg {kin}, r0, r0")
         else:
-            e.li(wk, requant[n][0] & 0xFFFFFFFF)
-            e.li(tmp, requant[n][1])
+            e.li(wk, self.requant[n][0] & 0xFFFFFFFF)
+            e.li(tmp, self.requant[n][1])
             e(f"vpu.cfg {kin}, {wk}, {tmp}")
         e.li(ra, vmem["H"])
         e(f"add {ra}, {ra}, {offset}")
         e.li(wk, vmem[f"P{n % 2}"])
         e(f"add {wk}, {wk}, {offset}")
-        e(f"vcast {'f32_bf16' if float_act else 'i32_i8'} {wk}, {ra}")
-        e(f"signal vpu, {sem['h_ready']}")
+        e(f"vcast {'f32_bf16' if self.float_act else 'i32_i8'} {wk}, {ra}")
+        e(f"signal vpu, {self.sem['h_ready']}")
 
-    def finish_tile():
+    def _finish_tile(self):
         """The output epilogue of the previous row tile (bias add in its O buffer) and its
         store, which frees the buffer for the tile after next."""
-        rows = countdown
-        e(f"addi {ra}, {i}, -1")
+        e, p, t, sem = self.e, self.p, _TEMPS, self.sem
+        rows, ra, wk, kin, tmp, ob = (self.countdown, self.ra, self.wk, self.kin, self.tmp,
+                                      self.ob)
+        e(f"addi {ra}, {self.i}, -1")
         e.tile_size(rows, ra, p.tm, p.M, tmp)
         e(f"wait vpu, {sem['h_full']}")
         e(f"vpu.cfg {rows}, r0, r0")
         e(f"addi {wk}, {ob}, 0")
-        e.li(kin, w_vmem + p.w_bytes + p.bias_offset[-1])
+        e.li(kin, self.w_vmem + p.w_bytes + p.bias_offset[-1])
         e.li(tmp, p.nch[-1])
-        bias_add(wk, kin, tmp, False)
+        self._bias_add(wk, kin, tmp, False)
         e(f"signal vpu, {sem['o_full']}")
         e(f"wait dma, {sem['o_full']}")
-        e.dma_shape(p.rb, [(rows, p.ldo, p.rb), (p.nch[-1], p.rb, tile_chunk)],
+        e.dma_shape(p.rb, [(rows, p.ldo, p.rb), (p.nch[-1], p.rb, self.tile_chunk)],
                     (t[0], t[1], t[3]))
-        e.affine(t[0], base["O"], [(ra, p.tm * p.ldo)], t[3])
+        e.affine(t[0], self.base["O"], [(ra, p.tm * p.ldo)], t[3])
         e(f"dma.store {t[0]}, {ob}, {sem['o_empty']}")
-        e.toggle(ob, vmem["O0"], vmem["O1"], t[3])
+        e.toggle(ob, self.vmem["O0"], self.vmem["O1"], t[3])
 
-    def tile_boundary():
+    def _tile_boundary(self):
         """The previous row tile's output and the next tile's input, dispatched behind this
         tile's first matmuls, so that the MXU has them while the VPU and the DMA finish.
         After the last tile the program jumps here (``i = Mt``) to finish it, and ends."""
+        e, i, ra, tmp = self.e, self.i, self.ra, self.tmp
         first = e.label("first_tile")
         e.place("boundary")
         e(f"beq {i}, r0, {first}")
-        finish_tile()
+        self._finish_tile()
         e.place(first)
-        e.li(tmp, p.Mt)
+        e.li(tmp, self.p.Mt)
         e(f"beq {i}, {tmp}, end")
         e(f"addi {ra}, {i}, 1")
         e(f"beq {ra}, {tmp}, no_fetch")
-        fetch_x(ra)
+        self._fetch_x(ra)
         e.place("no_fetch")
 
-    def chunk_matmuls(n):
+    def _chunk_matmuls(self, n):
         """The matmuls of output chunk ``cb`` of layer ``n``: one over the whole input for
         layer 0; otherwise one per packed input chunk, accumulated, the first output chunk
         waiting for each group of them as the VPU releases it (``h_ready``)."""
+        e, p, ra, wk, kin, cb = self.e, self.p, self.ra, self.wk, self.kin, self.cb
         if n == 0:
-            e(f"matmul {xu}, {wb}, {cb}, 0, emit")
+            e(f"matmul {self.xu}, {self.wb}, {cb}, 0, emit")
             return
-        nin, group = p.nch[n - 1], p.group[n - 1]
-
-        def ready(site):
-            """A group of the input starts at the first and the last input chunk and every
-            ``group``-th one between (counted down)."""
-            skip = e.label("ready")
-            e.li(tmp, p.nch[n])
-            e(f"bne {left}, {tmp}, {skip}")
-            if site == "middle":
-                e(f"addi {countdown}, {countdown}, -1")
-                e(f"bne {countdown}, r0, {skip}")
-            e(f"wait mxu, {sem['h_ready']}")
-            if site != "last":
-                e.li(countdown, group)
-            e.place(skip)
-
-        def step():
-            e(f"addi {ra}, {ra}, {tile_chunk}")
-            e.li(tmp, p.chunk * p.w_stride[n])
-            e(f"add {wk}, {wk}, {tmp}")
-
-        e.li(ra, vmem[f"P{(n - 1) % 2}"])
-        e(f"addi {wk}, {wb}, 0")
-        ready("first")
+        nin = p.nch[n - 1]
+        e.li(ra, self.vmem[f"P{(n - 1) % 2}"])
+        e(f"addi {wk}, {self.wb}, 0")
+        self._input_ready(n, "first")
         e(f"matmul {ra}, {wk}, {cb}, 0{', emit' if nin == 1 else ''}")
         if nin > 2:
             e.li(kin, nin - 2)
             middle = e.label("middle")
             e.place(middle)
-            step()
-            ready("middle")
+            self._next_input_chunk(n)
+            self._input_ready(n, "middle")
             e(f"matmul {ra}, {wk}, {cb}, 0, accumulate")
             e(f"addi {kin}, {kin}, -1")
             e(f"bne {kin}, r0, {middle}")
         if nin > 1:
-            step()
-            ready("last")
+            self._next_input_chunk(n)
+            self._input_ready(n, "last")
             e(f"matmul {ra}, {wk}, {cb}, 0, accumulate, emit")
 
-    def layer(n):
+    def _input_ready(self, n, site):
+        """In layer ``n``'s first output chunk, the wait for the group of the input that
+        starts at the ``site`` ("first", "middle" or "last") input chunk: a group starts at
+        the first and the last input chunk and every ``group``-th one between (counted
+        down)."""
+        e, tmp, countdown = self.e, self.tmp, self.countdown
+        skip = e.label("ready")
+        e.li(tmp, self.p.nch[n])
+        e(f"bne {self.left}, {tmp}, {skip}")
+        if site == "middle":
+            e(f"addi {countdown}, {countdown}, -1")
+            e(f"bne {countdown}, r0, {skip}")
+        e(f"wait mxu, {self.sem['h_ready']}")
+        if site != "last":
+            e.li(countdown, self.p.group[n - 1])
+        e.place(skip)
+
+    def _next_input_chunk(self, n):
+        """``ra`` and ``wk`` on to layer ``n``'s next packed input chunk and its weight
+        rows."""
+        e, p, ra, wk, tmp = self.e, self.p, self.ra, self.wk, self.tmp
+        e(f"addi {ra}, {ra}, {self.tile_chunk}")
+        e.li(tmp, p.chunk * p.w_stride[n])
+        e(f"add {wk}, {wk}, {tmp}")
+
+    def _layer(self, n):
         """Layer ``n`` of a row tile. A hidden layer is a loop over its groups, each pass the
         group's matmuls and the previous group's epilogue, and one pass more (``left`` 0)
         for the last group's epilogue; the last layer is one group, whose epilogue is the
         tile's finish."""
-        last = n == last_layer
+        e, p, sem = self.e, self.p, self.sem
+        last = n == self.last_layer
         e.comment(f"layer {n}: {p.widths[n]} -> {p.widths[n + 1]}")
         if n == 0 and last:
-            tile_boundary()         # a single layer writes O: the previous tile goes first
+            self._tile_boundary()   # a single layer writes O: the previous tile goes first
         if n == 0:
             e(f"wait mxu, {sem['x_full']}")
         if last:
             e(f"wait mxu, {sem['o_empty']}")
+        self._layer_setup(n, last)
+        if last:
+            e(f"addi {self.grp}, {self.left}, 0")
+        else:
+            group, drained = self._open_group(n)
+        self._group_matmuls(n)
+        if not last:
+            self._close_group(n, group, drained)
+
+    def _layer_setup(self, n, last):
+        """The MXU's shape and strides for layer ``n``, its first output chunk's weights and
+        result (H, or the O buffer in the last layer), and its chunk count in ``left``."""
+        e, p, t = self.e, self.p, _TEMPS
         e.li(t[0], p.widths[0] if n == 0 else p.chunk)
         e.li(t[1], p.chunk)
-        e(f"mxu.shape {mt}, {t[0]}, {t[1]}")
+        e(f"mxu.shape {self.mt}, {t[0]}, {t[1]}")
         e.li(t[0], p.x_stride if n == 0 else p.rb)
         e.li(t[1], p.w_stride[n])
         e.li(t[2], p.rb)
         e(f"mxu.stride {t[0]}, {t[1]}, {t[2]}")
-        e.li(wb, w_vmem + p.w_offset[n])
+        e.li(self.wb, self.w_vmem + p.w_offset[n])
         if last:
-            e(f"addi {cb}, {ob}, 0")
+            e(f"addi {self.cb}, {self.ob}, 0")
         else:
-            e.li(cb, vmem["H"])
-        e.li(left, p.nch[n])
-        if last:
-            e(f"addi {grp}, {left}, 0")
-        else:
-            e.li(vfirst, 0)
-            e.li(vcount, 0)
-            group = e.label("group")
-            e.place(group)
-            drained = e.label("drained")
-            e(f"beq {left}, r0, {drained}")
-            # this group: `group` chunks, fewer to leave the layer's last chunk on its own
-            e(f"addi {grp}, {left}, -1")
-            e.li(tmp, p.group[n])
-            sized = e.label("sized")
-            e(f"blt {grp}, {tmp}, {sized}")
-            e(f"addi {grp}, {tmp}, 0")
-            e.place(sized)
-            some = e.label("some")
-            e(f"bne {grp}, r0, {some}")
-            e.li(grp, 1)
-            e.place(some)
+            e.li(self.cb, self.vmem["H"])
+        e.li(self.left, p.nch[n])
+
+    def _open_group(self, n):
+        """The head of hidden layer ``n``'s loop over groups: no epilogue pending at first;
+        each pass sizes its group in ``grp``, or with no chunk left goes to the last
+        group's epilogue. Returns the labels (loop head, that epilogue)."""
+        e, left, grp, tmp = self.e, self.left, self.grp, self.tmp
+        e.li(self.vfirst, 0)
+        e.li(self.vcount, 0)
+        group = e.label("group")
+        e.place(group)
+        drained = e.label("drained")
+        e(f"beq {left}, r0, {drained}")
+        # this group: `group` chunks, fewer to leave the layer's last chunk on its own
+        e(f"addi {grp}, {left}, -1")
+        e.li(tmp, self.p.group[n])
+        sized = e.label("sized")
+        e(f"blt {grp}, {tmp}, {sized}")
+        e(f"addi {grp}, {tmp}, 0")
+        e.place(sized)
+        some = e.label("some")
+        e(f"bne {grp}, r0, {some}")
+        e.li(grp, 1)
+        e.place(some)
+        return group, drained
+
+    def _group_matmuls(self, n):
+        """The matmuls of a group's ``grp`` output chunks of layer ``n``, then the group to
+        the VPU (``h_full``); layer 0 frees its X buffer after its last chunk."""
+        e, p, left, grp = self.e, self.p, self.left, self.grp
         out_chunk = e.label("out_chunk")
         e.place(out_chunk)
-        chunk_matmuls(n)
-        e(f"addi {wb}, {wb}, {p.chunk * p.esize}")
-        e(f"addi {cb}, {cb}, {tile_chunk}")
+        self._chunk_matmuls(n)
+        e(f"addi {self.wb}, {self.wb}, {p.chunk * p.esize}")
+        e(f"addi {self.cb}, {self.cb}, {self.tile_chunk}")
         e(f"addi {left}, {left}, -1")
         e(f"addi {grp}, {grp}, -1")
         e(f"bne {grp}, r0, {out_chunk}")
         if n == 0:
             keep = e.label("keep_x")
             e(f"bne {left}, r0, {keep}")
-            e(f"signal mxu, {sem['x_empty']}")
+            e(f"signal mxu, {self.sem['x_empty']}")
             e.place(keep)
-        e(f"signal mxu, {sem['h_full']}")
-        if last:
-            return
+        e(f"signal mxu, {self.sem['h_full']}")
+
+    def _close_group(self, n, group, drained):
+        """The tail of hidden layer ``n``'s loop over groups: the previous group's epilogue
+        (the first pass has none: layer 0 does the tile boundary there), then the group just
+        computed becomes the pending one and the loop goes on while one is pending."""
+        e, tmp, vfirst, vcount = self.e, self.tmp, self.vfirst, self.vcount
         e.place(drained)
         # the previous group's epilogue, after this group's matmuls: the MXU has them
         # queued while the VPU waits for its group
         first, advance = e.label("first_group"), e.label("advance")
         e(f"beq {vcount}, r0, {first}")
-        epilogue(n)
+        self._epilogue(n)
         e(f"jmp {advance}")
         e.place(first)
         if n == 0:
-            tile_boundary()
+            self._tile_boundary()
         e.place(advance)
         # the group just computed is the next epilogue's: from where the last one ended
         e(f"add {vfirst}, {vfirst}, {vcount}")
-        e.li(tmp, p.nch[n])
-        e(f"sub {vcount}, {tmp}, {left}")
+        e.li(tmp, self.p.nch[n])
+        e(f"sub {vcount}, {tmp}, {self.left}")
         e(f"sub {vcount}, {vcount}, {vfirst}")
         e(f"bne {vcount}, r0, {group}")
-
-    e.comment(f"MLP {'-'.join(map(str, p.widths))}, batch {p.M} in tiles of {p.tm}")
-    e.li(xu, vmem["X0"])
-    e.li(ob, vmem["O0"])
-    for queue, name in (("dma", "x_empty"), ("mxu", "o_empty")):
-        e(f"signal {queue}, {sem[name]}")
-        e(f"signal {queue}, {sem[name]}")
-    e.dma_shape(p.w_bytes, [], t)
-    e.li(t[0], base["W"])
-    e.li(t[1], w_vmem)
-    e(f"dma.load {t[0]}, {t[1]}, {sem['w_full']}")
-    e.li(t[0], p.bias_bytes)
-    e(f"dma.shape 0, {t[0]}, r0, r0")
-    e.li(t[0], base["W"] + p.w_bytes)
-    e.li(t[1], w_vmem + p.w_bytes)
-    e(f"dma.load {t[0]}, {t[1]}, {sem['bias_full']}")
-    e(f"wait mxu, {sem['w_full']}")
-    e(f"wait vpu, {sem['bias_full']}")
-    fetch_x(None)
-    e.place("tile")
-    e.tile_size(mt, i, p.tm, p.M, tmp)
-    for n in range(len(p.nch)):
-        layer(n)
-    e.toggle(xu, vmem["X0"], vmem["X1"], tmp)
-    e(f"addi {i}, {i}, 1")
-    e.li(tmp, p.Mt)
-    e(f"bne {i}, {tmp}, tile")
-    e("jmp boundary")
-    e.place("end")
-    e("halt")
-    return e.text()
 
 
 def _mlp_params(p, weights, biases, in_dtype, float_act):
@@ -931,7 +1033,7 @@ def mlp(config, layers, batch, activation="relu", requant=None):
                plan.ldo)
     base = {"W": w_addr, "X": x.address, "O": y.address}
     sem = _semaphores(config, _MLP_SEMS)
-    text = _mlp_code(plan, base, vmem, sem, activation, requant, float_act)
+    text = _MLPCode(plan, base, vmem, sem, activation, requant, float_act).program()
     words = _assemble_checked(config, text)
     return Program(words=words, config=config,
                    hbm_capacity=_roundup(y.address + y.nbytes, _HBM_ALIGN),

@@ -271,10 +271,30 @@ def bench(quick=False, networks=None):
     """Saturation (BookSim's definition) and peak, zero-load latency, saturation against link
     latency, the registered allocation, simulation speed and build time, logic depth;
     docs/results/ici.md, ici.json and ici_latency.png."""
-    from sim.ici_synth import logic_depth
-
     env = environment()
-    networks = networks or ([((4, 4), 4, 1)] if quick else NETWORKS)
+    curves, cost = _saturation_curves(networks or ([((4, 4), 4, 1)] if quick else NETWORKS),
+                                      quick)
+    sat_rows, sat_data = _saturation_rows(curves)
+    link_rows, link_data = _link_latency(quick)
+    stage_rows, stage_data = _stage_rows(quick)
+    cost.update(_speed_runs(quick))
+    tool_rows, tool_data = _tool_rows(cost)
+    depth = _logic_depths()
+    out_dir = results_directory(quick)
+    _plot(curves, out_dir / "ici_latency.png")
+    text = _markdown(env, sat_rows, link_rows, stage_rows, _depth_rows(depth), tool_rows,
+                     _point_rows(curves))
+    tables = {"saturation": sat_data, "link_latency": link_data, "switch_stage": stage_data,
+              "tool_cost": tool_data,
+              "logic_depth": [{"switch_stage": stage, "alloc_iters": iters, **v}
+                              for (stage, iters), v in depth.items()]}
+    _write_results("ici", text, tables, env, quick)
+
+
+def _saturation_curves(networks, quick):
+    """The saturation search on each of ``networks`` ((dims, VCs, allocator iterations)) for
+    each packet length, sorted by network and length, and each harness's tool figures (build
+    seconds, simulation speed, build CPU) by name."""
     lengths = [1] if quick else [1, 4]
     coarse = [0.2, 0.5, 0.8, 1.0] if quick else COARSE
     curves, cost = [], {}
@@ -287,24 +307,37 @@ def bench(quick=False, networks=None):
             cost[cfg.name] = (c["build_seconds"], c["cycles_per_second"], c["build_cpu"])
             print(_net(dims), vcs, iters, length, c["saturation"], c["peak"], flush=True)
     curves.sort(key=lambda c: (c["dims"], c["vcs"], c["iters"], c["length"]))
-    sat_rows, sat_data = _saturation_rows(curves)
-    link_rows, link_data = _link_latency(quick)
-    stage_rows, stage_data = _stage_rows(quick)
-    cost.update(_speed_runs(quick))
-    tool_rows, tool_data = _tool_rows(cost)
-    depth = {(stage, iters): logic_depth(ICIConfig(dims=(8, 8), vcs=4, max_packet=4,
-                                                   switch_stage=stage, alloc_iters=iters))
-             for stage, iters in ((False, 1), (True, 1), (False, 3), (True, 3))}
-    depth_rows = [["yes" if stage else "no", iters, d["depth"], f"{d['cells']:,}",
-                   f"{d['flip_flops']:,}", " -> ".join(d["path"][:1] + d["path"][-1:])]
-                  for (stage, iters), d in depth.items()]
-    out_dir = results_directory(quick)
-    _plot(curves, out_dir / "ici_latency.png")
-    points = [[f"{c['net']}", c["vcs"], c["iters"], c["length"], f"{p['load']:.2f}",
-               f"{p['offered']:.3f}", f"{p['accepted']:.3f}", f"{p['latency']:.1f}", p["refused"],
-               "yes" if stable(p, c["bound"]) else "no"]
-              for c in curves for p in c["points"]]
-    text = f"""# ICI benchmark results
+    return curves, cost
+
+
+def _logic_depths():
+    """Logic depth (sim/ici_synth.py) of the 8x8 torus router, 4 VCs, with and without
+    ``switch_stage``, with one and three allocator iterations: {(stage, iters): figures}."""
+    from sim.ici_synth import logic_depth
+
+    return {(stage, iters): logic_depth(ICIConfig(dims=(8, 8), vcs=4, max_packet=4,
+                                                  switch_stage=stage, alloc_iters=iters))
+            for stage, iters in ((False, 1), (True, 1), (False, 3), (True, 3))}
+
+
+def _depth_rows(depth):
+    """Table rows of :func:`_logic_depths`: the path shown by its two ends."""
+    return [["yes" if stage else "no", iters, d["depth"], f"{d['cells']:,}",
+             f"{d['flip_flops']:,}", " -> ".join(d["path"][:1] + d["path"][-1:])]
+            for (stage, iters), d in depth.items()]
+
+
+def _point_rows(curves):
+    """Table rows of every measured point of the saturation curves, with its stability."""
+    return [[f"{c['net']}", c["vcs"], c["iters"], c["length"], f"{p['load']:.2f}",
+             f"{p['offered']:.3f}", f"{p['accepted']:.3f}", f"{p['latency']:.1f}", p["refused"],
+             "yes" if stable(p, c["bound"]) else "no"]
+            for c in curves for p in c["points"]]
+
+
+def _markdown(env, sat_rows, link_rows, stage_rows, depth_rows, tool_rows, points):
+    """docs/results/ici.md from the rows of its tables."""
+    return f"""# ICI benchmark results
 
 Measured by `sim/ici_perf.py` (`make bench`) on {environment_line(env)}.
 
@@ -369,8 +402,3 @@ routers the router verilated once, as a library).
 {table(["network", "VCs", "iterations", "flits", "load set", "offered", "accepted", "latency",
         "refused", "stable"], points)}
 """
-    tables = {"saturation": sat_data, "link_latency": link_data, "switch_stage": stage_data,
-              "tool_cost": tool_data,
-              "logic_depth": [{"switch_stage": stage, "alloc_iters": iters, **v}
-                              for (stage, iters), v in depth.items()]}
-    _write_results("ici", text, tables, env, quick)

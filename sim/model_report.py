@@ -468,11 +468,12 @@ def _refit(t, name, scale, form):
     return "no fit" if value is None else form.format(value * scale)
 
 
-def _markdown(t, plots, env):
-    fit = trillium_fit()
+def _introduction(t, env):
+    """The title and what the report is: where it ran, the two presets, which efficiency
+    terms this run measured and which it assumed."""
     terms = {r["term"]: r for r in t["podium_terms"]}
     measured = [n for n, r in terms.items() if r["measured"]]
-    lines = [
+    return [
         "# Scaling model results",
         "",
         f"Computed by `sim.model_report.bench` (`make bench model`, `podium model report`) "
@@ -490,6 +491,14 @@ def _markdown(t, plots, env):
         + ". Assumed: " + (", ".join(n for n in terms if n not in measured) or "none")
         + " (why: the table of Podium-measured terms).",
         "",
+    ]
+
+
+def _fit_section(t):
+    """The two fitted parameters: their values on the datasheet preset (the model's) and the
+    same fit on the measured one."""
+    fit = trillium_fit()
+    return [
         "## Fitted parameters",
         "",
         "Weak-scaling efficiency = (throughput_N / throughput_base) / (N / N_base) with the "
@@ -504,6 +513,13 @@ def _markdown(t, plots, env):
                 _refit(t, "dcn_latency", 1e6, "{:.1f} us"),
                 "per DCN ring step and message (one message per layer)"]]),
         "",
+    ]
+
+
+def _gpt3_section(t):
+    """GPT-3 175B on Trillium, the points the parameters are fitted on, and what causes its
+    drop in efficiency."""
+    return [
         "## GPT-3 175B on Trillium multislice (the fitted points)",
         "",
         table(["preset", "slices", "chips", "published", "model", "model - published"],
@@ -528,12 +544,25 @@ def _markdown(t, plots, env):
                 f"{r['window_left_s']:.3f}", f"{r['exposed_dcn_s']:.3f}",
                 f"{r['step_s']:.3f}"] for r in t["gpt3_drop"]]),
         "",
+    ]
+
+
+def _llama_section(t):
+    """Llama-2 70B from 4 to 36 slices beside the published efficiency (not fitted)."""
+    return [
         "## Llama-2 70B, 4 to 36 slices (not fitted)",
         "",
         table(["preset", "slices", "chips", "published", "model"],
               [[r["preset"], r["slices"], r["chips"], _pct(r["published"]), _pct(r["model"], 2)]
                for r in t["llama2_multislice"]]),
         "",
+    ]
+
+
+def _palm_section(t):
+    """PaLM 540B on two v4 slices beside its published MFU and HFU, and what one term alone
+    would have to be to match it."""
+    return [
         "## PaLM 540B on 6144 TPU v4 chips (not fitted)",
         "",
         "Two 3072-chip slices (12x16x16, no wraparound: no 3072-chip v4 shape is a torus) "
@@ -561,6 +590,13 @@ def _markdown(t, plots, env):
               [[r["term"], _num(r["preset"]), _num(r["value_for_published_mfu"]),
                 r["meaning"]] for r in t["palm_closers"]]),
         "",
+    ]
+
+
+def _maxtext_section(t, plots):
+    """MaxText on v5e slices beside its published MFU, the misses summarized, the DCN that
+    would explain its weak scaling, and the plot."""
+    return [
         "## MaxText on 1 to 32 TPU v5e-256 slices (not fitted)",
         "",
         "Published MFU from MaxText's `MaxText/configs/v5e/README.md` (AI-Hypercomputer/"
@@ -602,6 +638,13 @@ def _markdown(t, plots, env):
         "",
         f"![MaxText on v5e]({plots[2]})",
         "",
+    ]
+
+
+def _third_parameter_section(t):
+    """What a third fitted parameter (the MXU efficiency) would do: fitted on MaxText,
+    applied to PaLM."""
+    return [
         "## A third parameter, outside the rules",
         "",
         "Both sets miss the same way on one slice, so one term for the achieved efficiency of "
@@ -619,6 +662,13 @@ def _markdown(t, plots, env):
                 "-" if r["hfu_error_points"] is None else f"{r['hfu_error_points']:+.1f} points"]
                for r in t["absolute_term"]]),
         "",
+    ]
+
+
+def _breakdown_section(t):
+    """The step time of each preset and workload split into compute, exposed ICI and DCN,
+    and sync."""
+    return [
         "## Step-time breakdown",
         "",
         "Seconds per step per chip. Exposed ICI = tensor-parallel all-reduces + MoE "
@@ -633,6 +683,13 @@ def _markdown(t, plots, env):
                 f"{r['memory_gb']:.1f}", "yes" if r["fits"] else "no"]
                for r in t["breakdown"]]),
         "",
+    ]
+
+
+def _critical_section(t):
+    """The global batches below which the DCN all-reduce outgrows the compute, the DCN
+    time shows in the step, and the FSDP traffic on ICI outgrows the compute."""
+    return [
         "## Critical global batch",
         "",
         "Global batch (sequences per step) below which: the DCN all-reduce takes longer than "
@@ -647,6 +704,12 @@ def _markdown(t, plots, env):
                 _batch(r["dcn_dominates"], r["chips"]), _batch(r["dcn_exposed"], r["chips"]),
                 _batch(r["ici_dominates"], r["chips"])] for r in t["critical_batch"]]),
         "",
+    ]
+
+
+def _versus_chips_section(t, plots):
+    """Weak-scaling efficiency from 1 to 36 pods: the two plots and the table."""
+    return [
         "## Efficiency vs chips, 1 to 36 pods",
         "",
         f"![efficiency vs chips]({plots[0]})",
@@ -660,6 +723,12 @@ def _markdown(t, plots, env):
                for r in t["efficiency_vs_chips"]
                if r["pods"] in (1, 2, 4, 8, 12, 16, 24, 32, 36)]),
         "",
+    ]
+
+
+def _inference_section(t):
+    """Llama-2 70B prefill and decode, and SDXL images per second."""
+    return [
         "## Inference",
         "",
         "Llama-2 70B on 8 chips (a 2x4 slice, tensor parallel, bfloat16 weights), prompts of "
@@ -680,6 +749,12 @@ def _markdown(t, plots, env):
               [[r["preset"], r["images_per_chip"], f"{r['images_per_s_per_chip']:.2f}"]
                for r in t["inference_sdxl"]]),
         "",
+    ]
+
+
+def _speed_section(t, env):
+    """The wall time of the model's own evaluations, and where it was measured."""
+    return [
         "## Speed of the model",
         "",
         "Median wall time (perf_counter) of one evaluation, from the preset's name to the "
@@ -691,11 +766,23 @@ def _markdown(t, plots, env):
               [[r["case"], r["configurations"] or "-", f"{1e3 * r['median_s']:.2f}"]
                for r in t["speed"]]),
         "",
+    ]
+
+
+def _terms_section(t):
+    """The efficiency terms measured on Podium and their sources."""
+    return [
         "## Podium-measured terms",
         "",
         table(["term", "value", "source"],
               [[r["term"], _num(r["value"], 4), r["source"]] for r in t["podium_terms"]]),
         "",
+    ]
+
+
+def _presets_section(t):
+    """Every hardware preset's figures, and the training presets."""
+    return [
         "## Presets",
         "",
         "Sources of every figure: docs/model.md and `podium/model/hardware.py`.",
@@ -709,16 +796,35 @@ def _markdown(t, plots, env):
         "Training presets: " + "; ".join(f"`{k}`: {v}" for k, v in TRAINING.items()) + ".",
         "",
     ]
-    return "\n".join(lines)
+
+
+def _markdown(t, plots, env):
+    """The report as markdown: the introduction, then one section per group of tables."""
+    sections = (_introduction(t, env), _fit_section(t), _gpt3_section(t), _llama_section(t),
+                _palm_section(t), _maxtext_section(t, plots), _third_parameter_section(t),
+                _breakdown_section(t), _critical_section(t), _versus_chips_section(t, plots),
+                _inference_section(t), _speed_section(t, env), _terms_section(t),
+                _presets_section(t))
+    return "\n".join(line for section in sections for line in section)
 
 
 def _plots(t, directory):
-    """Efficiency vs chips and the GPT-3 step breakdown, as PNG files in ``directory``."""
+    """Efficiency vs chips, the GPT-3 step breakdown and MaxText on v5e, as PNG files in
+    ``directory``; returns their names."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = ("scaling_efficiency.png", "scaling_breakdown.png", "scaling_maxtext.png")
+    _efficiency_plot(plt, t, directory / names[0])
+    _breakdown_plot(plt, t, directory / names[1])
+    _maxtext_plot(plt, t, directory / names[2])
+    return names
+
+
+def _efficiency_plot(plt, t, path):
+    """Weak-scaling efficiency against chips, on a base of 1 pod and of BASE_SLICES pods,
+    with the published GPT-3 and Llama-2 points."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for (preset, workload), style in zip(
             [(p, w) for w in ("gpt3-175b", "llama2-70b") for p in
@@ -741,9 +847,12 @@ def _plots(t, directory):
         ax.grid(True, alpha=0.3)
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(directory / names[0], dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+def _breakdown_plot(plt, t, path):
+    """GPT-3 175B's step on v6e (datasheet) against pods, stacked by part."""
     fig, ax = plt.subplots(figsize=(8, 4))
     rows = [r for r in t["efficiency_vs_chips"]
             if r["preset"] == _label("v6e", False) and r["workload"] == "gpt3-175b"]
@@ -764,9 +873,13 @@ def _plots(t, directory):
     ax.set_title("GPT-3 175B on v6e (datasheet), 1 sequence per chip")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(directory / names[1], dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+def _maxtext_plot(plt, t, path):
+    """MaxText on v5e: the model's MFU and weak scaling against slices, both presets, beside
+    the published points."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for (workload, (_, published)), color in zip(MAXTEXT_V5E.items(), ("C0", "C1", "C2"),
                                                  strict=True):
@@ -790,9 +903,8 @@ def _plots(t, directory):
     axes[1].set_title("weak scaling (points: published)")
     axes[1].legend(*axes[0].get_legend_handles_labels(), fontsize=6, loc="lower left")
     fig.tight_layout()
-    fig.savefig(directory / names[2], dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    return names
 
 
 def bench(quick=False, results=None):

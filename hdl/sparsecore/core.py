@@ -131,6 +131,9 @@ class SparseCore(Top):
         m.d.comb += csr.rdata.eq(value)
 
     def _datapath(self, m, cfg, regs, tables, start, code, info, counters):
+        """The units between the registers and the bus: the selected table's descriptor and
+        the MODE bits decoded, the list readers, walker, gather, sorter, combiner, scale unit
+        and row buffers, joined to each other and to the AXI channels; then the control."""
         # The core's bus; every burst reaches ``axi`` through the 4 KiB splitter.
         m.submodules.split = split = Split4K(cfg)
         wiring.connect(m, split.bus, wiring.flipped(self.axi))
@@ -149,7 +152,6 @@ class SparseCore(Top):
         readers = [ListReader(cfg) for _ in range(3)]
         for name, r in zip(("offsets", "ids", "weights"), readers, strict=True):
             m.submodules[f"{name}_reader"] = r
-        offs_r, ids_r, w_r = readers
         m.submodules.walker = walker = BagWalker()
         m.submodules.gather = gather = Gather(cfg)
         m.submodules.combiner = comb = Combiner(cfg)
@@ -159,6 +161,28 @@ class SparseCore(Top):
         for k, q in enumerate(rowqs):
             m.submodules[f"rows{k}"] = q
 
+        ctx = dict(axi=axi, scatter=scatter, sorter=sorter, regs=regs, rows=rows, dim=dim,
+                   bf16=bf16, base=base, pitch=pitch,
+                   row_bytes=row_bytes, drop=drop, weighted=weighted, readers=readers,
+                   walker=walker, comb=comb, scale=scale, gather=gather, sel=sel,
+                   pad_en=pad_en, kind=kind, shift=shift, row_beats=row_beats,
+                   out_beats=out_beats, rowqs=rowqs)
+        self._connect_units(m, ctx)
+        self._read_address(m, cfg, ctx)
+        self._read_data(m, cfg, ctx)
+        self._write_channels(m, ctx)
+        self._control(m, cfg, ctx, start, code, info, counters)
+
+    @staticmethod
+    def _connect_units(m, c):
+        """The units joined: tokens from the walker to the gather (through the sorter for a
+        scatter), pending rows to the combiner with each row from its ID's buffer, and every
+        unit's operands from the registers and the decoded descriptor."""
+        walker, sorter, gather, comb, scale = (c["walker"], c["sorter"], c["gather"],
+                                               c["comb"], c["scale"])
+        regs, scatter, rowqs = c["regs"], c["scatter"], c["rowqs"]
+        row_beats, out_beats, bf16 = c["row_beats"], c["out_beats"], c["bf16"]
+        base, pitch = c["base"], c["pitch"]
         with m.If(scatter):
             wiring.connect(m, walker.token, sorter.i)
             wiring.connect(m, sorter.o, gather.token)
@@ -173,7 +197,8 @@ class SparseCore(Top):
             m.d.comb += [q.o.ready.eq(comb.rows.ready & (rid == k)),
                          gather.freed[k].eq(comb.freed & (rid == k))]
         m.d.comb += [
-            walker.rows.eq(rows), walker.weighted.eq(weighted), walker.pad_en.eq(pad_en),
+            walker.rows.eq(c["rows"]), walker.weighted.eq(c["weighted"]),
+            walker.pad_en.eq(c["pad_en"]),
             walker.pad.eq(regs["PADDING"]), walker.bags.eq(regs["BAGS"]),
             gather.base.eq(Mux(scatter, regs["GRAD"], base)),
             gather.pitch.eq(Mux(scatter, regs["GRAD_PITCH"], pitch)),
@@ -185,12 +210,16 @@ class SparseCore(Top):
             comb.bf16.eq(bf16 & ~scatter),
             comb.row_beats.eq(row_beats), comb.out_beats.eq(out_beats),
             comb.scale.eq(scale.scale), comb.scale_valid.eq(scale.valid),
-            scale.kind.eq(kind), scale.took.eq(comb.took), scale.weight.eq(comb.weight),
+            scale.kind.eq(c["kind"]), scale.took.eq(comb.took), scale.weight.eq(comb.weight),
             scale.bag_end.eq(comb.bag_end),
         ]
 
-        # AR: the readers (IDs row_ids..row_ids + 2) before the gather (IDs 0..row_ids - 1);
-        # a grant holds until taken.
+    @staticmethod
+    def _read_address(m, cfg, c):
+        """AR: the readers (IDs row_ids..row_ids + 2) before the gather (IDs
+        0..row_ids - 1); a grant holds until taken."""
+        axi, gather = c["axi"], c["gather"]
+        offs_r, ids_r, w_r = c["readers"]
         n = cfg.row_ids
         requests = [(offs_r.ar, n), (ids_r.ar, n + 1), (w_r.ar, n + 2), (gather.ar, gather.ar_id)]
         held = Signal()
@@ -205,43 +234,79 @@ class SparseCore(Top):
                 m.d.comb += [axi.arvalid.eq(req.valid), axi.araddr.eq(req.payload.addr),
                              axi.arlen.eq(req.payload.len), axi.arid.eq(ident),
                              req.ready.eq(axi.arready)]
-        m.d.comb += [axi.arsize.eq(shift), axi.arburst.eq(AxiBurst.INCR)]
+        m.d.comb += [axi.arsize.eq(c["shift"]), axi.arburst.eq(AxiBurst.INCR)]
         m.d.sync += [held.eq(axi.arvalid & ~axi.arready), grant.eq(who)]
 
-        # R: by ID, always accepted (every destination reserved room for its beats).
+    @staticmethod
+    def _read_data(m, cfg, c):
+        """R: by ID, always accepted (every destination reserved room for its beats)."""
+        axi, n = c["axi"], cfg.row_ids
+        offs_r, ids_r, w_r = c["readers"]
         ok = axi.rresp == AxiResp.OKAY
         m.d.comb += axi.rready.eq(1)
-        for k, q in enumerate(rowqs):
+        for k, q in enumerate(c["rowqs"]):
             m.d.comb += [q.i.payload.eq(axi.rdata), q.i.valid.eq(axi.rvalid & (axi.rid == k))]
         for r, ident in ((offs_r, n), (ids_r, n + 1), (w_r, n + 2)):
             m.d.comb += [r.r_data.eq(axi.rdata), r.r_valid.eq(axi.rvalid & (axi.rid == ident)),
                          r.r_ok.eq(ok)]
 
-        # AW / W / B.
+    @staticmethod
+    def _write_channels(m, c):
+        """AW / W / B: the combiner's output rows (or a scatter's updated rows), every
+        response accepted."""
+        axi, comb = c["axi"], c["comb"]
         m.d.comb += [axi.awvalid.eq(comb.aw.valid), axi.awaddr.eq(comb.aw.payload),
                      comb.aw.ready.eq(axi.awready), axi.awid.eq(0),
-                     axi.awlen.eq(Mux(scatter, row_beats, out_beats) - 1),
-                     axi.awsize.eq(shift),
+                     axi.awlen.eq(Mux(c["scatter"], c["row_beats"], c["out_beats"]) - 1),
+                     axi.awsize.eq(c["shift"]),
                      axi.awburst.eq(AxiBurst.INCR),
                      axi.wvalid.eq(comb.w.valid), axi.wdata.eq(comb.w.payload[:-1]),
                      axi.wlast.eq(comb.w.payload[-1]), axi.wstrb.eq(-1),
                      comb.w.ready.eq(axi.wready), axi.bready.eq(1)]
 
-        ctx = dict(axi=axi, scatter=scatter, sorter=sorter, regs=regs, rows=rows, dim=dim,
-                   bf16=bf16, base=base, pitch=pitch,
-                   row_bytes=row_bytes, drop=drop, weighted=weighted, readers=readers,
-                   walker=walker, comb=comb, scale=scale, gather=gather, sel=sel,
-                   pad_en=pad_en, kind=kind)
-        self._control(m, cfg, ctx, start, code, info, counters)
-
     def _control(self, m, cfg, c, start, code, info, counters):
-        axi, regs = c["axi"], c["regs"]
-        offs_r, ids_r, w_r = c["readers"]
-        beat = cfg.beat_bytes
+        """The operation's sequence (module docstring): from IDLE on a start, the descriptor
+        check, the offsets check, the ids check, then the gather until every row is
+        written; with the counters and the bus progress it waits on."""
+        regs = c["regs"]
+        offs_r = c["readers"][0]
         first, last, prev = Signal(32), Signal(32), Signal(32)
         index = Signal(33)
         bad = Signal()
         bad_seen = Signal(32)
+        walk = {"first": first, "last": last, "prev": prev, "index": index, "bad": bad,
+                "bad_seen": bad_seen}
+        written, issued, resp_error = self._bus_progress(m, c)
+        desc_bad = self._descriptor_bad(cfg, c)
+        self._count_events(m, cfg, c, start, counters)
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(start):
+                    m.d.sync += [self.running.eq(1), self.done.eq(0), self.error.eq(0),
+                                 code.eq(0), info.eq(0), resp_error.eq(0),
+                                 written.eq(0), issued.eq(0)]
+                    m.next = "DESCRIPTOR"
+            with m.State("DESCRIPTOR"):
+                with m.If(desc_bad):
+                    self._finish(m, Error.BAD_DESCRIPTOR, code, counters)
+                with m.Else():
+                    m.d.comb += [offs_r.start.eq(1), offs_r.base.eq(regs["OFFSETS"]),
+                                 offs_r.count.eq(regs["BAGS"] + 1)]
+                    m.d.sync += [index.eq(0), bad.eq(0)]
+                    m.next = "OFFSETS"
+            with m.State("OFFSETS"):
+                self._check_offsets(m, c, walk, code, info, counters)
+            with m.State("IDS"):
+                self._check_ids(m, c, walk, code, info, counters, written, issued)
+            with m.State("GATHER"):
+                self._gather(m, c, code, counters, written, issued, resp_error)
+
+    @staticmethod
+    def _bus_progress(m, c):
+        """(written, issued, resp_error): the write responses and the write bursts of the
+        operation, and whether any response was not OKAY; the sorter is drained when every
+        burst is answered and nothing is pending."""
+        axi = c["axi"]
         written = Signal(32)
         resp_error = Signal()
         issued = Signal(32)
@@ -254,19 +319,31 @@ class SparseCore(Top):
         with m.If((axi.bvalid & (axi.bresp != AxiResp.OKAY))
                   | (axi.rvalid & (axi.rresp != AxiResp.OKAY))):
             m.d.sync += resp_error.eq(1)
+        return written, issued, resp_error
 
-        dim = c["dim"]
-        desc_bad = ((c["sel"] >= cfg.tables) | (dim == 0) | (dim > cfg.max_dim)
-                    | (c["row_bytes"][:(beat - 1).bit_length()] != 0)
-                    | (c["base"] % beat != 0) | (c["pitch"] % beat != 0)
-                    | (c["pitch"] < c["row_bytes"]) | (regs["OUT"] % beat != 0)
-                    | (regs["OUT_PITCH"] % beat != 0) | (regs["OUT_PITCH"] < (dim << 2))
-                    | (regs["OFFSETS"][:2] != 0) | (regs["IDS"][:2] != 0)
-                    | (regs["WEIGHTS"][:2] != 0)
-                    | (c["scatter"] & ((c["kind"] != 0)
-                                       | (regs["GRAD"] % beat != 0)
-                                       | (regs["GRAD_PITCH"] % beat != 0)
-                                       | (regs["GRAD_PITCH"] < (dim << 2)))))
+    @staticmethod
+    def _descriptor_bad(cfg, c):
+        """Whether the operation's registers are refused (BAD_DESCRIPTOR): no such table, a
+        dimension out of range, an address, pitch or row not aligned to the beat, a pitch
+        shorter than its row, a list address not word-aligned, a scatter's mode or gradient
+        registers wrong."""
+        regs, dim, beat = c["regs"], c["dim"], cfg.beat_bytes
+        return ((c["sel"] >= cfg.tables) | (dim == 0) | (dim > cfg.max_dim)
+                | (c["row_bytes"][:(beat - 1).bit_length()] != 0)
+                | (c["base"] % beat != 0) | (c["pitch"] % beat != 0)
+                | (c["pitch"] < c["row_bytes"]) | (regs["OUT"] % beat != 0)
+                | (regs["OUT_PITCH"] % beat != 0) | (regs["OUT_PITCH"] < (dim << 2))
+                | (regs["OFFSETS"][:2] != 0) | (regs["IDS"][:2] != 0)
+                | (regs["WEIGHTS"][:2] != 0)
+                | (c["scatter"] & ((c["kind"] != 0)
+                                   | (regs["GRAD"] % beat != 0)
+                                   | (regs["GRAD_PITCH"] % beat != 0)
+                                   | (regs["GRAD_PITCH"] < (dim << 2)))))
+
+    def _count_events(self, m, cfg, c, start, counters):
+        """The per-operation counters: each cleared on a start, else adding its event of
+        the cycle."""
+        axi, beat = c["axi"], cfg.beat_bytes
         events = {name: Signal(32, name=f"event_{name}") for name in COUNTERS[:PER_OP]}
         t = c["walker"].token
         took_token = t.valid & t.ready
@@ -289,84 +366,92 @@ class SparseCore(Top):
                 m.d.sync += counters[k].eq(0)
             with m.Else():
                 m.d.sync += counters[k].eq(counters[k] + events[name])
-        operations, errors, max_batch = counters[PER_OP:]
+
+    def _finish(self, m, err, code, counters):
+        """End the operation with ``err`` (an Error, or an expression of its value): the
+        STATUS bits and ERROR, the operations and errors counters, back to IDLE."""
+        operations, errors, _ = counters[PER_OP:]
+        err = err.value if isinstance(err, Error) else err
+        m.d.sync += [self.running.eq(0), self.done.eq(err == 0), self.error.eq(err != 0),
+                     code.eq(err), operations.eq(operations + 1)]
+        with m.If(err != 0):
+            m.d.sync += errors.eq(errors + 1)
+        m.next = "IDLE"
+
+    def _check_offsets(self, m, c, walk, code, info, counters):
+        """OFFSETS: the offsets read once, the first and the last kept, the first one that
+        decreases or passes the id count recorded (BAD_OFFSETS once all are read); then the
+        ids of the bags read."""
+        regs = c["regs"]
+        offs_r, ids_r, _ = c["readers"]
+        first, last, prev, index, bad = (walk[k] for k in ("first", "last", "prev", "index",
+                                                           "bad"))
+        max_batch = counters[COUNTERS.index("max_batch")]
+        o = offs_r.o
+        m.d.comb += o.ready.eq(1)
+        with m.If(o.valid):
+            m.d.sync += [index.eq(index + 1), prev.eq(o.payload), last.eq(o.payload)]
+            with m.If(index == 0):
+                m.d.sync += first.eq(o.payload)
+            wrong = (o.payload > regs["NIDS"]) | ((index != 0) & (o.payload < prev))
+            with m.If(wrong & ~bad):
+                m.d.sync += [bad.eq(1), info.eq(index)]
+        with m.If(~offs_r.busy & (index != 0)):
+            with m.If(bad):
+                self._finish(m, Error.BAD_OFFSETS, code, counters)
+            with m.Else():
+                m.d.comb += [ids_r.start.eq(1), ids_r.base.eq(regs["IDS"] + (first << 2)),
+                             ids_r.count.eq(last - first)]
+                m.d.sync += [index.eq(first), walk["bad_seen"].eq(0)]
+                with m.If(last - first > max_batch):
+                    m.d.sync += max_batch.eq(last - first)
+                m.next = "IDS"
+
+    def _check_ids(self, m, c, walk, code, info, counters, written, issued):
+        """IDS: the ids read once, those outside the table counted (the first one's index
+        recorded); BAD_ID if any and the policy is stop, else every list read again and the
+        gather started."""
+        regs = c["regs"]
+        offs_r, ids_r, w_r = c["readers"]
+        first, last, index, bad_seen = (walk[k] for k in ("first", "last", "index",
+                                                          "bad_seen"))
         bad_ids = counters[COUNTERS.index("bad_ids")]
+        o = ids_r.o
+        m.d.comb += o.ready.eq(1)
+        is_bad = o.payload >= c["rows"]
+        with m.If(o.valid):
+            m.d.sync += index.eq(index + 1)
+            with m.If(is_bad):
+                m.d.sync += [bad_seen.eq(bad_seen + 1), bad_ids.eq(bad_ids + 1)]
+                with m.If(bad_seen == 0):
+                    m.d.sync += info.eq(index)
+        with m.If(~ids_r.busy):
+            with m.If((bad_seen != 0) & ~c["drop"]):
+                self._finish(m, Error.BAD_ID, code, counters)
+            with m.Else():
+                m.d.comb += [offs_r.start.eq(1), offs_r.base.eq(regs["OFFSETS"]),
+                             offs_r.count.eq(regs["BAGS"] + 1),
+                             ids_r.start.eq(1),
+                             ids_r.base.eq(regs["IDS"] + (first << 2)),
+                             ids_r.count.eq(last - first),
+                             w_r.start.eq(c["weighted"]),
+                             w_r.base.eq(regs["WEIGHTS"] + (first << 2)),
+                             w_r.count.eq(last - first),
+                             c["walker"].start.eq(1), c["comb"].start.eq(1),
+                             c["scale"].start.eq(1)]
+                m.d.sync += [written.eq(0), issued.eq(0)]
+                m.next = "GATHER"
 
-        def finish(err):
-            err = err.value if isinstance(err, Error) else err
-            m.d.sync += [self.running.eq(0), self.done.eq(err == 0), self.error.eq(err != 0),
-                         code.eq(err), operations.eq(operations + 1)]
-            with m.If(err != 0):
-                m.d.sync += errors.eq(errors + 1)
-            m.next = "IDLE"
-
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(start):
-                    m.d.sync += [self.running.eq(1), self.done.eq(0), self.error.eq(0),
-                                 code.eq(0), info.eq(0), resp_error.eq(0),
-                                 written.eq(0), issued.eq(0)]
-                    m.next = "DESCRIPTOR"
-            with m.State("DESCRIPTOR"):
-                with m.If(desc_bad):
-                    finish(Error.BAD_DESCRIPTOR)
-                with m.Else():
-                    m.d.comb += [offs_r.start.eq(1), offs_r.base.eq(regs["OFFSETS"]),
-                                 offs_r.count.eq(regs["BAGS"] + 1)]
-                    m.d.sync += [index.eq(0), bad.eq(0)]
-                    m.next = "OFFSETS"
-            with m.State("OFFSETS"):
-                o = offs_r.o
-                m.d.comb += o.ready.eq(1)
-                with m.If(o.valid):
-                    m.d.sync += [index.eq(index + 1), prev.eq(o.payload), last.eq(o.payload)]
-                    with m.If(index == 0):
-                        m.d.sync += first.eq(o.payload)
-                    wrong = (o.payload > regs["NIDS"]) | ((index != 0) & (o.payload < prev))
-                    with m.If(wrong & ~bad):
-                        m.d.sync += [bad.eq(1), info.eq(index)]
-                with m.If(~offs_r.busy & (index != 0)):
-                    with m.If(bad):
-                        finish(Error.BAD_OFFSETS)
-                    with m.Else():
-                        m.d.comb += [ids_r.start.eq(1), ids_r.base.eq(regs["IDS"] + (first << 2)),
-                                     ids_r.count.eq(last - first)]
-                        m.d.sync += [index.eq(first), bad_seen.eq(0)]
-                        with m.If(last - first > max_batch):
-                            m.d.sync += max_batch.eq(last - first)
-                        m.next = "IDS"
-            with m.State("IDS"):
-                o = ids_r.o
-                m.d.comb += o.ready.eq(1)
-                is_bad = o.payload >= c["rows"]
-                with m.If(o.valid):
-                    m.d.sync += index.eq(index + 1)
-                    with m.If(is_bad):
-                        m.d.sync += [bad_seen.eq(bad_seen + 1), bad_ids.eq(bad_ids + 1)]
-                        with m.If(bad_seen == 0):
-                            m.d.sync += info.eq(index)
-                with m.If(~ids_r.busy):
-                    with m.If((bad_seen != 0) & ~c["drop"]):
-                        finish(Error.BAD_ID)
-                    with m.Else():
-                        m.d.comb += [offs_r.start.eq(1), offs_r.base.eq(regs["OFFSETS"]),
-                                     offs_r.count.eq(regs["BAGS"] + 1),
-                                     ids_r.start.eq(1),
-                                     ids_r.base.eq(regs["IDS"] + (first << 2)),
-                                     ids_r.count.eq(last - first),
-                                     w_r.start.eq(c["weighted"]),
-                                     w_r.base.eq(regs["WEIGHTS"] + (first << 2)),
-                                     w_r.count.eq(last - first),
-                                     c["walker"].start.eq(1), c["comb"].start.eq(1),
-                                     c["scale"].start.eq(1)]
-                        m.d.sync += [written.eq(0), issued.eq(0)]
-                        m.next = "GATHER"
-            with m.State("GATHER"):
-                for r, port in zip(c["readers"], ("offsets", "ids", "weights"), strict=True):
-                    wiring.connect(m, r.o, getattr(c["walker"], port))
-                quiet = ~(offs_r.busy | ids_r.busy | w_r.busy | c["walker"].busy
-                          | c["comb"].busy | c["gather"].pending.valid | c["sorter"].busy)
-                target = Mux(c["scatter"], issued, regs["BAGS"])
-                with m.If(quiet & (written == target) & ~axi.awvalid):
-                    finish(Mux(resp_error, Error.AXI_RESPONSE.value, Error.NONE.value))
-        return m
+    def _gather(self, m, c, code, counters, written, issued, resp_error):
+        """GATHER: the lists feed the walker until every unit is idle and every output row
+        (every burst, for a scatter) is answered; AXI_RESPONSE if a response was not OKAY."""
+        axi, readers = c["axi"], c["readers"]
+        offs_r, ids_r, w_r = readers
+        for r, port in zip(readers, ("offsets", "ids", "weights"), strict=True):
+            wiring.connect(m, r.o, getattr(c["walker"], port))
+        quiet = ~(offs_r.busy | ids_r.busy | w_r.busy | c["walker"].busy
+                  | c["comb"].busy | c["gather"].pending.valid | c["sorter"].busy)
+        target = Mux(c["scatter"], issued, c["regs"]["BAGS"])
+        with m.If(quiet & (written == target) & ~axi.awvalid):
+            self._finish(m, Mux(resp_error, Error.AXI_RESPONSE.value, Error.NONE.value), code,
+                         counters)
