@@ -22,11 +22,11 @@ from spec.sparsecore import SparseCoreSystemConfig
 from spec.tensorcore import TensorCoreConfig
 
 from .chip import Chip
+from .fp_units import FloatUnits
 from .hbm.controller import HBMController
 from .ici.harness import Harness
 from .ici.network import Network
 from .ici.router import Router
-from .lib.fp import FloatUnits
 from .mxu.harness import MXUHarness, MXUHarnessConfig
 from .mxu.unit import MXU
 from .pod.pod import Pod

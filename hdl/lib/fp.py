@@ -20,15 +20,12 @@ unless both addends are ``-0``; a product's sign is the XOR of its operands' sig
 ``max`` are NaN when either operand is.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib.wiring import In, Out
+from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
-from spec.formats import BF16_NAN, FLOAT_FORMATS, FP32, FP32_INF, FP32_NAN
-
-from ..top import Top
+from spec.formats import BF16_NAN, FP32, FP32_INF, FP32_NAN
 
 __all__ = ["multiply_fp32", "add_fp32", "mul_fp32", "Fp32Multiplier", "minmax_fp32",
-           "fp32_is_nan", "fp32_to_bf16", "FloatUnits"]
+           "fp32_is_nan", "fp32_to_bf16"]
 
 
 def _sig(m, name, shape, value):
@@ -214,33 +211,3 @@ def fp32_to_bf16(x):
     """bfloat16 bits of fp32 ``x``, rounded to nearest even; NaN becomes the canonical NaN."""
     rounded = (x + 0x7FFF + x[16])[16:32]
     return Mux(fp32_is_nan(x), BF16_NAN, rounded)
-
-
-class FloatUnits(Top):
-    """Combinational: ``product = a * b`` (fp32), ``total = x + y`` (fp32), ``narrow = bf16(x)``,
-    ``x_times_y = x * y`` (fp32), ``smaller`` / ``larger`` = min / max of ``x`` and ``y``.
-
-    The exact units the MXU's PEs and accumulator and the VPU's lanes use, on ports, so they
-    can be tested on millions of operand pairs without an array around them.
-    """
-
-    def __init__(self, config):
-        fmt = FLOAT_FORMATS[config.fmt]
-        super().__init__(config, {
-            "a": In(fmt.width), "b": In(fmt.width), "x": In(32), "y": In(32),
-            "product": Out(32), "total": Out(32), "narrow": Out(16),
-            "x_times_y": Out(32), "smaller": Out(32), "larger": Out(32),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        fmt = FLOAT_FORMATS[self._config.fmt]
-        m.d.comb += [
-            self.product.eq(multiply_fp32(m, fmt, self.a, self.b)),
-            self.total.eq(add_fp32(m, self.x, self.y)),
-            self.narrow.eq(fp32_to_bf16(self.x)),
-            self.x_times_y.eq(mul_fp32(m, self.x, self.y)),
-        ]
-        smaller, larger = minmax_fp32(m, self.x, self.y)
-        m.d.comb += [self.smaller.eq(smaller), self.larger.eq(larger)]
-        return m
