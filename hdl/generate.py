@@ -16,10 +16,11 @@ from spec.config import ConfigError
 from spec.formats import FloatUnitsConfig
 from spec.hbm import HBMConfig
 from spec.ici import ICIConfig, ICIHarnessConfig
-from spec.mxu import MXUConfig
+from spec.mxu import MXUConfig, MXUHarnessConfig
+from spec.nic import NICConfig
 from spec.pod import PodConfig
-from spec.sparsecore import SparseCoreSystemConfig
-from spec.tensorcore import TensorCoreConfig
+from spec.sparsecore import SparseCoreConfig, SparseCoreSystemConfig
+from spec.tensorcore import TensorCoreConfig, VPUTopConfig
 
 from .chip import Chip
 from .fp_units import FloatUnits
@@ -27,29 +28,63 @@ from .hbm.controller import HBMController
 from .ici.harness import Harness
 from .ici.network import Network
 from .ici.router import Router
-from .mxu.harness import MXUHarness, MXUHarnessConfig
+from .mxu.harness import MXUHarness
 from .mxu.unit import MXU
 from .pod.pod import Pod
 from .sparsecore.system import SparseCoreSystem
 from .tensorcore.core import TensorCore
-from .tensorcore.vpu_top import VPUTop, VPUTopConfig
+from .tensorcore.vpu_top import VPUTop
 
-__all__ = ["BLOCKS", "Design", "generate", "make_config"]
+__all__ = ["BLOCKS", "Block", "Design", "generate", "make_config"]
+
+@dataclass(frozen=True)
+class Block:
+    """One block the generator makes: its configuration class and its top; the configurations
+    besides the default that ``make verilog`` and ``make lint`` generate (``examples``); and
+    the ``make bench`` entry that measures it (``bench``, sim/<bench>_perf.py), if any."""
+
+    config: type
+    top: type
+    examples: tuple = ()
+    bench: str | None = None
+
+    def configurations(self):
+        """The default configuration, then the examples."""
+        return (self.config(), *self.examples)
+
+
+_TC_POD_CHIP = ChipConfig(
+    tensorcore=TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, ici=True),
+    memory="axi", nic=NICConfig(ici=NICConfig().ici.replace(flit_bits=256)))
+"""A pod's program-running chip: a TensorCore whose VMEM rows are the network's flits."""
 
 BLOCKS = {
-    "chip": (ChipConfig, Chip),
-    "mxu": (MXUConfig, MXU),
-    "tensorcore": (TensorCoreConfig, TensorCore),
-    "hbm": (HBMConfig, HBMController),
-    "ici": (ICIConfig, Network),
-    "ici_router": (ICIConfig, Router),
-    "ici_harness": (ICIHarnessConfig, Harness),
-    "mxu_harness": (MXUHarnessConfig, MXUHarness),
-    "fp_units": (FloatUnitsConfig, FloatUnits),
-    "vpu": (VPUTopConfig, VPUTop),
-    "sparsecore": (SparseCoreSystemConfig, SparseCoreSystem),
-    "pod": (PodConfig, Pod),
+    "mxu": Block(MXUConfig, MXU, (
+        MXUConfig(rows=1, cols=1), MXUConfig(rows=2, cols=3),
+        MXUConfig(rows=5, cols=7, acc_depth=100), MXUConfig(rows=16, cols=16)), bench="mxu"),
+    "tensorcore": Block(TensorCoreConfig, TensorCore),
+    "hbm": Block(HBMConfig, HBMController, (
+        HBMConfig(speed="1600", ports=2, page_policy="closed", scheduler="fcfs", xor_bank=True,
+                  mapping="RoCoBaBgPc", queue_depth=8, write_buffer=4, write_high=3,
+                  write_low=1, id_lanes=2, rob_depth=16, row_bits=10, refresh_postpone=2),),
+        bench="hbm"),
+    "ici": Block(ICIConfig, Network, (
+        ICIConfig(dims=(2, 2, 2), wrap=(True, False, True), classes=2, local_ports=2),),
+        bench="ici"),
+    "chip": Block(ChipConfig, Chip, (
+        ChipConfig(hbm=HBMConfig(ports=2), sparsecore=SparseCoreConfig()), _TC_POD_CHIP),
+        bench="tensorcore"),
+    "ici_router": Block(ICIConfig, Router),
+    "ici_harness": Block(ICIHarnessConfig, Harness, (ICIHarnessConfig(faults=True),)),
+    "mxu_harness": Block(MXUHarnessConfig, MXUHarness),
+    "fp_units": Block(FloatUnitsConfig, FloatUnits),
+    "vpu": Block(VPUTopConfig, VPUTop),
+    "sparsecore": Block(SparseCoreSystemConfig, SparseCoreSystem,
+                        (SparseCoreSystemConfig(memory="axi"),), bench="sparsecore"),
+    "pod": Block(PodConfig, Pod, (PodConfig(chip=_TC_POD_CHIP),), bench="pod"),
 }
+"""Every block, by the name ``podium generate`` and the sidecars use: the one registry that
+generation, ``make verilog`` / ``make lint``, the benchmarks and the sweeps read."""
 
 
 @dataclass(frozen=True)
@@ -77,12 +112,12 @@ def make_config(block, params):
     if block not in BLOCKS:
         raise ConfigError("block", f"must be one of {', '.join(BLOCKS)}, got {block!r}")
     try:
-        return BLOCKS[block][0].from_dict(params)
+        return BLOCKS[block].config.from_dict(params)
     except ConfigError as e:
         raise e.within(block) from None
 
 
 def generate(block, config):
     """Generate ``block`` (a name in BLOCKS) for ``config``; return a :class:`Design`."""
-    top = BLOCKS[block][1](config)
+    top = BLOCKS[block].top(config)
     return Design(block, top.name, top.to_verilog(), top.sidecar(block))

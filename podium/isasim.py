@@ -36,6 +36,7 @@ import numpy as np
 from spec.isa import (
     SEM_NONE,
     SPECS,
+    VOPS,
     Collective,
     Error,
     IciFmt,
@@ -441,7 +442,7 @@ class TensorCoreSim:
                 "dst": self._rows(r(f["b"]), count, "dst")}
         if op == Op.VOP:
             args["src1"] = self._rows(r(f["c"]), count, "src1")
-            unary = f["vop"] in (VOp.RELU.value, VOp.COPY.value)
+            unary = VOPS[VOp(f["vop"])].unary
             if not unary and f["src2"] == Src2.ROWS.value:
                 args["src2"] = self._rows(r(f["d"]), count, "src2")
             elif not unary and f["src2"] == Src2.BROADCAST.value:

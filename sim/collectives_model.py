@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from spec.config import ConfigError
-from verification.models.collectives import FORMATS, MINUS, PLUS, Step, coords_of, node_of
+from spec.topology import node_coords, node_index
+from verification.models.collectives import FORMATS, MINUS, PLUS, Step
 
 __all__ = ["Network", "OPS", "bus_factor", "algbw", "busbw", "transfer_bytes", "route",
            "step_time", "schedule_time", "all_to_all_time", "ring_links", "ring_bound",
@@ -103,12 +104,12 @@ def route(dims, src, dst):
     """The links ``(node, dim, direction)`` a packet from src to dst leaves on, as the ICI
     routes it."""
     links = []
-    here = list(coords_of(dims, src))
-    target = coords_of(dims, dst)
+    here = list(node_coords(dims, src))
+    target = node_coords(dims, dst)
     for d, k in enumerate(dims):
         direction = _first_direction(k, here[d], target[d])
         while here[d] != target[d]:
-            links.append((node_of(dims, *here), d, direction))
+            links.append((node_index(dims, here), d, direction))
             here[d] = (here[d] + direction) % k
     return links
 
@@ -203,7 +204,7 @@ def bisection_bound(sizes, elem_bytes, net):
     for d, k in enumerate(net.dims):
         if k < 2:
             continue
-        low = np.array([coords_of(net.dims, node)[d] < k // 2 for node in range(nodes)])
+        low = np.array([node_coords(net.dims, node)[d] < k // 2 for node in range(nodes)])
         links = (nodes // k) * (2 if k > 2 else 1)
         crossing = max(sizes[low][:, ~low].sum(), sizes[~low][:, low].sum())
         worst = max(worst, crossing / (links * net.link_bw))

@@ -7,7 +7,6 @@ The lead's ``make bench`` runs it as the ``model`` entry; ``podium model report`
 """
 
 import statistics
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -32,7 +31,14 @@ from podium.model.presets import (
     training,
 )
 from podium.model.workloads import MAXTEXT_V5E, MODELS, PALM_HFU, PALM_MFU, TRAINING
-from sim.measure import environment, environment_line, results_directory, table, write_results
+from sim.measure import (
+    environment,
+    environment_line,
+    median_seconds,
+    results_directory,
+    table,
+    write_results,
+)
 
 __all__ = ["bench", "tables"]
 
@@ -312,15 +318,6 @@ def _inference(results):
     return llama, sdxl
 
 
-def _median_seconds(f, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _speed(results, quick):
     """Median wall time of one configuration of each kind, from the preset's name to the
     result (reading the measured results included)."""
@@ -352,7 +349,7 @@ def _speed(results, quick):
         ("the two-parameter fit on GPT-3 175B (done once per process)", None,
          lambda: fit_two_points(CHIPS["v6e"], SLICES["v6e"], "gpt3-175b")))
     return [{"case": name, "configurations": n,
-             "median_s": _median_seconds(f, 3 if n is None else repeats)}
+             "median_s": median_seconds(f, 3 if n is None else repeats)}
             for name, n, f in cases]
 
 

@@ -6,7 +6,6 @@ import statistics
 import time
 
 from hdl.generate import generate
-from hdl.mxu.harness import MXUHarnessConfig
 from sim.measure import (
     REPEATS,
     environment,
@@ -17,7 +16,7 @@ from sim.measure import (
     write_results,
 )
 from sim.runner import BUILD, build, lint
-from spec.mxu import MXUConfig
+from spec.mxu import MXUConfig, MXUHarnessConfig
 
 __all__ = ["measure_gemm", "measure_sim_speed", "scalesim_cycles", "streaming_cycles", "bench"]
 

@@ -108,7 +108,7 @@ def load_spec(path):
 def check_path(block, path):
     """Refuse a dotted parameter path that names no parameter of ``block``'s configuration,
     with the path and the parameters allowed where it goes wrong."""
-    config = BLOCKS[block][0]()
+    config = BLOCKS[block].config()
     parts = path.split(".")
     for i, part in enumerate(parts):
         names = [f.name for f in dataclasses.fields(config)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .config import Config, ConfigError, check_bool, check_choice, check_int
 
 __all__ = ["ICIConfig", "ICIHarnessConfig", "SEQ_BITS", "MAX_RADIX", "TIMESTAMP_BITS",
-           "RETRY_DEPTHS", "node_coords", "node_index"]
+           "RETRY_DEPTHS"]
 
 SEQ_BITS = 8
 """Width of the header's sequence number (per source, destination and class, modulo 256)."""
@@ -287,20 +287,3 @@ class ICIHarnessConfig(Config):
         threads = f"_t{self.sim_threads}" if self.sim_threads > 1 else ""
         return (f"podium_ici_harness_{self.ici.suffix}{queue}" + ("_fi" if self.faults else "")
                 + build + threads)
-
-
-def node_coords(cfg, n):
-    """Coordinates of node ``n`` (dimension 0 varies fastest)."""
-    out = []
-    for k in cfg.dims:
-        out.append(n % k)
-        n //= k
-    return tuple(out)
-
-
-def node_index(cfg, coords):
-    """Node number of ``coords`` (the inverse of :func:`node_coords`)."""
-    n = 0
-    for c, k in zip(reversed(coords), reversed(cfg.dims), strict=True):
-        n = n * k + c
-    return n

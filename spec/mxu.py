@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from .config import Config, check_choice, check_int
 from .formats import FORMATS, get_format
 
-__all__ = ["MXUConfig", "MAX_DIM", "MAX_ACC_DEPTH", "GEMM_DIM_BITS"]
+__all__ = ["MXUConfig", "MXUHarnessConfig", "MAX_DIM", "MAX_ACC_DEPTH", "GEMM_DIM_BITS"]
 
 MAX_DIM = 256
 """Largest array side: Trillium's MXU is 256 x 256."""
@@ -67,3 +67,24 @@ class MXUConfig(Config):
         """Verilog module name of the MXU top for this configuration."""
         out = "" if self.output == self.format.outputs[0] else f"_to_{self.output}"
         return f"podium_mxu_{self.rows}x{self.cols}_{self.fmt}{out}_a{self.acc_depth}"
+
+
+@dataclass(frozen=True)
+class MXUHarnessConfig(Config):
+    """An MXU and the depths of the harness memories, in entries (2..2**20)."""
+
+    KIND = "MXU harness"
+
+    mxu: MXUConfig = MXUConfig(rows=16, cols=16)
+    cmd_depth: int = 16
+    w_depth: int = 2048
+    a_depth: int = 8192
+    c_depth: int = 4096
+
+    def validate(self):
+        for name in ("cmd_depth", "w_depth", "a_depth", "c_depth"):
+            check_int(name, getattr(self, name), 2, 1 << 20)
+
+    @property
+    def name(self):
+        return self.mxu.name.replace("podium_mxu_", "podium_mxu_harness_")

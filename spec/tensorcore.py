@@ -6,7 +6,7 @@ from .config import Config, ConfigError, check_bool, check_choice, check_int
 from .isa import MAX_SEMAPHORES
 from .mxu import MXUConfig
 
-__all__ = ["TensorCoreConfig"]
+__all__ = ["TensorCoreConfig", "VPUTopConfig"]
 
 _POW2 = tuple(2**i for i in range(31))
 
@@ -126,3 +126,23 @@ class TensorCoreConfig(Config):
         """Verilog module name: the MXU's shape and format and a hash of every parameter."""
         mxu = self.mxu
         return f"podium_tc_{mxu.rows}x{mxu.cols}_{mxu.fmt}_{self.digest()}"
+
+
+@dataclass(frozen=True)
+class VPUTopConfig(Config):
+    """A VPU sized by a TensorCore configuration (only ``row_bytes`` and ``vmem_bytes`` shape
+    it: the lanes and the row index width).
+
+    Parameters
+    ----------
+    tensorcore : TensorCoreConfig
+    """
+
+    KIND = "VPU top"
+
+    tensorcore: TensorCoreConfig = TensorCoreConfig()
+
+    @property
+    def name(self):
+        tc = self.tensorcore
+        return f"podium_vpu_{tc.lanes}l_{tc.vmem_rows}r"

@@ -47,6 +47,7 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.ici import SEQ_BITS, TIMESTAMP_BITS
+from spec.topology import node_coords
 
 from ..lib.counter import count_events
 from ..lib.hier import Submodule
@@ -54,7 +55,7 @@ from ..lib.queue import Queue, SkidBuffer
 from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from ..top import Top
-from .network import Network, node_coords
+from .network import Network
 from .packet import coord_layout, eject_layout, header_layout
 
 __all__ = ["Harness", "Generator", "Destination", "Checker", "PortBuffer", "TrafficControl", "Mode",
@@ -602,7 +603,7 @@ class Harness(Top):
         g = self._gen.instance(m, f"gen{e}", domain="core")
         c = self._chk.instance(m, f"chk{e}", domain="core")
         for x in (g, c):
-            for d, v in enumerate(node_coords(cfg, n)):
+            for d, v in enumerate(node_coords(cfg.dims, n)):
                 m.d.comb += x.node[f"c{d}"].eq(v)
             m.d.comb += [x.port.eq(lp), x.now.eq(now)]
         seed = inputs["seed"]

@@ -19,7 +19,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from spec.ici import node_coords, node_index
+from spec.topology import node_coords, node_index
 
 from ..lib.delay import DelayLine
 from ..lib.hier import Submodule
@@ -29,7 +29,7 @@ from ..top import Top
 from .packet import eject_layout, reverse_layout, wire_layout
 from .router import COUNTER_WIDTH, COUNTERS, Router
 
-__all__ = ["Network", "FaultInjector", "node_coords", "node_index", "HIER_NODES"]
+__all__ = ["Network", "FaultInjector", "HIER_NODES"]
 
 HIER_NODES = 16
 """Networks of more routers than this verilate the router once, as a library
@@ -127,7 +127,7 @@ class Network(Top):
         L = cfg.local_ports
         routers = []
         for n in range(cfg.nodes):
-            coords = node_coords(cfg, n)
+            coords = node_coords(cfg.dims, n)
             r = self._router.instance(m, f"r{'_'.join(map(str, coords))}")
             for d, c in enumerate(coords):
                 m.d.comb += r.coord[f"c{d}"].eq(c)
@@ -139,7 +139,7 @@ class Network(Top):
         fault_events = []
         fed = set()     # (node, port) of every input port a neighbour drives
         for n, r in enumerate(routers):
-            coords = node_coords(cfg, n)
+            coords = node_coords(cfg.dims, n)
             for d, (k, wrap) in enumerate(zip(cfg.dims, cfg.wrap, strict=True)):
                 for s, step in enumerate((1, -1)):
                     p = 2 * d + s
@@ -149,8 +149,8 @@ class Network(Top):
                         continue
                     to = list(coords)
                     to[d] = c % k
-                    fed.add((node_index(cfg, to), p))
-                    peer = routers[node_index(cfg, to)]
+                    fed.add((node_index(cfg.dims, to), p))
+                    peer = routers[node_index(cfg.dims, to)]
                     src, dst = r.link_out[p], peer.link_in[p]
                     flit, rev = self._delay(m, f"d{n}_{p}", src.flit, dst.rev)
                     if self._faults:

@@ -7,14 +7,10 @@ after it (``c_mem``): the testbench pulses ``start``, waits for ``done`` and rea
 counter. Streams run at full rate (results are always taken), so the cycle count is the MXU's.
 """
 
-from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
-
-from spec.config import Config, check_int
-from spec.mxu import MXUConfig
 
 from ..lib.queue import Queue
 from ..top import Top, describe_shape
@@ -22,28 +18,7 @@ from .accumulator import output_layout
 from .formats import arithmetic
 from .unit import MXU, command_layout
 
-__all__ = ["MXUHarnessConfig", "MXUHarness"]
-
-
-@dataclass(frozen=True)
-class MXUHarnessConfig(Config):
-    """An MXU and the depths of the harness memories, in entries (2..2**20)."""
-
-    KIND = "MXU harness"
-
-    mxu: MXUConfig = MXUConfig(rows=16, cols=16)
-    cmd_depth: int = 16
-    w_depth: int = 2048
-    a_depth: int = 8192
-    c_depth: int = 4096
-
-    def validate(self):
-        for name in ("cmd_depth", "w_depth", "a_depth", "c_depth"):
-            check_int(name, getattr(self, name), 2, 1 << 20)
-
-    @property
-    def name(self):
-        return self.mxu.name.replace("podium_mxu_", "podium_mxu_harness_")
+__all__ = ["MXUHarness"]
 
 
 class _MemoryStreamer(wiring.Component):

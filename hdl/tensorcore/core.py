@@ -102,15 +102,17 @@ class TensorCore(Top):
         m.submodules.matmul = mm = self._matmul
         m.submodules.dma = dma = DMA(cfg)
         m.submodules.vpu = vpu = self._vpu
-        for k, port in enumerate([mm.a_rd, mm.w_rd, vpu.src1, vpu.src2, dma.rd]):
-            wiring.connect(m, port, vmem.rd[k])
-        for k, port in enumerate([mm.c_wr, vpu.dst, dma.wr]):
-            wiring.connect(m, port, vmem.wr[k])
+        # VMEM's ports in order: the engines' first, then the ICI endpoint's.
+        readers = [mm.a_rd, mm.w_rd, vpu.src1, vpu.src2, dma.rd]
+        writers = [mm.c_wr, vpu.dst, dma.wr]
         if cfg.ici:
-            for k in range(ICI_READ_PORTS):
-                wiring.connect(m, wiring.flipped(self.vmem_rd[k]), vmem.rd[5 + k])
-            for k in range(ICI_WRITE_PORTS):
-                wiring.connect(m, wiring.flipped(self.vmem_wr[k]), vmem.wr[3 + k])
+            readers += [wiring.flipped(port) for port in self.vmem_rd]
+            writers += [wiring.flipped(port) for port in self.vmem_wr]
+        for port, vmem_port in zip(readers, vmem.rd, strict=True):
+            wiring.connect(m, port, vmem_port)
+        for port, vmem_port in zip(writers, vmem.wr, strict=True):
+            wiring.connect(m, port, vmem_port)
+        if cfg.ici:
             wiring.connect(m, seq.ici, wiring.flipped(self.ici))
             m.d.comb += [seq.ici_idle.eq(self.ici_idle), seq.ici_error.eq(self.ici_error),
                          seq.ici_error_pc.eq(self.ici_error_pc), seq.arrive.eq(self.arrive),

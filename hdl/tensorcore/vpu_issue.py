@@ -290,6 +290,16 @@ def _binary(vop):
     return vop.as_value().matches(*[v.op.value for v in VOPS.values() if not v.unary])
 
 
+def _alu_op(m, vop):
+    """The lane operation of a VOP operation: the one of the same name (``VOPS``)."""
+    alu = Signal(AluOp, name="vop_alu")
+    with m.Switch(vop):
+        for v in VOPS:
+            with m.Case(VOp[v.name]):
+                m.d.comb += alu.eq(AluOp[v.name])
+    return alu
+
+
 def _vop_pass(m, cmd, st, ctl, u, read1, read2, last):
     """A pass of a ``vop`` row: one for int32 / fp32, two for bfloat16 (low, high halves)."""
     mode = cmd.src2_mode
@@ -298,7 +308,7 @@ def _vop_pass(m, cmd, st, ctl, u, read1, read2, last):
                        Mux(mode == Src2.BROADCAST, Operands.BCAST, Operands.SCALAR)))
     rows2 = ctl.binary & (mode == Src2.ROWS)
     m.d.comb += [
-        u.operands.eq(operands), u.alu.eq(cmd.vop.as_value()), u.bf16.eq(ctl.bf16),
+        u.operands.eq(operands), u.alu.eq(_alu_op(m, cmd.vop)), u.bf16.eq(ctl.bf16),
         u.pop1.eq(ctl.last_half), u.pop2.eq(rows2 & ctl.last_half),
         u.pack.eq(Mux(ctl.bf16, Mux(st.half, Pack.BF16, Pack.LOW), Pack.WORDS)),
         u.relu.eq(cmd.relu), read1.eq(~st.half), read2.eq(rows2 & ~st.half),

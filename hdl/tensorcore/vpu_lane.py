@@ -21,7 +21,9 @@ __all__ = ["AluOp", "LaneALU"]
 
 
 class AluOp(enum.Enum, shape=3):
-    """What a lane computes. The first seven are the VOP operations, with the same codes."""
+    """What a lane computes: each VOP operation (spec/isa.py ``VOPS``) as the lane operation
+    of the same name (the issue stage maps one to the other by name, so the codes need not
+    agree), and the lane's own for casts."""
 
     ADD = 0
     SUB = 1

@@ -1,38 +1,14 @@
 """The VPU alone on ports (block ``vpu``): the test top the VPU's testbench drives, with Python
 in the place of the VMEM (verification/tb/vpu.py)."""
 
-from dataclasses import dataclass
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from spec.config import Config
-from spec.tensorcore import TensorCoreConfig
-
 from ..top import Top
 from .vpu import VPU
 
-__all__ = ["VPUTopConfig", "VPUTop"]
-
-
-@dataclass(frozen=True)
-class VPUTopConfig(Config):
-    """A VPU sized by a TensorCore configuration (only ``row_bytes`` and ``vmem_bytes`` shape
-    it: the lanes and the row index width).
-
-    Parameters
-    ----------
-    tensorcore : TensorCoreConfig
-    """
-
-    KIND = "VPU top"
-
-    tensorcore: TensorCoreConfig = TensorCoreConfig()
-
-    @property
-    def name(self):
-        tc = self.tensorcore
-        return f"podium_vpu_{tc.lanes}l_{tc.vmem_rows}r"
+__all__ = ["VPUTop"]
 
 
 class VPUTop(Top):

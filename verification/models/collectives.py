@@ -36,9 +36,10 @@ import ml_dtypes
 import numpy as np
 
 from spec.config import ConfigError
+from spec.topology import node_coords, node_index
 from verification.models import fp
 
-__all__ = ["Format", "FORMATS", "split_sizes", "node_of", "coords_of", "rings", "pieces",
+__all__ = ["Format", "FORMATS", "split_sizes", "rings", "pieces",
            "Transfer", "Step", "reduce_scatter_schedule", "all_gather_schedule",
            "all_reduce_schedule", "all_reduce_2d_schedule", "all_to_all_schedule",
            "reduce_scatter", "all_gather", "all_reduce", "all_reduce_2d", "all_to_all",
@@ -145,24 +146,14 @@ def pieces(length, n, grain=1, base=0):
     return out
 
 
-def node_of(dims, x, y):
-    """Node number of chip (x, y)."""
-    return x + dims[0] * y
-
-
-def coords_of(dims, node):
-    """(x, y) of a node."""
-    return node % dims[0], node // dims[0]
-
-
 def rings(dims, dim):
     """The rings along ``dim``: one tuple of nodes per value of the other coordinate (in
     increasing order), each listing its chips by position."""
     dims, dim = _check_dims(dims), _check_dim(dim)
     other = dims[1 - dim]
     if dim == 0:
-        return [tuple(node_of(dims, x, o) for x in range(dims[0])) for o in range(other)]
-    return [tuple(node_of(dims, o, y) for y in range(dims[1])) for o in range(other)]
+        return [tuple(node_index(dims, (x, o)) for x in range(dims[0])) for o in range(other)]
+    return [tuple(node_index(dims, (o, y)) for y in range(dims[1])) for o in range(other)]
 
 
 @dataclass(frozen=True)
@@ -275,7 +266,7 @@ def all_reduce_2d_schedule(dims, length, grain=1):
 
 def _torus_hops(dims, a, b):
     return sum(min(abs(p - q), k - abs(p - q))
-               for k, p, q in zip(dims, coords_of(dims, a), coords_of(dims, b), strict=True))
+               for k, p, q in zip(dims, node_coords(dims, a), node_coords(dims, b), strict=True))
 
 
 def _check_sizes(dims, sizes):
@@ -304,8 +295,8 @@ def all_to_all_schedule(dims, sizes):
     for s in range(nodes):
         transfers = []
         for src in range(nodes):
-            x, y = coords_of(dims, src)
-            dst = node_of(dims, (x + s % dims[0]) % dims[0], (y + s // dims[0]) % dims[1])
+            x, y = node_coords(dims, src)
+            dst = node_index(dims, ((x + s % dims[0]) % dims[0], (y + s // dims[0]) % dims[1]))
             count = int(sizes[src, dst])
             if count:
                 transfers.append(Transfer(
@@ -350,7 +341,7 @@ def _reduction(dims, buffers, fmt, steps):
 def _owned(dims, dim, outputs, length, grain):
     blocks = split_sizes(length, dims[dim], grain)
     offsets = _offsets(blocks)
-    position = [coords_of(dims, node)[dim] for node in range(len(outputs))]
+    position = [node_coords(dims, node)[dim] for node in range(len(outputs))]
     return [out[offsets[p]:offsets[p] + blocks[p]] for out, p in zip(outputs, position,
                                                                      strict=True)]
 
@@ -383,7 +374,7 @@ def all_gather(shards, dims, dim, grain=1):
     state = []
     for node, shard in enumerate(shards):
         buffer = np.zeros(length, dtype=shard.dtype)
-        start = offsets[coords_of(dims, node)[dim]]
+        start = offsets[node_coords(dims, node)[dim]]
         buffer[start:start + len(shard)] = shard
         state.append(buffer)
     _execute(state, all_gather_schedule(dims, dim, length, grain), None)
@@ -442,7 +433,7 @@ def ring_collective(op, fmt, dims, dim, length, grain, buffers):
     arrays = [np.frombuffer(b, dtype=raw).view(dtype) for b in buffers]
     blocks = split_sizes(length, dims[dim], grain)
     starts = _offsets(blocks)
-    positions = [coords_of(dims, node)[dim] for node in range(len(buffers))]
+    positions = [node_coords(dims, node)[dim] for node in range(len(buffers))]
     if op == "reduce_scatter":
         out = reduce_scatter(arrays, dims, dim, fmt, grain)
         return [(int(starts[p]), np.asarray(o).view(raw).tobytes())

@@ -31,10 +31,9 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 # Node numbering is part of the configuration (dimension 0 varies fastest), not of the RTL.
-from spec.ici import node_coords as coords_of
-from spec.ici import node_index as index_of
+from spec.topology import node_coords, node_index
 
-__all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc", "coords_of", "index_of",
+__all__ = ["Header", "crc16", "pack_fields", "out_vc_of", "out_vc",
            "min_hops", "route_step", "path", "flow_bit", "lookahead_lane", "injection_vc",
            "channel_dependency_graph", "find_cycle", "zero_load_latency", "average_hops",
            "channel_loads", "ideal_throughput", "Delivery", "pattern_destination",
@@ -154,7 +153,7 @@ def path(cfg, src, dst, *, src_port=0, dst_port=0, tclass=0, dateline=True):
 def channel_dependency_graph(cfg, *, dateline=True):
     """Edges between channels (node, port, vc) used consecutively by some packet."""
     edges = defaultdict(set)
-    nodes = [coords_of(cfg, n) for n in range(cfg.nodes)]
+    nodes = [node_coords(cfg.dims, n) for n in range(cfg.nodes)]
     L = cfg.local_ports
     for src in nodes:
         for dst in nodes:
@@ -218,7 +217,7 @@ def zero_load_latency(hops, length, link_latency=1, switch_stage=False, buffer_d
 def average_hops(cfg):
     """Mean hop count of uniform random traffic (every destination equally likely, self
     included)."""
-    nodes = [coords_of(cfg, n) for n in range(cfg.nodes)]
+    nodes = [node_coords(cfg.dims, n) for n in range(cfg.nodes)]
     return sum(min_hops(cfg, a, b) for a in nodes for b in nodes) / len(nodes) ** 2
 
 
@@ -226,7 +225,7 @@ def channel_loads(cfg):
     """Flits per cycle on every channel (node, port) when every node injects one flit per
     cycle of uniform random traffic."""
     loads = defaultdict(float)
-    nodes = [coords_of(cfg, n) for n in range(cfg.nodes)]
+    nodes = [node_coords(cfg.dims, n) for n in range(cfg.nodes)]
     share = 1 / len(nodes)
     for a in nodes:
         for b in nodes:
@@ -262,8 +261,8 @@ def pattern_destination(cfg, pattern, src, rng, *, hotspot=None, hot_fraction=0.
         out[d] = (src[d] + (1 if up else -1)) % k
         return tuple(out)
     if pattern == "alltoall":
-        n = (index_of(cfg, src) + 1 + counter % (cfg.nodes - 1)) % cfg.nodes
-        return coords_of(cfg, n)
+        n = (node_index(cfg.dims, src) + 1 + counter % (cfg.nodes - 1)) % cfg.nodes
+        return node_coords(cfg.dims, n)
     return tuple(rng.randrange(k) for k in cfg.dims)
 
 
@@ -336,12 +335,12 @@ class Delivery:
         if not ok:
             self.dropped += 1
             return False
-        src_node, src_port = coords_of(cfg, src_ep // L), src_ep % L
+        src_node, src_port = node_coords(cfg.dims, src_ep // L), src_ep % L
         want = Header(h.dst, h.dst_port, src_node, src_port, h.tclass, h.length, h.seq,
                       min_hops(cfg, src_node, h.dst))
         hb = Header.bits(cfg)
         head = want.pack(cfg) | (flits[0] >> hb << hb)
-        dst_ep = index_of(cfg, h.dst) * L + h.dst_port
+        dst_ep = node_index(cfg.dims, h.dst) * L + h.dst_port
         self.queues[(src_ep, dst_ep, h.tclass)].append([head] + list(flits[1:]))
         self.expected += 1
         return True
@@ -351,7 +350,7 @@ class Delivery:
         cfg = self.cfg
         L = cfg.local_ports
         h = Header.unpack(cfg, flits[0])
-        src_ep = index_of(cfg, h.src) * L + h.src_port if all(
+        src_ep = node_index(cfg.dims, h.src) * L + h.src_port if all(
             c < k for c, k in zip(h.src, cfg.dims, strict=True)) else None
         q = self.queues.get((src_ep, dst_ep, h.tclass))
         assert q, (f"endpoint {dst_ep}: unexpected packet {h} (lost order, duplicate or "

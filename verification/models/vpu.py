@@ -8,7 +8,7 @@ Elements are packed little endian from byte 0 (int32 / fp32 4 bytes, bfloat16 2,
 import ml_dtypes
 import numpy as np
 
-from spec.isa import Cast, DType, ROp, VOp
+from spec.isa import VOPS, Cast, DType, ROp, VOp
 from verification.models.fp import BF16_NAN, FP32_NAN, max_min
 
 __all__ = ["vop_rows", "vcast_rows", "vred_rows", "FP32_NAN", "BF16_NAN"]
@@ -76,7 +76,7 @@ def vop_rows(op, dtype, src1, src2=None, *, broadcast=False, scalar=None, relu=F
     row_bytes = src1.shape[1]
     integer = dtype == DType.INT32
     x = _elements(src1, dtype)
-    if op in (VOp.RELU, VOp.COPY):
+    if VOPS[op].unary:
         y = x
     elif scalar is not None:
         bits = np.array([scalar & (0xFFFF if dtype == DType.BF16 else 0xFFFFFFFF)],

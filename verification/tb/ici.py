@@ -18,11 +18,11 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
 from spec.ici import ICIHarnessConfig
+from spec.topology import node_coords
 from verification.models.ici import (
     PATTERN_NAMES,
     Delivery,
     Header,
-    coords_of,
     min_hops,
     pattern_destination,
     zero_load_latency,
@@ -160,9 +160,9 @@ class NetworkBench(_Harness):
 
 async def _traffic(tb, name, packets_per_endpoint, **kw):
     cfg, rng = tb.cfg, tb.rng
-    hot = coords_of(cfg, rng.randrange(cfg.nodes))
+    hot = node_coords(cfg.dims, rng.randrange(cfg.nodes))
     for e in range(tb.E):
-        src = coords_of(cfg, e // cfg.local_ports)
+        src = node_coords(cfg.dims, e // cfg.local_ports)
         for i in range(packets_per_endpoint):
             dst = pattern_destination(cfg, name, src, rng, hotspot=hot, hot_fraction=0.5,
                                       counter=i)
@@ -190,7 +190,7 @@ async def test_bad_packets(dut, flow):
     cfg, rng = tb.cfg, tb.rng
     for e in range(tb.E):
         for kind in ("coord", "port", "class", "length0", "length_big"):
-            dst = list(coords_of(cfg, rng.randrange(cfg.nodes)))
+            dst = list(node_coords(cfg.dims, rng.randrange(cfg.nodes)))
             good = tb.packet(e, dst, rng.randrange(cfg.local_ports))
             tb.send(e, good)
             port, tclass, length = 0, 0, rng.randint(1, cfg.max_packet)
@@ -229,7 +229,7 @@ async def test_zero_load_latency(dut):
     for _ in range(12):
         e = rng.randrange(tb.E)
         dst_ep = rng.randrange(tb.E)
-        dst = coords_of(cfg, dst_ep // cfg.local_ports)
+        dst = node_coords(cfg.dims, dst_ep // cfg.local_ports)
         length = rng.randint(1, cfg.max_packet)
         flits = tb.packet(e, dst, dst_ep % cfg.local_ports, length=length)
         src, taken = tb.src[e], []
@@ -240,7 +240,7 @@ async def test_zero_load_latency(dut):
         tb.send(e, flits)
         await tb.finish()
         head_cycle = taken[0]
-        hops = min_hops(cfg, coords_of(cfg, e // cfg.local_ports), dst)
+        hops = min_hops(cfg, node_coords(cfg.dims, e // cfg.local_ports), dst)
         got = tb.snk[dst_ep].last_cycle - head_cycle - tb.sidecar["constants"]["port_latency"]
         want = zero_load_latency(hops, length, cfg.link_latency, cfg.switch_stage,
                                  cfg.buffer_depth)
@@ -286,7 +286,7 @@ class TrafficBench(_Harness):
         dut.stall_rate.value = int(stall * 65536)
         hot = random.randrange(cfg.endpoints)
         dut.hotspot.value = sum(c << sum(cfg.coord_bits[:d]) for d, c in
-                                enumerate(coords_of(cfg, hot // cfg.local_ports)))
+                                enumerate(node_coords(cfg.dims, hot // cfg.local_ports)))
         dut.hotspot_port.value = hot % cfg.local_ports
         dut.hotspot_rate.value = int(hot_fraction * 65536)
         if self.faults:

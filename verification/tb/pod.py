@@ -17,6 +17,7 @@ from cocotb.utils import get_sim_time
 from spec.collectives import all_to_all_table
 from spec.pod import PodConfig
 from spec.protocol import LOCAL_PORTS, NO_SEM, REQUEST_PORT, RESPONSE_PORT
+from spec.topology import node_coords
 from verification.models.collectives import (
     add_bytes,
     all_to_all,
@@ -127,11 +128,7 @@ class PodHost:
     # Coordinates and packing ------------------------------------------------------------
 
     def coords(self, chip):
-        out = []
-        for k in self.ici.dims:
-            out.append(chip % k)
-            chip //= k
-        return out
+        return node_coords(self.ici.dims, chip)
 
     def golden_dims(self):
         """The golden model's 2-D dims and the offset of the pod's dims in them."""

@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from spec.isa import Cast, DType, ROp, Src2, VOp
+from spec.isa import VOPS, Cast, DType, ROp, Src2, VOp
 from verification.models.vpu import vcast_rows, vop_rows, vred_rows
 from verification.tb.bench import FLOWS, flow_pauses, new_rng, pause, start
 from verification.tb.packing import Port, load_sidecar
@@ -66,7 +66,7 @@ class Command:
 
     @property
     def binary(self):
-        return self.kind == "VOP" and self.vop not in (VOp.RELU, VOp.COPY)
+        return self.kind == "VOP" and not VOPS[self.vop].unary
 
     def reads1(self):
         return list(range(self.src1, self.src1 + self.count * (self.span if self.kind == "VRED"

@@ -23,7 +23,7 @@ from spec.tensorcore import TensorCoreConfig
 _DIGEST = """
 import hashlib, sys
 from hdl.generate import BLOCKS, generate
-design = generate(sys.argv[1], BLOCKS[sys.argv[1]][0]())
+design = generate(sys.argv[1], BLOCKS[sys.argv[1]].config())
 print(hashlib.sha256(design.verilog.encode()).hexdigest())
 """
 
@@ -87,7 +87,7 @@ def test_chip_config_refused(params, message):
 
 
 def test_unknown_block_refused():
-    with pytest.raises(ConfigError, match="block must be one of chip, mxu"):
+    with pytest.raises(ConfigError, match="block must be one of mxu, tensorcore"):
         make_config("gpu", {})
 
 

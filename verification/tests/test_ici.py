@@ -11,10 +11,10 @@ import pytest
 from hdl.generate import generate
 from sim.runner import lint
 from spec.ici import ICIConfig, ICIHarnessConfig
+from spec.topology import node_coords
 from verification.models.ici import (
     average_hops,
     channel_dependency_graph,
-    coords_of,
     find_cycle,
     ideal_throughput,
     min_hops,
@@ -115,7 +115,7 @@ def test_routes_minimal():
                 ICIConfig(dims=(2, 3, 4))]:
         for a in range(cfg.nodes):
             for b in range(cfg.nodes):
-                src, dst = coords_of(cfg, a), coords_of(cfg, b)
+                src, dst = node_coords(cfg.dims, a), node_coords(cfg.dims, b)
                 hops = path(cfg, src, dst)
                 assert len(hops) == min_hops(cfg, src, dst)
                 dims = [port // 2 for _, port, _ in hops]

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from hdl.generate import generate
-from hdl.mxu.harness import MXUHarnessConfig
 from sim.runner import lint
-from spec.mxu import MXUConfig
+from spec.mxu import MXUConfig, MXUHarnessConfig
 from verification.models.mxu import Gemm, MXUModel, matmul
 from verification.tests.suite import cases
 

@@ -40,11 +40,10 @@ from spec.config import ConfigError
 from spec.ici import ICIConfig
 from spec.nic import NICConfig
 from spec.protocol import NO_SEM, Collective, IciSpace
+from spec.topology import node_coords, node_index
 from verification.models.collectives import (
     add_bytes,
     all_to_all_schedule,
-    coords_of,
-    node_of,
     random_elements,
     ring_collective,
 )
@@ -619,7 +618,7 @@ def test_collective(seed, ring, op, fmt):
     length = rng.choice([1, 7, 37, 101, 150])
     space, base = rng.randrange(2), 0x1000
     print(f"{ring} {op.name} {fmt} length {length} space {space}")
-    chips = [tuple(c) for c in (coords_of(dims, node) for node in range(dims[0] * dims[1]))]
+    chips = [tuple(c) for c in (node_coords(dims, node) for node in range(dims[0] * dims[1]))]
     ici_coords = [_coords(cfg, node) for node in range(len(chips))]
     buffers = [random_elements(rng, fmt, length) for _ in chips]
     repeat = 1 if op == Collective.REDUCE_SCATTER else rng.choice([1, 2])
@@ -718,8 +717,8 @@ def test_a2a_displacements(dims):
         schedule = all_to_all_schedule(dims, np.ones((nodes, nodes), dtype=int))
         for (dx, dy), step in zip(steps[0], schedule, strict=True):
             for t in step.transfers:
-                x, y = coords_of(dims, t.src)
-                assert t.dst == node_of(dims, (x + dx) % dims[0], (y + dy) % dims[1])
+                x, y = node_coords(dims, t.src)
+                assert t.dst == node_index(dims, ((x + dx) % dims[0], (y + dy) % dims[1]))
 
 
 def test_a2a_order_meets_the_bisection_bound():
@@ -732,9 +731,9 @@ def test_a2a_order_meets_the_bisection_bound():
     for pair in zip(_a2a_steps(dims, 0), _a2a_steps(dims, 1), strict=True):
         loads = {}
         for src in range(16):
-            x, y = coords_of(dims, src)
+            x, y = node_coords(dims, src)
             for dx, dy in pair:
-                for link in route(dims, src, node_of(dims, (x + dx) % 4, (y + dy) % 4)):
+                for link in route(dims, src, node_index(dims, ((x + dx) % 4, (y + dy) % 4))):
                     loads[link] = loads.get(link, 0) + 1
         total += max(loads.values(), default=0)
     net = Network(dims=dims, alpha=0, per_hop=0, link_bw=1, inject_bw=2)

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 from hdl.generate import generate, make_config
-from hdl.tensorcore.vpu_top import VPUTopConfig
 from sim.runner import lint
 from spec.config import ConfigError
 from spec.isa import Cast, DType, ROp, VOp
 from spec.mxu import MXUConfig
-from spec.tensorcore import TensorCoreConfig
+from spec.tensorcore import TensorCoreConfig, VPUTopConfig
 from verification.models.vpu import vcast_rows, vop_rows, vred_rows
 from verification.tests.suite import cases
 
