@@ -239,6 +239,24 @@ def _seq_wra_act(d, x):
     d.act(0, LATE + T.wr_to_pre + T.rp + x, B0, ROW)
 
 
+def _seq_wr_rda(d, x):
+    # The RDA's precharge (tRTP after it) must not start before the WR's recovery ends.
+    t = d.t
+    _open(d, B0)
+    d.wr(0, LATE, B0, 0)
+    d.rd(0, LATE + t.wr_to_pre - t.rtp + x, B0, 1, auto=True)
+
+
+def _seq_wr_rda_ras(d, x):
+    # The RDA goes at once (WR to RD), tRAS holds its precharge back: the precharge, not the
+    # command, must clear the write recovery.
+    t = d.t
+    d.act(0, LATE, B0, ROW)
+    wr = LATE + t.ras - t.wr_to_pre - x
+    d.wr(0, wr, B0, 0)
+    d.rd(0, wr + t.wr_to_rd_l, B0, 1, auto=True)
+
+
 def _seq_refsb_act(d, x):
     d.refsb(0, LATE, B0)
     d.act(0, LATE + T.rfc_sb + x, B0, ROW)
@@ -319,6 +337,9 @@ CONSTRAINTS = {
     "data bus collision": _seq_data_collision,
     "RDA to ACT (tRTP + tRP)": _seq_rda_act, "RDA to ACT (tRAS + tRP)": _seq_rda_ras,
     "WRA to ACT": _seq_wra_act,
+    "tWR (WR to RDA's auto-precharge)": _seq_wr_rda,
+    "tWR (WR to RDA's auto-precharge), HBM3": _seq_wr_rda,
+    "tWR (WR to RDA's auto-precharge held by tRAS)": _seq_wr_rda_ras,
     "tRFCsb (REFSB to ACT)": _seq_refsb_act, "tRREFD (REFSB to ACT, other bank)":
         _seq_refsb_act_other,
     "tRREFD (REFSB to REFSB)": _seq_refsb_refsb, "ACT to REFSB (tRRD_S + 1)": _seq_act_refsb_s,
@@ -336,7 +357,21 @@ def _seq_write_data(d, x):
 
 # Timings for the sequences that need a constraint the default T lets pass first.
 TIMINGS = {"data bus collision": replace(T, ccd_s=1, ccd_l=1),
-           "RDA to ACT (tRAS + tRP)": replace(T, rc=T.ras + T.rp - 5)}
+           "RDA to ACT (tRAS + tRP)": replace(T, rc=T.ras + T.rp - 5),
+           "tWR (WR to RDA's auto-precharge), HBM3": HBMConfig(standard="HBM3",
+                                                              speed="6400").timing,
+           "tWR (WR to RDA's auto-precharge held by tRAS)": replace(
+               T, ras=T.rcd_wr + T.wr_to_pre + 5, rc=T.rcd_wr + T.wr_to_pre + 5 + T.rp)}
+
+
+def test_checker_wra_after_wr():
+    """A WRA's own write recovery ends after any earlier WR's: WR then WRA to the bank at
+    tCCD_L, and the next ACT tRP after the WRA's recovery, pass."""
+    d = _model()
+    _open(d, B0)
+    d.wr(0, LATE, B0, 0)
+    d.wr(0, LATE + T.ccd_l, B0, 1, auto=True)
+    d.act(0, LATE + T.ccd_l + T.wr_to_pre + T.rp, B0, ROW)
 
 
 @pytest.mark.parametrize("name", CONSTRAINTS)
