@@ -40,7 +40,8 @@ CONFIGS = {
 }
 # The configurations beyond the first two run these tests in `make test`, the rest in
 # `make test-all`: random traffic (and tFAW reached by saturating random reads on HBM3).
-QUICK = {"hbm3": {"test_random_mix"}, "legacy": {"test_random_mix"}}
+QUICK = {"hbm3": {"test_random_mix", "test_write_then_last_read"},
+         "legacy": {"test_random_mix"}}
 
 
 def _marks(name, test):
@@ -51,7 +52,7 @@ def _marks(name, test):
 # widest build, on the tests that stress the queue (the random mix, which the benchmark also
 # runs and checks, in `make test-all`).
 DEEP_TESTS = [pytest.param("test_random_mix", marks=pytest.mark.slow), "test_read_after_write",
-              "test_write_not_starved"]
+              "test_write_not_starved", "test_write_then_last_read"]
 
 
 @pytest.mark.parametrize("name, test", cases(TB, CONFIGS, marks=_marks))
