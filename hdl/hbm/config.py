@@ -143,6 +143,14 @@ class Timing:
         return max(self.rc, self.ras + self.rp)
 
     @property
+    def wr_to_rda(self):
+        """WR to an RDA of the same bank: the RDA's precharge (tRTP after it) is a precharge,
+        so it must not start before the WR's recovery (WR to PRE) ends. DRAMSys
+        ``CheckerHBM2.cpp`` (commit 8e021ea) lines 117-122: RDA after WR of the bank,
+        tWL + tBURST + tWR - tRTP."""
+        return max(1, self.wr_to_pre - self.rtp)
+
+    @property
     def rda_to_act(self):
         """RDA to the bank's next ACT: its precharge starts tRTP after the RDA."""
         return self.rtp + self.rp
