@@ -489,7 +489,8 @@ def test_timing_presets():
     assert (t.cl, t.rcd_rd, t.rcd_wr, t.rp, t.ras, t.rc, t.wr, t.rtp, t.cwl) == (
         10, 10, 8, 10, 24, 34, 12, 4, 4)
     t = HBMConfig(speed="2400", density_gb=8).timing
-    assert (t.ccd_s, t.ccd_l, t.wtr_s, t.wtr_l, t.refi, t.rfc) == (2, 4, 8, 10, 4681, 421)
+    assert (t.ccd_s, t.ccd_l, t.wtr_s, t.wtr_l, t.refi, t.rfc, t.rtw) == (
+        2, 4, 8, 10, 4681, 421, 2)
     t = HBMConfig(standard="HBM3", speed="6400").timing
     assert (t.cl, t.cwl, t.rcd_rd, t.rp, t.ras, t.rc, t.wr, t.rtp, t.rrd_s, t.rrd_l, t.faw,
             t.refi, t.rfc, t.rfc_sb, t.rrefd, t.rtw) == (
@@ -499,7 +500,7 @@ def test_timing_presets():
     base = HBMConfig(speed="2000").timing
     tck = PRESETS["HBM2E", "3600"]["tck"]
     assert t.cl == -(-base.cl // tck) == 26 and t.ras == 62 and t.refi == 7020
-    assert t.rrd_s == 8 and t.faw == 29 and t.rfc == 468
+    assert t.rrd_s == 8 and t.faw == 29 and t.rfc == 468 and t.rtw == 2
     t = HBMConfig(timing_overrides=TimingOverrides(faw=30, rtw=3)).timing
     assert (t.faw, t.rtw, t.rrd_s) == (30, 3, 4)
 
