@@ -14,12 +14,15 @@ Timing presets and their sources (every number is in the tables below, in clock 
   reference's tools use (it notes tFAW is vendor-specific, 15-30 ns); tREFI 3.9 us; all-bank
   tRFC 160/260/350 ns for 2/4/8 Gb dies (the reference); per-bank refresh tRFCsb 160 ns (the
   low end of the reference's 160-200 ns, and Ramulator 2's ``HBM2.cpp`` nRFCSB) and tRREFD
-  8 ns (Ramulator 2 ``HBM2.cpp`` nRREFD); one idle bus cycle between read and write data.
+  8 ns (Ramulator 2 ``HBM2.cpp`` nRREFD); two idle bus cycles between read and write data
+  (Ramulator 2 ``HBM2.cpp`` line 325, commit 1fb94b8: RD to WR nCL + nBL + 2 - nCWL, "assuming
+  tWPRE = 1 tCK"; one before issue 34, which no source gave; docs/hbm.md, "Conventions").
 * HBM2E 3200/3600: no HBM2E timing table is public (JESD235D is not, and vendors publish the
   pin speed only). The DRAM array does not get faster with the interface, so the preset keeps
   the HBM2-2000 timings in nanoseconds (the 2000 preset's cycles at tCK = 1 ns) at the faster
   clock, each rounded up to whole cycles (tREFI rounded down: it is a maximum): the method
-  Ramulator 2 uses for its HBM3 presets.
+  Ramulator 2 uses for its HBM3 presets. tCCD_S and tRTW stay HBM2's cycles (the burst; two
+  idle cycles). Every HBM2E value is derived this way, none is from a datasheet.
 * HBM3 6400: Ramulator 2 ``src/dram/impl/HBM3.cpp`` preset ``HBM3_6.4Gbps`` (CK = rate / 4,
   tCK = 0.625 ns; BL8 on four data beats per CK occupies two cycles): CL 23, CWL 7, tRCD
   23/23, tRP 23, tRAS 55, tRC 77, tWR 26, tRTP 10 (nRTPL), tCCD_S/L 2/4, tWTR_S/L 10/13,
@@ -61,11 +64,11 @@ STANDARDS = {
 _HBM2_NS = dict(rrd_s=4.0, rrd_l=6.0, faw=16.0, refi=3900.0, rfc_sb=160.0, rrefd=8.0)
 PRESETS = {
     ("HBM2", "1600"): dict(tck=1.25, cl=10, rcd_rd=10, rcd_wr=8, rp=10, ras=24, rc=34, wr=12,
-                           rtp=4, cwl=4, ccd_s=2, ccd_l=4, wtr_s=5, wtr_l=6, rtw=1),
+                           rtp=4, cwl=4, ccd_s=2, ccd_l=4, wtr_s=5, wtr_l=6, rtw=2),
     ("HBM2", "2000"): dict(tck=1.0, cl=14, rcd_rd=14, rcd_wr=12, rp=14, ras=34, rc=48, wr=16,
-                           rtp=5, cwl=5, ccd_s=2, ccd_l=4, wtr_s=6, wtr_l=8, rtw=1),
+                           rtp=5, cwl=5, ccd_s=2, ccd_l=4, wtr_s=6, wtr_l=8, rtw=2),
     ("HBM2", "2400"): dict(tck=0.833, cl=17, rcd_rd=17, rcd_wr=14, rp=17, ras=40, rc=57, wr=19,
-                           rtp=6, cwl=6, ccd_s=2, ccd_l=4, wtr_s=8, wtr_l=10, rtw=1),
+                           rtp=6, cwl=6, ccd_s=2, ccd_l=4, wtr_s=8, wtr_l=10, rtw=2),
     ("HBM3", "6400"): dict(tck=0.625, cl=23, rcd_rd=23, rcd_wr=23, rp=23, ras=55, rc=77, wr=26,
                            rtp=10, cwl=7, ccd_s=2, ccd_l=4, wtr_s=10, wtr_l=13, rtw=2, rrd_s=2,
                            rrd_l=4, faw=48, refi=6240, rfc_sb=320, rrefd=13),
@@ -73,7 +76,7 @@ PRESETS = {
 for _speed, _tck in (("3200", 0.625), ("3600", 2 / 3.6)):
     _base = {k: v for k, v in PRESETS["HBM2", "2000"].items() if k not in ("tck", "ccd_s", "rtw")}
     PRESETS["HBM2E", _speed] = dict(
-        tck=_tck, ccd_s=BURST_CYCLES, rtw=1,
+        tck=_tck, ccd_s=BURST_CYCLES, rtw=2,
         **{k: math.ceil(v / _tck - 1e-9) for k, v in {**_base, **_HBM2_NS}.items()
            if k != "refi"}, refi=math.floor(_HBM2_NS["refi"] / _tck + 1e-9))
 RFC_NS = {2: 160.0, 4: 260.0, 8: 350.0}
@@ -139,6 +142,14 @@ class Timing:
         """ACT to ACT in one bank: tRC, or tRAS + tRP when that is longer (an auto-precharge
         starts no earlier than tRAS after the ACT)."""
         return max(self.rc, self.ras + self.rp)
+
+    @property
+    def wr_to_rda(self):
+        """WR to an RDA of the same bank: the RDA's precharge (tRTP after it) is a precharge,
+        so it must not start before the WR's recovery (WR to PRE) ends. DRAMSys
+        ``CheckerHBM2.cpp`` (commit 8e021ea) lines 117-122: RDA after WR of the bank,
+        tWL + tBURST + tWR - tRTP."""
+        return max(1, self.wr_to_pre - self.rtp)
 
     @property
     def rda_to_act(self):

@@ -6,9 +6,9 @@ they watch the row and column commands it issues (those the channel's arbiter gr
 report, through :class:`~hdl.hbm.interface.BankStatusSignature`, which banks are open on which
 rows and which commands their timing allows in the current cycle. Each constraint is a
 :class:`~hdl.hbm.timing.Countdown` loaded by the commands that start it: per bank (tRP, tRC,
-tRCD, tRAS, tRTP, WR to PRE, auto-precharge, tRFCsb), per bank group (tRRD_L, tCCD_L, WR to RD
-long, ACT to REFSB) and per pseudo-channel (tRRD_S, tFAW, tCCD_S, WR to RD short, RD to WR,
-tRFC, tRREFD). Timings count from a command's first cycle.
+tRCD, tRAS, tRTP, WR to PRE, WR to RDA, auto-precharge, tRFCsb), per bank group (tRRD_L,
+tCCD_L, WR to RD long, ACT to REFSB) and per pseudo-channel (tRRD_S, tFAW, tCCD_S, WR to RD
+short, RD to WR, tRFC, tRREFD). Timings count from a command's first cycle.
 """
 
 from amaranth.hdl import Const, Module
@@ -32,11 +32,12 @@ class BankMachine(wiring.Component):
     is_open : Out(1), open_row : Out(row_bits)
         The bank's state from the cycle after the command: an ACT opens it; a PRE, RDA or WRA
         closes it (the scheduler never issues an ACT and a closing command together).
-    act_ok, rd_ok, wr_ok, pre_ok : Out(1)
+    act_ok, rd_ok, wr_ok, pre_ok, rda_ok : Out(1)
         The next ACT (tRC, or tRAS + tRP; tRP after PRE; the auto-precharge's tRTP or WR to PRE,
-        then tRP; tRFCsb after REFSB), RD (tRCD_RD), WR (tRCD_WR), PRE (tRAS, tRTP, WR to PRE)
-        may issue this cycle (combinational from the counters). ``pre_left``: cycles until
-        ``pre_ok``.
+        then tRP; tRFCsb after REFSB), RD (tRCD_RD), WR (tRCD_WR), PRE (tRAS, tRTP, WR to PRE),
+        RDA (WR to PRE - tRTP after a WR: its precharge keeps the write recovery, DRAMSys
+        ``CheckerHBM2.cpp`` lines 117-122) may issue this cycle (combinational from the
+        counters). ``pre_left``: cycles until ``pre_ok``.
     """
 
     def __init__(self, cfg):
@@ -48,12 +49,14 @@ class BankMachine(wiring.Component):
             "rd": {"act": t.rcd_rd},
             "wr": {"act": t.rcd_wr},
             "pre": {"act": t.ras, "rd": t.rtp, "wr": t.wr_to_pre},
+            "rda": {"wr": t.wr_to_rda},
         }
         super().__init__({
             **{name: In(1) for name in ("act", "pre", "rd", "wr", "rda", "wra", "refsb")},
             "row": In(cfg.row_bits),
             "is_open": Out(1), "open_row": Out(cfg.row_bits),
             "act_ok": Out(1), "rd_ok": Out(1), "wr_ok": Out(1), "pre_ok": Out(1),
+            "rda_ok": Out(1),
             "pre_left": Out(range(max(t.ras, t.rtp, t.wr_to_pre) + 1)),
         })
 
@@ -121,6 +124,7 @@ class BankMachines(wiring.Component):
                 st.open[b].eq(bank.is_open), st.open_row[b].eq(bank.open_row),
                 st.act_ok[b].eq(bank.act_ok), st.rd_ok[b].eq(bank.rd_ok),
                 st.wr_ok[b].eq(bank.wr_ok), st.pre_ok[b].eq(bank.pre_ok),
+                st.rda_ok[b].eq(bank.rda_ok),
                 st.pre_left[b].eq(bank.pre_left),
             ]
 

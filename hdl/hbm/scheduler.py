@@ -10,7 +10,8 @@ offered to the channel's command buses, chosen among the requests of the command
 Policy (docs/hbm.md, "Scheduler policy"):
   * Column command: the oldest request of the mode whose row is open and whose every timing
     constraint is met (FR-FCFS: a row hit goes ahead of older misses); starving ones first.
-    With the closed-page policy the last queued access to a row carries auto-precharge.
+    With the closed-page policy the last queued access to a row carries auto-precharge; an RDA
+    waits until its bank's write recovery has at most tRTP left.
   * Read/write mode: batches of writes between the watermarks; the mode of the oldest starving
     request wins. A switch is made in two steps: first the row commands turn to the next mode
     while the old mode's requests whose rows are open still get their column commands (at most
@@ -120,7 +121,8 @@ class ColumnChoice(wiring.Component):
     must still wait at least as long for its PRE as the command would make its own bank wait.
     With the closed-page policy, a command carries auto-precharge (RDA, WRA) when no other
     queued request hits its row and its request leaves the queue with it (not a partial
-    write's merge read).
+    write's merge read); such a read waits until its bank's last WR has at most tRTP of its
+    write recovery left (``rda_ok``), so that its precharge does not cut it short (issue 34).
 
     Members
     -------
@@ -187,12 +189,15 @@ class ColumnChoice(wiring.Component):
         banks = range(cfg.banks)
         ref_rd_ok = Cat(*[st.open[b] & (st.pre_left[b] >= t.rtp) for b in banks]).any()
         ref_wr_ok = Cat(*[st.open[b] & (st.pre_left[b] >= t.wr_to_pre) for b in banks]).any()
+        closed_page = Const(cfg.page_policy == "closed")
         ready = Signal(cfg.queue_depth)
         for i in range(cfg.queue_depth):
             e, is_rd = self.entries[i], self.is_rd[i]
             bg = _group(cfg, e.bank)
+            rda_held = (closed_page & ~e.write & ~self.row_shared.bit_select(e.bank, 1)
+                        & ~st.rda_ok.bit_select(e.bank, 1))
             rd_timing = (st.rd_ok.bit_select(e.bank, 1) & st.wtr_s_ok
-                         & st.wtr_l_ok.bit_select(bg, 1) & self.rd_room)
+                         & st.wtr_l_ok.bit_select(bg, 1) & self.rd_room & ~rda_held)
             wr_timing = st.wr_ok.bit_select(e.bank, 1) & st.rtw_ok & (e.posted | self.b_room)
             timing_ok = (st.ccd_s_ok & st.ccd_l_ok.bit_select(bg, 1)
                          & Mux(is_rd, rd_timing, wr_timing))

@@ -25,7 +25,8 @@ first cycle. Rules checked, with ``t`` the command's cycle:
   WR   bank open; tRCD_WR after its ACT; tCCD_L/S; read-to-write: the write burst starts at
        least ``rtw`` idle cycles after the last read burst left the bus.
   RDA, WRA: as RD, WR; the bank is closed from then on for commands (see ACT for its
-       precharge).
+       precharge). The implicit precharge is a precharge: it starts no earlier than
+       CWL + BL/2 + tWR after the bank's last WR (an RDA soon after a WR breaks it).
   REF  every bank closed; tRP after each precharge; tRC after each ACT; tRFC after REF; tRFCsb
        after each REFSB.
   REFSB bank closed; tRP after its precharge, tRC after its ACT, tRFCsb after its last REFSB;
@@ -274,9 +275,21 @@ class HBMDeviceModel:
                 self._fail(pc, cycle, f"data bus collision in cycle {at}")
             beats[at] = (key, k)
 
-    def _auto_precharge(self, pc, cycle, bank, delay):
+    def _auto_precharge(self, pc, cycle, bank, delay, what):
+        """The bank's implicit precharge starts ``delay`` after the command, held back to tRAS
+        after the ACT (the device starts it "as if an explicit PRECHARGE command was issued at
+        the earliest possible time without violating tRAS (MIN)", the DDR wording LiteDRAM
+        PR #45 quotes). It is a precharge, so it must also meet the write recovery of an
+        earlier WR to the bank (WR + CWL + BL/2 + tWR): DRAMSys ``CheckerHBM2.cpp`` (commit
+        8e021ea) lines 117-122 make an RDA wait tWRPRE - tRTP after a WR to its bank. A WRA's
+        own recovery ends after any earlier WR's, so only an RDA can break it."""
         c, t = self.pc[pc], self.t
-        c.last_pre[bank] = max(cycle + delay, c.last_act[bank] + t.ras)
+        start = max(cycle + delay, c.last_act[bank] + t.ras)
+        if start - c.last_wr[bank] < t.wr_to_pre:
+            self._fail(pc, cycle, f"tWR (WR to the auto-precharge of {what}, bank {bank}): "
+                                  f"precharge {start - c.last_wr[bank]} cycles after the WR, "
+                                  f"needs {t.wr_to_pre}")
+        c.last_pre[bank] = start
         c.open[bank] = None
 
     def rd(self, pc, cycle, bank, col, auto=False):
@@ -291,7 +304,7 @@ class HBMDeviceModel:
         c.last_rd[bank] = c.last_rd_any = c.last_col_any = cycle
         c.col_bg[self._bg(bank)] = cycle
         if auto:
-            self._auto_precharge(pc, cycle, bank, t.rtp)
+            self._auto_precharge(pc, cycle, bank, t.rtp, what)
         self._command(pc, cycle, what, bank, col)
 
     def wr(self, pc, cycle, bank, col, auto=False):
@@ -306,7 +319,7 @@ class HBMDeviceModel:
         c.last_wr[bank] = c.last_wr_any = c.last_col_any = cycle
         c.col_bg[self._bg(bank)] = c.wr_bg[self._bg(bank)] = cycle
         if auto:
-            self._auto_precharge(pc, cycle, bank, t.wr_to_pre)
+            self._auto_precharge(pc, cycle, bank, t.wr_to_pre, what)
         self._command(pc, cycle, what, bank, col)
 
     # Data and time -------------------------------------------------------------------------

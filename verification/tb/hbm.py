@@ -30,6 +30,7 @@ from verification.tb.bench import (
     env_int,
     measurement,
     new_rng,
+    only_if,
     perf_spec,
     start,
     write_report,
@@ -531,6 +532,70 @@ async def test_write_not_starved(dut, flow):
         back.add("r", 1, a, 1)
     await back.run()
     await tb.finish()
+
+
+def _last_reads_after_write(trace, t):
+    """Count, in a device-command trace, the reads that were their row's last access and came
+    less than WR to PRE (CWL + BL/2 + tWR) after a WR to the bank: an RDA, or a RD after which
+    the bank's next command was its PRE (or a PREA)."""
+    last_wr, pending, count = {}, {}, 0
+    for line in trace:
+        cycle, ch, pc, op, bank, _ = line.split()
+        key, cycle = (ch, pc, bank), int(cycle)
+        near = cycle - last_wr.get(key, -t.wr_to_pre) < t.wr_to_pre
+        if op in ("WR", "WRA", "ACT"):
+            last_wr[key] = cycle if op.startswith("WR") else -t.wr_to_pre
+            pending[key] = False
+        elif op in ("RD", "RDA"):
+            pending[key] = near and op == "RD"
+            count += near and op == "RDA"
+        elif op == "PRE":
+            count += pending.pop(key, False)
+        elif op == "PREA":
+            count += sum(v for k, v in pending.items() if k[:2] == (ch, pc))
+            pending = {k: v for k, v in pending.items() if k[:2] != (ch, pc)}
+    return count
+
+
+@only_if(lambda p: p["page_policy"] == "closed")
+@cocotb.test()
+@cocotb.parametrize(flow=SHORT_FLOWS)
+async def test_write_then_last_read(dut, flow):
+    """Issue 34: a write, then a read of another access of the same row, a few cycles apart
+    (every third write partial, a read-modify-write), so the read is the row's last access and
+    comes right after the WR. Its auto-precharge must not cut the write's recovery short (the
+    device model fails the test if it does), and the case must have happened: some of the
+    row's last reads came less than WR to PRE after the WR."""
+    trace = "write_then_last_read.trace"
+    tb = HBMBench(dut, flow, trace=trace)
+    await tb.start()
+    cfg = tb.cfg
+    ab, workers = cfg.access_bytes, min(4, cfg.banks, 1 << cfg.id_width)
+
+    async def pairs(k):
+        for n in range(env_int("PODIUM_HBM_PAIRS", 24)):
+            bank = tb.rng.randrange(k, cfg.banks, workers)     # banks of this worker only
+            row = tb.rng.randrange(1 << cfg.row_bits)
+            wcol, rcol = tb.rng.sample(range(1 << cfg.col_bits), 2)
+            pc = tb.rng.randrange(cfg.pseudo_channels)
+            start, length = (0, ab) if n % 3 else (tb.rng.randrange(ab // 2), ab // 2)
+            data = bytes(tb.rng.getrandbits(8) for _ in range(length))
+            port = tb.rng.randrange(cfg.ports)
+            write = cocotb.start_soon(tb.write(cfg.encode(pc, bank, row, wcol) + start, data,
+                                               awid=k, port=port))
+            await ClockCycles(dut.clk, tb.rng.randrange(6))
+            await tb.read(cfg.encode(pc, bank, row, rcol), ab, arid=k, port=port)
+            await write
+
+    tasks = [cocotb.start_soon(pairs(k)) for k in range(workers)]
+    for task in tasks:
+        await task
+    await tb.finish()
+    tb.trace.close()
+    with open(trace) as f:
+        seen = _last_reads_after_write(f, cfg.timing)
+    dut._log.info("row's last read less than WR to PRE after a WR: %d times", seen)
+    assert seen >= 4, f"the case under test happened only {seen} times"
 
 
 @measurement

@@ -40,7 +40,8 @@ CONFIGS = {
 }
 # The configurations beyond the first two run these tests in `make test`, the rest in
 # `make test-all`: random traffic (and tFAW reached by saturating random reads on HBM3).
-QUICK = {"hbm3": {"test_random_mix"}, "legacy": {"test_random_mix"}}
+QUICK = {"hbm3": {"test_random_mix", "test_write_then_last_read"},
+         "legacy": {"test_random_mix"}}
 
 
 def _marks(name, test):
@@ -51,7 +52,7 @@ def _marks(name, test):
 # widest build, on the tests that stress the queue (the random mix, which the benchmark also
 # runs and checks, in `make test-all`).
 DEEP_TESTS = [pytest.param("test_random_mix", marks=pytest.mark.slow), "test_read_after_write",
-              "test_write_not_starved"]
+              "test_write_not_starved", "test_write_then_last_read"]
 
 
 @pytest.mark.parametrize("name, test", cases(TB, CONFIGS, marks=_marks))
@@ -239,6 +240,24 @@ def _seq_wra_act(d, x):
     d.act(0, LATE + T.wr_to_pre + T.rp + x, B0, ROW)
 
 
+def _seq_wr_rda(d, x):
+    # The RDA's precharge (tRTP after it) must not start before the WR's recovery ends.
+    t = d.t
+    _open(d, B0)
+    d.wr(0, LATE, B0, 0)
+    d.rd(0, LATE + t.wr_to_pre - t.rtp + x, B0, 1, auto=True)
+
+
+def _seq_wr_rda_ras(d, x):
+    # The RDA goes at once (WR to RD), tRAS holds its precharge back: the precharge, not the
+    # command, must clear the write recovery.
+    t = d.t
+    d.act(0, LATE, B0, ROW)
+    wr = LATE + t.ras - t.wr_to_pre - x
+    d.wr(0, wr, B0, 0)
+    d.rd(0, wr + t.wr_to_rd_l, B0, 1, auto=True)
+
+
 def _seq_refsb_act(d, x):
     d.refsb(0, LATE, B0)
     d.act(0, LATE + T.rfc_sb + x, B0, ROW)
@@ -319,6 +338,9 @@ CONSTRAINTS = {
     "data bus collision": _seq_data_collision,
     "RDA to ACT (tRTP + tRP)": _seq_rda_act, "RDA to ACT (tRAS + tRP)": _seq_rda_ras,
     "WRA to ACT": _seq_wra_act,
+    "tWR (WR to RDA's auto-precharge)": _seq_wr_rda,
+    "tWR (WR to RDA's auto-precharge), HBM3": _seq_wr_rda,
+    "tWR (WR to RDA's auto-precharge held by tRAS)": _seq_wr_rda_ras,
     "tRFCsb (REFSB to ACT)": _seq_refsb_act, "tRREFD (REFSB to ACT, other bank)":
         _seq_refsb_act_other,
     "tRREFD (REFSB to REFSB)": _seq_refsb_refsb, "ACT to REFSB (tRRD_S + 1)": _seq_act_refsb_s,
@@ -336,7 +358,21 @@ def _seq_write_data(d, x):
 
 # Timings for the sequences that need a constraint the default T lets pass first.
 TIMINGS = {"data bus collision": replace(T, ccd_s=1, ccd_l=1),
-           "RDA to ACT (tRAS + tRP)": replace(T, rc=T.ras + T.rp - 5)}
+           "RDA to ACT (tRAS + tRP)": replace(T, rc=T.ras + T.rp - 5),
+           "tWR (WR to RDA's auto-precharge), HBM3": HBMConfig(standard="HBM3",
+                                                              speed="6400").timing,
+           "tWR (WR to RDA's auto-precharge held by tRAS)": replace(
+               T, ras=T.rcd_wr + T.wr_to_pre + 5, rc=T.rcd_wr + T.wr_to_pre + 5 + T.rp)}
+
+
+def test_checker_wra_after_wr():
+    """A WRA's own write recovery ends after any earlier WR's: WR then WRA to the bank at
+    tCCD_L, and the next ACT tRP after the WRA's recovery, pass."""
+    d = _model()
+    _open(d, B0)
+    d.wr(0, LATE, B0, 0)
+    d.wr(0, LATE + T.ccd_l, B0, 1, auto=True)
+    d.act(0, LATE + T.ccd_l + T.wr_to_pre + T.rp, B0, ROW)
 
 
 @pytest.mark.parametrize("name", CONSTRAINTS)
@@ -453,7 +489,8 @@ def test_timing_presets():
     assert (t.cl, t.rcd_rd, t.rcd_wr, t.rp, t.ras, t.rc, t.wr, t.rtp, t.cwl) == (
         10, 10, 8, 10, 24, 34, 12, 4, 4)
     t = HBMConfig(speed="2400", density_gb=8).timing
-    assert (t.ccd_s, t.ccd_l, t.wtr_s, t.wtr_l, t.refi, t.rfc) == (2, 4, 8, 10, 4681, 421)
+    assert (t.ccd_s, t.ccd_l, t.wtr_s, t.wtr_l, t.refi, t.rfc, t.rtw) == (
+        2, 4, 8, 10, 4681, 421, 2)
     t = HBMConfig(standard="HBM3", speed="6400").timing
     assert (t.cl, t.cwl, t.rcd_rd, t.rp, t.ras, t.rc, t.wr, t.rtp, t.rrd_s, t.rrd_l, t.faw,
             t.refi, t.rfc, t.rfc_sb, t.rrefd, t.rtw) == (
@@ -463,7 +500,7 @@ def test_timing_presets():
     base = HBMConfig(speed="2000").timing
     tck = PRESETS["HBM2E", "3600"]["tck"]
     assert t.cl == -(-base.cl // tck) == 26 and t.ras == 62 and t.refi == 7020
-    assert t.rrd_s == 8 and t.faw == 29 and t.rfc == 468
+    assert t.rrd_s == 8 and t.faw == 29 and t.rfc == 468 and t.rtw == 2
     t = HBMConfig(timing_overrides=TimingOverrides(faw=30, rtw=3)).timing
     assert (t.faw, t.rtw, t.rrd_s) == (30, 3, 4)
 

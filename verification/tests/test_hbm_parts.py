@@ -82,6 +82,7 @@ CONSTRAINTS = {
     "tRAS": (ACT, "pre_ok", BANK, T.ras, [("pre_ok", 0)]),
     "tRTP": (RD, "pre_ok", BANK, T.rtp, [("pre_ok", 0)]),
     "WR to PRE": (WR, "pre_ok", BANK, T.wr_to_pre, [("pre_ok", 2)]),
+    "WR to RDA": (WR, "rda_ok", BANK, T.wr_to_pre - T.rtp, [("rda_ok", 0), ("pre_ok", 0)]),
     "tRRD_L": (ACT, "rrd_l_ok", 0, T.rrd_l, [("rrd_l_ok", 1)]),
     "tRRD_S": (ACT, "rrd_s_ok", None, T.rrd_s, []),
     "tCCD_L": (RD, "ccd_l_ok", 0, T.ccd_l, [("ccd_l_ok", 1)]),
