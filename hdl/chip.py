@@ -28,11 +28,10 @@ from amaranth.lib.wiring import In, Out
 
 from spec.protocol import LOCAL_PORTS
 
-from .hbm.axi_port import axi_signature
 from .hbm.controller import HBMController
 from .hbm.interface import ChannelSignature
 from .ici.packet import coord_layout, eject_layout
-from .lib.axi import AxiNoMemory, manager_signature
+from .lib.axi import AxiNoMemory, axi4_signature
 from .lib.counter import COUNTER_WIDTH
 from .lib.hier import Submodule
 from .lib.sram import SRAM
@@ -131,7 +130,7 @@ class Chip(Top):
             self._blocks["hbm"] = Submodule(config.hbm.name, self._hbm,
                                             children=self._hbm.submodules)
             first = len(config.hbm_managers)
-            members.update({f"mem{p}": In(axi_signature(config.hbm))
+            members.update({f"mem{p}": In(axi4_signature(config.hbm))
                             for p in range(first, config.hbm.ports)})
             members["hbm_idle"] = Out(1)
             members.update({f"hbm_ch{c}": Out(ChannelSignature(config.hbm))
@@ -150,7 +149,7 @@ class Chip(Top):
     def _manager_signature(config, name):
         if name == "nic":
             return hbm_signature(config.nic, READERS)
-        return manager_signature(getattr(config, name))
+        return axi4_signature(getattr(config, name))
 
     @property
     def submodules(self):
@@ -234,5 +233,5 @@ class Chip(Top):
             for name, port in self._axi_ports(cfg).items():
                 wiring.connect(m, managers[name], wiring.flipped(getattr(self, port)))
         elif "tensorcore" in managers:
-            m.submodules.no_hbm = no_hbm = AxiNoMemory(manager_signature(cfg.tensorcore))
+            m.submodules.no_hbm = no_hbm = AxiNoMemory(axi4_signature(cfg.tensorcore))
             wiring.connect(m, managers["tensorcore"], no_hbm.axi)

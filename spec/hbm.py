@@ -410,6 +410,19 @@ class HBMConfig(Config):
         bus width times the beats of two cycles (HBM2 BL4, HBM3 BL8 at four beats per cycle)."""
         beats = 8 if self.standard == "HBM3" else 4
         return self.data_width * beats // 8
+
+    @property
+    def axi_data_width(self):
+        """The AXI4 bus of every port (named as an engine's manager port is): data bits."""
+        return self.access_bytes * 8
+
+    @property
+    def axi_addr_width(self):
+        return self.addr_width
+
+    @property
+    def axi_id_width(self):
+        return self.id_width
     @property
     def offset_bits(self):
         return (self.access_bytes - 1).bit_length()
@@ -541,8 +554,8 @@ def check_matching_bus(path, manager, hbm):
     """Refuse an AXI4 manager's configuration (``path``: a TensorCore's or SparseCore's, with
     ``axi_data_width``, ``axi_addr_width`` and ``axi_id_width``) whose bus differs from the
     HBM controller's ports."""
-    for name, want in (("axi_data_width", hbm.access_bytes * 8),
-                       ("axi_addr_width", hbm.addr_width), ("axi_id_width", hbm.id_width)):
+    for name in ("axi_data_width", "axi_addr_width", "axi_id_width"):
+        want = getattr(hbm, name)
         if getattr(manager, name) != want:
             raise ConfigError(f"{path}.{name}", f"must equal the HBM controller's ({want}), "
                                                 f"got {getattr(manager, name)}")

@@ -24,22 +24,16 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.axi import AXI4Signature, AxiResp
+from ..lib.axi import AxiResp, axi4_signature
 from ..lib.counter import COUNTER_WIDTH, count_events
 from .front_end import FrontEnd, port_request_layout
 from .interface import bresp_layout, rresp_layout, tag_bits
 from .reorder import ReorderBuffer
 from .write_tracker import WriteTracker
 
-__all__ = ["AxiPort", "axi_signature", "local_tag_bits", "PORT_COUNTERS"]
+__all__ = ["AxiPort", "local_tag_bits", "PORT_COUNTERS"]
 
 PORT_COUNTERS = ("decerr", "slverr")
-
-
-def axi_signature(cfg):
-    """The AXI4 bus of one port (the controller is its subordinate: ``In(axi_signature)``)."""
-    return AXI4Signature(addr_width=cfg.addr_width, data_width=cfg.access_bytes * 8,
-                         id_width=cfg.id_width)
 
 
 def local_tag_bits(cfg):
@@ -70,7 +64,7 @@ class AxiPort(wiring.Component):
     def __init__(self, cfg):
         self._cfg = cfg
         super().__init__({
-            "axi": In(axi_signature(cfg)),
+            "axi": In(axi4_signature(cfg)),
             "wreq": Out(stream.Signature(port_request_layout(cfg))),
             "rreq": Out(stream.Signature(port_request_layout(cfg))),
             "rret": In(stream.Signature(rresp_layout(cfg))),

@@ -23,11 +23,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.arbiter import RoundRobin
+from ..lib.axi import axi4_signature
 from ..lib.hier import Submodule
 from ..lib.queue import Queue
 from ..top import Top
 from .arbiter import CommandArbiter
-from .axi_port import PORT_COUNTERS, AxiPort, axi_signature, local_tag_bits
+from .axi_port import PORT_COUNTERS, AxiPort, local_tag_bits
 from .channel import CHANNEL_COUNTERS, LEAVE_LIMIT, PseudoChannel
 from .interface import ChannelSignature, request_layout
 
@@ -63,7 +64,7 @@ class HBMController(Top):
         cfg = config
         members = {}
         for p in range(cfg.ports):
-            members[f"s{p}_axi"] = In(axi_signature(cfg))
+            members[f"s{p}_axi"] = In(axi4_signature(cfg))
             members.update({f"s{p}_{name}": Out(32) for name in PORT_COUNTERS})
         for c in range(cfg.channels):
             members[f"ch{c}"] = Out(ChannelSignature(cfg))

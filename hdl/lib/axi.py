@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 from spec.config import check, check_int
 
 __all__ = ["AxiResp", "AxiBurst", "AXI4Signature", "AXI4LiteSignature", "engine_members",
-           "manager_signature", "AxiNoMemory"]
+           "axi4_signature", "AxiNoMemory"]
 
 
 class AxiResp(enum.Enum, shape=2):
@@ -126,8 +126,9 @@ class AXI4LiteSignature(_BusSignature):
         })
 
 
-def manager_signature(cfg):
-    """The AXI4 bus of an engine's manager port: the ``axi_*_width`` fields of ``cfg``."""
+def axi4_signature(cfg):
+    """The AXI4 bus a configuration names by its ``axi_data_width``, ``axi_addr_width`` and
+    ``axi_id_width``: an engine's manager port, or each port of the HBM controller."""
     return AXI4Signature(addr_width=cfg.axi_addr_width, data_width=cfg.axi_data_width,
                          id_width=cfg.axi_id_width)
 
@@ -138,7 +139,7 @@ def engine_members(cfg, csr_addr_width):
     ``axi_*_width`` fields of ``cfg``) and the STATUS bits ``running``, ``done``, ``error``."""
     return {
         "csr": In(AXI4LiteSignature(addr_width=csr_addr_width)),
-        "axi": Out(manager_signature(cfg)),
+        "axi": Out(axi4_signature(cfg)),
         "running": Out(1), "done": Out(1), "error": Out(1),
     }
 

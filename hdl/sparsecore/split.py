@@ -19,7 +19,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.axi import AxiResp, manager_signature
+from ..lib.axi import AxiResp, axi4_signature
 from ..lib.queue import Queue
 
 __all__ = ["Split4K", "WRITES_IN_FLIGHT"]
@@ -53,8 +53,8 @@ class Split4K(wiring.Component):
 
     def __init__(self, cfg):
         self._cfg = cfg
-        super().__init__({"mgr": In(manager_signature(cfg)),
-                          "bus": Out(manager_signature(cfg))})
+        super().__init__({"mgr": In(axi4_signature(cfg)),
+                          "bus": Out(axi4_signature(cfg))})
 
     def elaborate(self, platform):
         m = Module()

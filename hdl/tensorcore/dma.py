@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.isa import MAX_SEMAPHORES
 
-from ..lib.axi import AxiBurst, AxiResp, manager_signature
+from ..lib.axi import AxiBurst, AxiResp, axi4_signature
 from ..lib.queue import Queue
 from .vmem import place_vector, vector_slot
 from .vmem_ports import vmem_read_signature, vmem_write_signature
@@ -227,7 +227,7 @@ class _LoadPath(wiring.Component):
         self._id_bits = cfg.axi_id_width
         super().__init__({
             "burst": In(stream.Signature(_burst_layout(cfg))),
-            "axi": Out(manager_signature(cfg)),
+            "axi": Out(axi4_signature(cfg)),
             "wr": Out(vmem_write_signature(cfg)),
             "room": In(1), "issued": Out(1),
             "answered": Out(1), "failed": Out(1), "slot": Out(range(SLOTS)), "beat": Out(1),
@@ -281,7 +281,7 @@ class _StorePath(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "burst": In(stream.Signature(_burst_layout(cfg))),
-            "axi": Out(manager_signature(cfg)),
+            "axi": Out(axi4_signature(cfg)),
             "rd": Out(vmem_read_signature(cfg)),
             "room": In(1), "issued": Out(1),
             "answered": Out(1), "failed": Out(1), "slot": Out(range(SLOTS)), "beat": Out(1),
@@ -379,7 +379,7 @@ class DMA(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "cmd": In(stream.Signature(dma_command_layout(cfg))),
-            "axi": Out(manager_signature(cfg)),
+            "axi": Out(axi4_signature(cfg)),
             "wr": Out(vmem_write_signature(cfg)), "rd": Out(vmem_read_signature(cfg)),
             "flush": In(1), "signal": Out(1), "sem": Out(range(MAX_SEMAPHORES + 1)),
             "signal_pc": Out(16), "error": Out(1), "error_pc": Out(16), "idle": Out(1),

@@ -155,6 +155,16 @@ class HBMBench:
                      for w in range(ab // 8)]
             self.model.pc[pc].mem[(bank, row, col)] = words
 
+    def write_bytes(self, address, data):
+        """Put any bytes at any ``address`` into the device model: the whole accesses around
+        them are read (:meth:`dump`), patched and loaded back (:meth:`load`)."""
+        ab = self.cfg.access_bytes
+        start = address - address % ab
+        end = -(-(address + len(data)) // ab) * ab
+        image = bytearray(self.dump(start, end - start))
+        image[address - start: address - start + len(data)] = data
+        self.load(start, bytes(image))
+
     def dump(self, address, length):
         """The bytes at ``address`` as the device model holds them (no bit may be flipped)."""
         ab = self.cfg.access_bytes

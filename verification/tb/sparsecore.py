@@ -162,12 +162,7 @@ class SparseCoreBench:
         if not self.hbm:
             self.ram.write(address, data)
             return
-        ab = self.hbm_cfg.access_bytes
-        start = address - address % ab
-        end = -(-(address + len(data)) // ab) * ab
-        image = bytearray(self.hbm.dump(start, end - start))
-        image[address - start: address - start + len(data)] = data
-        self.hbm.load(start, bytes(image))
+        self.hbm.write_bytes(address, data)
 
     def read_hbm(self, address, length):
         if not self.hbm:

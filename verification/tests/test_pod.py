@@ -73,7 +73,7 @@ def test_pod_programs(cocotb_run, pod, test):
     ({"nic": {"ici": {"classes": 1}}}, "chip.nic.ici.classes"),
     ({"local_words": 1000}, "chip.local_words"),
     ({"local_words": 8}, "chip.local_words"),
-    ({"nic": None}, "chip.nic"),
+    ({"nic": None, "tensorcore": TensorCoreConfig().to_dict()}, "chip.nic"),
     ({"faults": 1}, "faults"),
 ])
 def test_pod_config_refused(change, path):
@@ -82,6 +82,8 @@ def test_pod_config_refused(change, path):
     for key, value in change.items():
         if key == "nic" and value is not None:
             params["chip"]["nic"]["ici"].update(value["ici"])
+        elif key == "nic":
+            params["chip"]["nic"] = None
         elif key == "faults":
             params[key] = value
         else:
