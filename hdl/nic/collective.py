@@ -14,6 +14,8 @@ what arrived at step ``k - 1``): that data dependency is the only synchronisatio
 """
 
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -174,9 +176,28 @@ class CollectiveEngine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg, ici = self._cfg, self._cfg.ici
-        shift = (cfg.flit_bytes - 1).bit_length()
-        width = range(4 * max(ici.dims))
+        ctx = self._phases(m)
+        self._ring(m, ctx)
+        self._arrivals(m, ctx)
+        self._ready_tokens(m, ctx)
+        # Every arrival counter, for tests: between collectives each is 0 unless a
+        # neighbour's next collective has begun.
+        self.counters = [ctx.exchanged, *ctx.ready_from]
+        sent, idle, too_long = [], [], []
+        for h in range(2):
+            direction_sent, direction_idle, oversize = self._direction(m, h, ctx)
+            sent.append(direction_sent)
+            idle.append(direction_idle)
+            too_long.append(oversize)
+        m.d.comb += self.arrived.ready.eq(1)
+        error = self._control(m, ctx, sent, idle)
+        count_events(m, self, {"errors": error + too_long[0] + too_long[1]})
+        return m
+
+    def _phases(self, m):
+        """The descriptor register and the ring collective of the current phase (``cur``);
+        returns them in the namespace the other parts of ``elaborate`` share."""
+        cfg = self._cfg
         desc = Signal(descriptor_layout(cfg))
         a2a = desc.op == Collective.ALL_TO_ALL
         two_d = desc.op == Collective.ALL_REDUCE_2D
@@ -184,8 +205,6 @@ class CollectiveEngine(wiring.Component):
         # reduce-scatter along X (phase 0), all-reduce along Y of this chip's X block
         # (phase 1, at ``xoff`` elements, ``xlen`` long) and all-gather along X (phase 2).
         phase = Signal(range(3))
-        # A grain: a flit of 32-bit elements, or in bfloat16 half a flit of elements (a flit of
-        # their fp32 partials), so that every piece starts on a flit in both formats.
         bf16 = desc.fmt == IciFmt.BF16
         cur = Signal(descriptor_layout(cfg))
         xoff, xlen = Signal(LENGTH_BITS), Signal(LENGTH_BITS)
@@ -201,6 +220,17 @@ class CollectiveEngine(wiring.Component):
                                  cur.length.eq(xlen)]
                 with m.Default():
                     m.d.comb += cur.op.eq(Collective.ALL_GATHER)
+        return SimpleNamespace(desc=desc, a2a=a2a, two_d=two_d, phase=phase, bf16=bf16,
+                               cur=cur, xoff=xoff, xlen=xlen)
+
+    def _ring(self, m, ctx):
+        """The ring of ``cur``: its size ``n``, this chip's place ``p`` in it, its ``steps``,
+        its buffer's grains split ``n`` ways (``quotient``, ``remainder``), and this chip's
+        node number ``me``; added to ``ctx``."""
+        cfg, ici = self._cfg, self._cfg.ici
+        shift = (cfg.flit_bytes - 1).bit_length()
+        cur, bf16 = ctx.cur, ctx.bf16
+        width = range(4 * max(ici.dims))
         n = Signal(range(max(ici.dims) + 1))
         p = Signal(range(max(ici.dims)))
         m.d.comb += n.eq(1)
@@ -208,12 +238,10 @@ class CollectiveEngine(wiring.Component):
             with m.If(cur.dim == d):
                 m.d.comb += [n.eq(k), p.eq(self.coords[f"c{d}"])]
 
+        # A grain: a flit of 32-bit elements, or in bfloat16 half a flit of elements (a flit of
+        # their fp32 partials), so that every piece starts on a flit in both formats.
         def grain(g):
             return Mux(bf16, g << (shift - 1), g << (shift - 2))
-
-        def flits(elements, esize):
-            """Flits of ``elements`` elements of ``esize`` bytes."""
-            return (elements * esize + cfg.flit_bytes - 1) >> shift
 
         grains = Signal(LENGTH_BITS)
         steps = Signal(width)
@@ -231,7 +259,15 @@ class CollectiveEngine(wiring.Component):
             node += self.coords[f"c{d}"] * stride
             stride *= k
         m.d.comb += me.eq(node)
+        vars(ctx).update(width=width, n=n, p=p, grain=grain, steps=steps, quotient=quotient,
+                         remainder=remainder, me=me)
 
+    def _arrivals(self, m, ctx):
+        """The arrivals the engine counts (``ours``), the all-to-all's last chunks counted
+        (``exchanged``), what a finished collective takes off each ring count (``expected``)
+        and the ``running``, ``finished`` and ``advance`` strobes; added to ``ctx``."""
+        ici = self._cfg.ici
+        a2a, two_d = ctx.a2a, ctx.two_d
         running = Signal()                      # the directions are sending
         arrived = self.arrived.payload
         ours = (self.arrived.valid & (arrived.kind == PacketKind.WRITE)
@@ -249,87 +285,135 @@ class CollectiveEngine(wiring.Component):
             nx, ny = ici.dims[0], ici.dims[1]
         else:
             nx = ny = 1
-        expected = [Mux(two_d, nx - 1, Mux(a2a, 0, steps)), Mux(two_d, 2 * (ny - 1), 0),
+        expected = [Mux(two_d, nx - 1, Mux(a2a, 0, ctx.steps)), Mux(two_d, 2 * (ny - 1), 0),
                     Mux(two_d, nx - 1, 0), ~a2a, two_d]
+        vars(ctx).update(running=running, arrived=arrived, ours=ours, finished=finished,
+                         advance=advance, exchanged=exchanged, ring_tag=ring_tag, nx=nx, ny=ny,
+                         expected=expected)
+
+    def _ready_tokens(self, m, ctx):
+        """The all-to-all ready tokens, counted per source chip (``ready_from``, added to
+        ``ctx``)."""
         # All-to-all ready tokens, counted per source chip (sent from its port 0).
-        ready_from = Array(Signal(2, name=f"a2a_ready{k}") for k in range(ici.nodes))
+        ready_from = Array(Signal(2, name=f"a2a_ready{k}") for k in range(self._cfg.ici.nodes))
         for k, count in enumerate(ready_from):
-            token = ours & (arrived.tag == A2A_READY) & (arrived.src == k * LOCAL_PORTS)
-            m.d.sync += count.eq(count + token - (finished & a2a))
-        sent, idle, too_long = [], [], []
-        # Every arrival counter, for tests: between collectives each is 0 unless a
-        # neighbour's next collective has begun.
-        self.counters = [exchanged, *ready_from]
-        for h in range(2):
-            step = Signal(width, name=f"step{h}")
-            counts = []
-            kinds = [ring_tag == h, ring_tag == 4 + h, ring_tag == 8 + h,
-                     arrived.tag == TOKEN_TAG + h, arrived.tag == TOKEN_TAG + 2 + h]
-            for k, kind in enumerate(kinds):
-                count = Signal(width, name=f"arrivals{h}_{k}")
-                m.d.sync += count.eq(count + (ours & kind)
-                                     - Mux(finished, expected[k], 0))
-                counts.append(count)
-                self.counters.append(count)
-            arrivals = Signal(width, name=f"arrivals{h}")
-            m.d.comb += arrivals.eq(Array(counts[:3])[phase])
-            # Phase 0 (and a 2-D all-reduce's phase 1) first sends a token to the neighbour
-            # that sends to this chip (its buffer is ready: the neighbour may write or add
-            # into it), and waits for the token of the neighbour it sends to.
-            token = Signal(name=f"token{h}")
-            tokened = Signal(name=f"tokened{h}")
-            m.d.comb += token.eq(~a2a & ((phase == 0) | (two_d & (phase == 1))) & ~tokened)
-            reducing = (cur.op != Collective.ALL_GATHER) & (step < n - 1)
-            s = Mux((cur.op == Collective.ALL_REDUCE) & ~reducing, step - (n - 1), step)
-            lag = Mux(reducing, 1, 0)
-            unwrapped = (p + s + lag) if h else (p + n - s - lag)
-            index = Signal(width, name=f"index{h}")
-            m.d.comb += index.eq(Mux(unwrapped >= n, unwrapped - n, unwrapped))
-            offset, count = self._piece(m, cur, quotient, remainder, index, h, grain)
-            address = Signal(ADDR_BITS, name=f"address{h}")
-            m.d.comb += address.eq(cur.address + Mux(bf16, offset << 1, offset << 2))
-            cmd, read = self.cmd[h], self.read[h]
-            staged = Signal(name=f"staged{h}")      # reading partials from a staging slot
-            remaining = flit_reads(m, cfg, read, name=f"remaining{h}", wrap=staged)
-            m.d.comb += read.payload.space.eq(desc.space)
+            token = (ctx.ours & (ctx.arrived.tag == A2A_READY)
+                     & (ctx.arrived.src == k * LOCAL_PORTS))
+            m.d.sync += count.eq(count + token - (ctx.finished & ctx.a2a))
+        ctx.ready_from = ready_from
 
-            a2a_sent, oversize = self._all_to_all(m, h, desc, me, running & a2a, remaining,
-                                                  ready_from)
-            parity = bf16 & reducing & step[0]
-            with m.If(~a2a):
-                self._widen(m, h, cmd.valid & cmd.ready & ~token, bf16 & reducing & (step == 0),
-                            flits(count, 4))
-                self._command(m, cmd.payload, cur, n, p, step, h, reducing, address, count,
-                              phase, token, parity)
-                ready = Mux(step == 0, Mux(phase == 0, counts[3] != 0,
-                                           (phase != 1) | (counts[4] != 0)),
-                            arrivals >= step)
-                m.d.comb += cmd.valid.eq(running & (remaining == 0)
-                                         & (token | ((step < steps) & ready)))
-                with m.If(cmd.valid & cmd.ready & token):
-                    m.d.sync += tokened.eq(1)
-                with m.Elif(cmd.valid & cmd.ready):
-                    # bfloat16: step 0 reads this chip's elements (widen), a later step the
-                    # partials of the step before from the staging slot they landed in.
-                    from_slot = bf16 & reducing & (step != 0)
-                    slot = staging_address(cfg, self._staging_base,
-                                           Cat(Const(h, 1), ~step[0]), address)
-                    m.d.sync += [step.eq(step + 1), staged.eq(from_slot),
-                                 remaining.eq(Mux(bf16 & ~from_slot, flits(count, 2),
-                                                  flits(count, 4))),
-                                 read.payload.address.eq(Mux(from_slot, slot, address))]
-            with m.If((self.start.valid & self.start.ready) | advance):
-                m.d.sync += [step.eq(0), tokened.eq(0)]
-            sent.append(Mux(a2a, a2a_sent, (step >= steps) & ~token) & (remaining == 0))
-            idle.append(Mux(a2a, exchanged >= 2 * ici.nodes, arrivals >= steps))
-            too_long.append(oversize)
-        m.d.comb += self.arrived.ready.eq(1)
+    def _direction(self, m, h, ctx):
+        """Direction ``h`` (0 +, 1 -): its step counter, ready token, piece, flit reads and
+        messages, of a ring collective or an all-to-all; returns (every message sent, every
+        arrival counted, an oversized all-to-all entry sent)."""
+        cfg, ici = self._cfg, self._cfg.ici
+        step = Signal(ctx.width, name=f"step{h}")
+        arrivals, ready = self._ring_arrivals(m, h, ctx, step)
+        # Phase 0 (and a 2-D all-reduce's phase 1) first sends a token to the neighbour
+        # that sends to this chip (its buffer is ready: the neighbour may write or add
+        # into it), and waits for the token of the neighbour it sends to.
+        token = Signal(name=f"token{h}")
+        tokened = Signal(name=f"tokened{h}")
+        m.d.comb += token.eq(~ctx.a2a & ((ctx.phase == 0) | (ctx.two_d & (ctx.phase == 1)))
+                             & ~tokened)
+        reducing, count, address = self._ring_piece(m, h, ctx, step)
+        read = self.read[h]
+        staged = Signal(name=f"staged{h}")      # reading partials from a staging slot
+        remaining = flit_reads(m, cfg, read, name=f"remaining{h}", wrap=staged)
+        m.d.comb += read.payload.space.eq(ctx.desc.space)
 
+        a2a_sent, oversize = self._all_to_all(m, h, ctx.desc, ctx.me, ctx.running & ctx.a2a,
+                                              remaining, ctx.ready_from)
+        with m.If(~ctx.a2a):
+            self._ring_send(m, h, ctx, step, ready, token, tokened, staged, remaining,
+                            reducing, count, address)
+        with m.If((self.start.valid & self.start.ready) | ctx.advance):
+            m.d.sync += [step.eq(0), tokened.eq(0)]
+        return (Mux(ctx.a2a, a2a_sent, (step >= ctx.steps) & ~token) & (remaining == 0),
+                Mux(ctx.a2a, ctx.exchanged >= 2 * ici.nodes, arrivals >= ctx.steps),
+                oversize)
+
+    def _ring_arrivals(self, m, h, ctx, step):
+        """Direction ``h``'s arrival counts, one per kind (ring messages of phases 0, 1 and 2,
+        ready tokens of phases 0 and 1), added to ``counters``; returns (the current phase's
+        ring arrivals, whether the message of ``step`` may go)."""
+        phase = ctx.phase
+        counts = []
+        kinds = [ctx.ring_tag == h, ctx.ring_tag == 4 + h, ctx.ring_tag == 8 + h,
+                 ctx.arrived.tag == TOKEN_TAG + h, ctx.arrived.tag == TOKEN_TAG + 2 + h]
+        for k, kind in enumerate(kinds):
+            count = Signal(ctx.width, name=f"arrivals{h}_{k}")
+            m.d.sync += count.eq(count + (ctx.ours & kind)
+                                 - Mux(ctx.finished, ctx.expected[k], 0))
+            counts.append(count)
+            self.counters.append(count)
+        arrivals = Signal(ctx.width, name=f"arrivals{h}")
+        m.d.comb += arrivals.eq(Array(counts[:3])[phase])
+        ready = Mux(step == 0, Mux(phase == 0, counts[3] != 0,
+                                   (phase != 1) | (counts[4] != 0)),
+                    arrivals >= step)
+        return arrivals, ready
+
+    def _ring_piece(self, m, h, ctx, step):
+        """The piece direction ``h`` sends at ``step`` (its ring ``index``, element count and
+        byte ``address``); returns (whether the step reduces, the count, the address)."""
+        cur, n, p = ctx.cur, ctx.n, ctx.p
+        reducing = (cur.op != Collective.ALL_GATHER) & (step < n - 1)
+        s = Mux((cur.op == Collective.ALL_REDUCE) & ~reducing, step - (n - 1), step)
+        lag = Mux(reducing, 1, 0)
+        unwrapped = (p + s + lag) if h else (p + n - s - lag)
+        index = Signal(ctx.width, name=f"index{h}")
+        m.d.comb += index.eq(Mux(unwrapped >= n, unwrapped - n, unwrapped))
+        offset, count = self._piece(m, cur, ctx.quotient, ctx.remainder, index, h, ctx.grain)
+        address = Signal(ADDR_BITS, name=f"address{h}")
+        m.d.comb += address.eq(cur.address + Mux(ctx.bf16, offset << 1, offset << 2))
+        return reducing, count, address
+
+    def _ring_send(self, m, h, ctx, step, ready, token, tokened, staged, remaining, reducing,
+                   count, address):
+        """Direction ``h``'s ring messages: the ready ``token`` or the message of ``step``
+        once ``ready`` on ``cmd[h]``, its data path, and its flit reads (in bfloat16 from
+        this chip's elements or a staging slot) started as the command is taken."""
+        cfg, bf16 = self._cfg, ctx.bf16
+        cmd, read = self.cmd[h], self.read[h]
+        parity = bf16 & reducing & step[0]
+        self._widen(m, h, cmd.valid & cmd.ready & ~token, bf16 & reducing & (step == 0),
+                    self._flits(count, 4))
+        self._command(m, cmd.payload, ctx.cur, ctx.n, ctx.p, step, h, reducing, address, count,
+                      ctx.phase, token, parity)
+        m.d.comb += cmd.valid.eq(ctx.running & (remaining == 0)
+                                 & (token | ((step < ctx.steps) & ready)))
+        with m.If(cmd.valid & cmd.ready & token):
+            m.d.sync += tokened.eq(1)
+        with m.Elif(cmd.valid & cmd.ready):
+            # bfloat16: step 0 reads this chip's elements (widen), a later step the
+            # partials of the step before from the staging slot they landed in.
+            from_slot = bf16 & reducing & (step != 0)
+            slot = staging_address(cfg, self._staging_base, Cat(Const(h, 1), ~step[0]),
+                                   address)
+            m.d.sync += [step.eq(step + 1), staged.eq(from_slot),
+                         remaining.eq(Mux(bf16 & ~from_slot, self._flits(count, 2),
+                                          self._flits(count, 4))),
+                         read.payload.address.eq(Mux(from_slot, slot, address))]
+
+    def _flits(self, elements, esize):
+        """Flits of ``elements`` elements of ``esize`` bytes."""
+        cfg = self._cfg
+        return (elements * esize + cfg.flit_bytes - 1) >> (cfg.flit_bytes - 1).bit_length()
+
+    def _control(self, m, ctx, sent, idle):
+        """The engine's states: a descriptor taken (IDLE), checked (CHECK), then run phase by
+        phase until every direction has ``sent`` and is ``idle`` (SEND); returns the error
+        strobe of a descriptor refused."""
+        cfg, ici = self._cfg, self._cfg.ici
+        shift = (cfg.flit_bytes - 1).bit_length()
+        desc, phase, a2a, two_d = ctx.desc, ctx.phase, ctx.a2a, ctx.two_d
+        quotient, remainder, n = ctx.quotient, ctx.remainder, ctx.n
         error = Signal()
         # The largest piece's bytes on the wire: a grain is a flit (in bfloat16, two of fp32).
-        largest = ((quotient + (remainder != 0) + 1) >> 1) << Mux(bf16, shift + 1, shift)
+        largest = ((quotient + (remainder != 0) + 1) >> 1) << Mux(ctx.bf16, shift + 1, shift)
         ring_error = ((n < 2) | (desc.fmt.as_value() == 3) | (largest > cfg.max_message)
-                      | (bf16 & (largest > cfg.staging_slot)))
+                      | (ctx.bf16 & (largest > cfg.staging_slot)))
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.start.ready.eq(1)
@@ -340,28 +424,33 @@ class CollectiveEngine(wiring.Component):
                 m.d.comb += [self.busy.eq(1),
                              error.eq((desc.op.as_value() > Collective.ALL_REDUCE_2D.value)
                                       | Mux(a2a, desc.length != ici.nodes, ring_error)
-                                      | (two_d & ((ici.ndims != 2) | (nx < 2) | (ny < 2))))]
+                                      | (two_d & ((ici.ndims != 2) | (ctx.nx < 2)
+                                                  | (ctx.ny < 2))))]
                 m.next = "SEND"
                 with m.If(error):
                     m.next = "IDLE"
             with m.State("SEND"):
                 done = sent[0] & sent[1] & idle[0] & idle[1]
-                m.d.comb += [self.busy.eq(1), running.eq(1),
-                             advance.eq(done & two_d & (phase != 2)),
-                             finished.eq(done & ~advance)]
-                with m.If(advance):
+                m.d.comb += [self.busy.eq(1), ctx.running.eq(1),
+                             ctx.advance.eq(done & two_d & (phase != 2)),
+                             ctx.finished.eq(done & ~ctx.advance)]
+                with m.If(ctx.advance):
                     m.d.sync += phase.eq(phase + 1)
                     with m.If(phase == 0):
-                        # This chip's X block: block p of the X split (``_piece``'s halves).
-                        block = quotient + (p < remainder)
-                        first = grain(Mux(p < remainder, p, remainder) + p * quotient)
-                        end = first + grain(block)
-                        end = Mux(end > desc.length, desc.length, end)
-                        m.d.sync += [xoff.eq(first), xlen.eq(Mux(end > first, end - first, 0))]
-                with m.If(finished):
+                        self._x_block(m, ctx)
+                with m.If(ctx.finished):
                     m.next = "IDLE"
-        count_events(m, self, {"errors": error + too_long[0] + too_long[1]})
-        return m
+        return error
+
+    def _x_block(self, m, ctx):
+        """A 2-D all-reduce's X block registered (``xoff``, ``xlen``) as its phase 0 ends."""
+        quotient, remainder, p, grain = ctx.quotient, ctx.remainder, ctx.p, ctx.grain
+        # This chip's X block: block p of the X split (``_piece``'s halves).
+        block = quotient + (p < remainder)
+        first = grain(Mux(p < remainder, p, remainder) + p * quotient)
+        end = first + grain(block)
+        end = Mux(end > ctx.desc.length, ctx.desc.length, end)
+        m.d.sync += [ctx.xoff.eq(first), ctx.xlen.eq(Mux(end > first, end - first, 0))]
 
     def _all_to_all(self, m, h, desc, me, active, remaining, ready_from):
         """Direction ``h``'s part of an all-to-all (while ``active``): every message is cut into
@@ -378,34 +467,70 @@ class CollectiveEngine(wiring.Component):
         0 first sends this chip's token to every chip (``A2A_READY``, 0 bytes), to chips ``me``,
         ``me + 1``, ... Returns (every chunk sent, an entry of more than ``max_message`` bytes sent
         now as 0 bytes, counted by direction 0)."""
-        cfg, ici = self._cfg, self._cfg.ici
-        nodes, chunk = ici.nodes, cfg.packet_bytes
-        shift = (cfg.flit_bytes - 1).bit_length()
-        cmd, read, read_data, out = self.cmd[h], self.read[h], self.read_data[h], self.data[h]
-        step = Signal(range(nodes + 1), name=f"a2a_step{h}")
-        rnd = Signal(range(cfg.max_message // chunk + 2), name=f"a2a_round{h}")
-        dest = Signal(range(nodes), name=f"a2a_dest{h}")
-        done = Signal(nodes, name=f"a2a_done{h}")           # destinations fully sent
-        left = Signal(range(nodes + 1), name=f"a2a_left{h}")
-        waiting = Signal(name=f"a2a_waiting{h}")            # the entry's read is in flight
-        held = Signal(name=f"a2a_held{h}")                  # the entry is here, chunk unsent
-        fetched = Signal(name=f"a2a_fetched{h}")            # the held chunk's reads are issued
-        entry = Signal(entry_layout(), name=f"a2a_entry{h}")
-        owed = Signal(range(ici.max_packet + 1), name=f"a2a_owed{h}")  # data beats to pass on
+        nodes = self._cfg.ici.nodes
+        cmd = self.cmd[h]
+        a = self._a2a_registers(h)
+        self._a2a_read_port(m, h, a, active)
+        target = self._a2a_target(m, h, a.step)
+        # Direction 0's ready tokens first: to chip (me + k) mod nodes, k = 0 ..
+        told = Signal(range(2 * nodes), name=f"a2a_told{h}")
+        m.d.comb += told.eq(me + nodes - a.announce)
+        telling = active & (a.announce != 0)
+        self._a2a_visit(m, h, a, desc, active, telling, target, remaining, ready_from)
+        oversize, last = self._a2a_chunk(m, h, a, desc, active, telling, told, remaining)
+        with m.If(cmd.valid & cmd.ready & telling):
+            m.d.sync += a.announce.eq(a.announce - 1)
+        with m.Elif(cmd.valid & cmd.ready):
+            m.d.sync += [a.held.eq(0), a.fetched.eq(0), a.step.eq(a.step + 1)]
+            with m.If(last):
+                m.d.sync += [a.done.eq(a.done | (1 << a.dest)), a.left.eq(a.left - 1)]
+        with m.If(self.start.valid & self.start.ready):
+            m.d.sync += [a.step.eq(0), a.rnd.eq(0), a.done.eq(0), a.left.eq(nodes),
+                         a.waiting.eq(0), a.held.eq(0), a.fetched.eq(0), a.owed.eq(0),
+                         a.announce.eq(nodes if h == 0 else 0)]
+        sent = (a.left == 0) & ~a.waiting & ~a.held & (a.owed == 0) & (a.announce == 0)
+        # Both directions send an oversized entry's (empty) message: count it once.
+        return sent, cmd.valid & cmd.ready & ~telling & oversize & (a.rnd == 0) & (h == 0)
 
+    def _a2a_registers(self, h):
+        """Direction ``h``'s all-to-all registers: where it is in its walk of the destinations
+        (``step``, ``rnd``), what it has sent, the chunk in hand and the tokens to announce."""
+        cfg, ici = self._cfg, self._cfg.ici
+        nodes = ici.nodes
+        return SimpleNamespace(
+            step=Signal(range(nodes + 1), name=f"a2a_step{h}"),
+            rnd=Signal(range(cfg.max_message // cfg.packet_bytes + 2), name=f"a2a_round{h}"),
+            dest=Signal(range(nodes), name=f"a2a_dest{h}"),
+            done=Signal(nodes, name=f"a2a_done{h}"),            # destinations fully sent
+            left=Signal(range(nodes + 1), name=f"a2a_left{h}"),
+            waiting=Signal(name=f"a2a_waiting{h}"),             # the entry's read is in flight
+            held=Signal(name=f"a2a_held{h}"),                   # the entry is here, chunk unsent
+            fetched=Signal(name=f"a2a_fetched{h}"),             # the chunk's reads are issued
+            entry=Signal(entry_layout(), name=f"a2a_entry{h}"),
+            owed=Signal(range(ici.max_packet + 1), name=f"a2a_owed{h}"),  # data beats to pass
+            announce=Signal(range(nodes + 1), name=f"a2a_announce{h}"),   # ready tokens to send
+        )
+
+    def _a2a_read_port(self, m, h, a, active):
+        """Direction ``h``'s all-to-all read answers: the chunk's data flits (``owed``) pass on
+        to ``data[h]``, then the next table entry is held."""
+        read_data, out = self.read_data[h], self.data[h]
         # The read port answers the chunk's data flits first, then the next entry.
         m.d.comb += [out.payload.eq(read_data.payload),
-                     out.valid.eq(active & read_data.valid & (owed != 0)),
-                     read_data.ready.eq(active & Mux(owed != 0, out.ready, waiting))]
+                     out.valid.eq(active & read_data.valid & (a.owed != 0)),
+                     read_data.ready.eq(active & Mux(a.owed != 0, out.ready, a.waiting))]
         with m.If(out.valid & out.ready):
-            m.d.sync += owed.eq(owed - 1)
-        with m.If(active & waiting & (owed == 0) & read_data.valid):
-            m.d.sync += [entry.eq(read_data.payload[:len(entry.as_value())]),
-                         waiting.eq(0), held.eq(1)]
+            m.d.sync += a.owed.eq(a.owed - 1)
+        with m.If(active & a.waiting & (a.owed == 0) & read_data.valid):
+            m.d.sync += [a.entry.eq(read_data.payload[:len(a.entry.as_value())]),
+                         a.waiting.eq(0), a.held.eq(1)]
 
+    def _a2a_target(self, m, h, step):
+        """Direction ``h``'s destination at all-to-all ``step``; returns it."""
+        ici = self._cfg.ici
         # Step s's destination: this chip displaced by s's coordinates (direction 1: plus half
         # of every dimension), each coordinate modulo its radix.
-        target = Signal(range(nodes), name=f"a2a_target{h}")
+        target = Signal(range(ici.nodes), name=f"a2a_target{h}")
         parts, stride = [], 1
         for d, (k, rom) in enumerate(zip(ici.dims, a2a_displacements(ici.dims, h), strict=True)):
             # (``step`` reaches ``nodes`` for the cycle that starts the next round: padded.)
@@ -415,35 +540,46 @@ class CollectiveEngine(wiring.Component):
             parts.append(Mux(moved >= k, moved - k, moved) * stride)
             stride *= k
         m.d.comb += target.eq(sum(parts))
-        # Direction 0's ready tokens first: to chip (me + k) mod nodes, k = 0 ..
-        announce = Signal(range(nodes + 1), name=f"a2a_announce{h}")
-        told = Signal(range(2 * nodes), name=f"a2a_told{h}")
-        m.d.comb += told.eq(me + nodes - announce)
-        telling = active & (announce != 0)
-        with m.If(active & (left != 0) & ~waiting & ~held & (remaining == 0) & ~telling):
-            with m.If(step >= nodes):
-                m.d.sync += [step.eq(0), rnd.eq(rnd + 1)]
-            with m.Elif(done.bit_select(target, 1)):
-                m.d.sync += step.eq(step + 1)
+        return target
+
+    def _a2a_visit(self, m, h, a, desc, active, telling, target, remaining, ready_from):
+        """Direction ``h``'s all-to-all walk while it has nothing in hand: the next round,
+        a step past a destination it has finished, or the ``target``'s entry read once the
+        target's ready token is here."""
+        cfg, nodes = self._cfg, self._cfg.ici.nodes
+        shift = (cfg.flit_bytes - 1).bit_length()
+        with m.If(active & (a.left != 0) & ~a.waiting & ~a.held & (remaining == 0) & ~telling):
+            with m.If(a.step >= nodes):
+                m.d.sync += [a.step.eq(0), a.rnd.eq(a.rnd + 1)]
+            with m.Elif(a.done.bit_select(target, 1)):
+                m.d.sync += a.step.eq(a.step + 1)
             with m.Elif(ready_from[target] == 0):
                 pass
             with m.Else():
-                m.d.sync += [dest.eq(target), remaining.eq(1), waiting.eq(1),
-                             read.payload.address.eq(desc.address + (target << shift))]
+                m.d.sync += [a.dest.eq(target), remaining.eq(1), a.waiting.eq(1),
+                             self.read[h].payload.address.eq(desc.address + (target << shift))]
 
+    def _a2a_chunk(self, m, h, a, desc, active, telling, told, remaining):
+        """Direction ``h``'s all-to-all command: a ready token to chip ``told`` (modulo the
+        chips) while ``telling``, else the held chunk, whose data reads start at once; returns
+        (its entry is oversized, it is the last chunk to its destination)."""
+        cfg, ici = self._cfg, self._cfg.ici
+        nodes, chunk = ici.nodes, cfg.packet_bytes
+        shift = (cfg.flit_bytes - 1).bit_length()
+        cmd, read, entry = self.cmd[h], self.read[h], a.entry
         oversize = entry.bytes > cfg.max_message
         total = Mux(oversize, 0, entry.bytes)
-        offset = (2 * rnd + h) * chunk
+        offset = (2 * a.rnd + h) * chunk
         rest = Mux(total > offset, total - offset, 0)
         last = rest <= 2 * chunk
         size = Mux(rest > chunk, chunk, rest)
-        to = Mux(telling, Mux(told >= nodes, told - nodes, told), dest)
+        to = Mux(telling, Mux(told >= nodes, told - nodes, told), a.dest)
         stride = 1
         for d, k in enumerate(ici.dims):
             m.d.comb += cmd.payload.dst[f"c{d}"].eq((to // stride) % k)
             stride *= k
         m.d.comb += [
-            cmd.valid.eq(telling | (active & held & fetched)),
+            cmd.valid.eq(telling | (active & a.held & a.fetched)),
             cmd.payload.kind.eq(PacketKind.WRITE), cmd.payload.dst_port.eq(0),
             cmd.payload.space.eq(desc.space), cmd.payload.address.eq(entry.dst_address + offset),
             cmd.payload.bytes.eq(Mux(telling, 0, size)), cmd.payload.fmt.eq(desc.fmt),
@@ -453,23 +589,11 @@ class CollectiveEngine(wiring.Component):
         ]
         # The held chunk's data is read at once, so its first flits wait at the Sender when it
         # takes the command (the read port's latency is not paid between packets).
-        with m.If(active & held & ~fetched):
+        with m.If(active & a.held & ~a.fetched):
             flits = (size + cfg.flit_bytes - 1) >> shift
-            m.d.sync += [fetched.eq(1), remaining.eq(flits), owed.eq(flits),
+            m.d.sync += [a.fetched.eq(1), remaining.eq(flits), a.owed.eq(flits),
                          read.payload.address.eq(entry.src_address + offset)]
-        with m.If(cmd.valid & cmd.ready & telling):
-            m.d.sync += announce.eq(announce - 1)
-        with m.Elif(cmd.valid & cmd.ready):
-            m.d.sync += [held.eq(0), fetched.eq(0), step.eq(step + 1)]
-            with m.If(last):
-                m.d.sync += [done.eq(done | (1 << dest)), left.eq(left - 1)]
-        with m.If(self.start.valid & self.start.ready):
-            m.d.sync += [step.eq(0), rnd.eq(0), done.eq(0), left.eq(nodes),
-                         waiting.eq(0), held.eq(0), fetched.eq(0), owed.eq(0),
-                         announce.eq(nodes if h == 0 else 0)]
-        sent = (left == 0) & ~waiting & ~held & (owed == 0) & (announce == 0)
-        # Both directions send an oversized entry's (empty) message: count it once.
-        return sent, cmd.valid & cmd.ready & ~telling & oversize & (rnd == 0) & (h == 0)
+        return oversize, last
 
     def _widen(self, m, h, issued, widen, partials):
         """Direction ``h``'s data path of a ring collective: the flits read pass on to

@@ -16,6 +16,8 @@ shifted across a flit boundary. Requests (``WRITE``, ``READ``) travel in ICI cla
 responses (``READ_DATA``, ``ACK``) in class 1.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -380,6 +382,43 @@ class Receiver(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        head, ep, src, expected = self._decode(m)
+        r = self._packet(m)
+        reply = self.respond.payload
+        with m.FSM():
+            with m.State("HEAD"):
+                self._head(m, r, head, ep, src, expected)
+            with m.State("BODY"):
+                self._write_body(m, r)
+            with m.State("ADD"):
+                self._add_body(m, r)
+            with m.State("REQUEST"):
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(self.i.valid):
+                    m.d.sync += r.request.eq(self.i.payload.data[:len(r.request.as_value())])
+                    m.next = "READ"
+            with m.State("READ"):
+                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(PacketKind.READ_DATA),
+                             reply.bytes.eq(r.request.bytes), reply.sem.eq(r.pkt.sem)]
+                with m.If(self.respond.ready):
+                    m.next = "HEAD"
+            with m.State("DONE"):
+                self._complete(m, r)
+            with m.State("ACK"):
+                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(PacketKind.ACK),
+                             reply.bytes.eq(0), reply.sem.eq(NO_SEM)]
+                with m.If(self.respond.ready):
+                    m.next = "HEAD"
+            with m.State("DROP"):
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(self.i.valid & self.i.payload.last):
+                    m.next = "HEAD"
+        count_events(m, self, r.events)
+        return m
+
+    def _decode(self, m):
+        """The arriving head decoded: returns its ICI header, its endpoint header, its source
+        endpoint and the ``seq`` expected next of each source endpoint and class."""
         cfg, ici = self._cfg, self._cfg.ici
         hb = ici.header_bits
         head = data.View(header_layout(ici), self.i.payload.data[:hb])
@@ -390,6 +429,13 @@ class Receiver(wiring.Component):
                                            head.src_port))
         expected = Array(Signal(8, name=f"expected{e}_{c}")
                          for e in range(ici.endpoints) for c in range(ici.classes))
+        return head, ep, src, expected
+
+    def _packet(self, m):
+        """The registers of the packet being served, an add's read address and the outputs'
+        payloads from them; returns them (and the event strobes) for the states."""
+        cfg, ici = self._cfg, self._cfg.ici
+        epl = endpoint_header_layout(cfg)
         pkt = Signal(epl)
         origin = Signal(header_layout(ici))     # the packet's head: its source, for responses
         sender = Signal(range(ici.endpoints))
@@ -403,95 +449,88 @@ class Receiver(wiring.Component):
         m.d.comb += self.read.payload.address.eq(
             Mux(bf16_add(pkt), read_address & ~(cfg.flit_bytes - 1), read_address))
         self._outputs(m, pkt, origin, sender, request)
-        reply = self.respond.payload
         advance = [pkt.address.eq(pkt.address + step),
                    pkt.bytes.eq(Mux(pkt.bytes > cfg.flit_bytes, pkt.bytes - cfg.flit_bytes, 0))]
-        with m.FSM():
-            with m.State("HEAD"):
-                m.d.comb += self.i.ready.eq(1)
-                m.d.sync += started.eq(0)
-                with m.If(self.i.valid):
-                    bad = self._bad(head, ep)
-                    index = src * ici.classes + head.tclass
-                    m.d.comb += [events["packets"].eq(1),
-                                 events["seq_errors"].eq(head.seq != expected[index]),
-                                 events["dropped"].eq(bad)]
-                    m.d.sync += [expected[index].eq(head.seq + 1), pkt.eq(ep), origin.eq(head),
-                                 sender.eq(src)]
-                    with m.If(bad):
-                        with m.If(~self.i.payload.last):
-                            m.next = "DROP"
-                    with m.Elif(ep.kind == PacketKind.READ):
-                        m.next = "REQUEST"
-                    with m.Elif(ep.kind == PacketKind.ACK):
-                        m.next = "DONE"
-                    with m.Elif(~self.i.payload.last):
-                        m.next = "BODY"
-                        with m.If((ep.kind == PacketKind.WRITE) & (ep.op != IciOp.STORE)):
-                            m.next = "ADD"
-                            m.d.sync += [to_read.eq(head.length - 1),
-                                         read_address.eq(ep.address)]
-                    with m.Elif(ep.last):
-                        m.next = "DONE"
-            with m.State("BODY"):
-                m.d.comb += [self.write.valid.eq(self.i.valid), self.i.ready.eq(self.write.ready),
-                             self.write.payload.data.eq(self.i.payload.data)]
-                with m.If(self.i.valid & self.i.ready):
-                    m.d.sync += advance
-                    with m.If(self.i.payload.last):
-                        m.next = "HEAD"
-                        with m.If(pkt.last):
-                            m.next = "DONE"
-            with m.State("ADD"):
-                both = self.i.valid & self.read_data.valid
-                wrote = both & self.write.ready
-                m.d.comb += [
-                    self.read.valid.eq((to_read != 0) & (ahead < ADD_AHEAD)
-                                       & (started | ~self.pending)),
-                    self.write.valid.eq(both),
-                    self.write.payload.data.eq(self._sum(m, pkt, self.i.payload.data,
-                                                         self.read_data.payload)),
-                    self.i.ready.eq(self.write.ready & self.read_data.valid),
-                    self.read_data.ready.eq(self.write.ready & self.i.valid),
-                ]
-                issued = self.read.valid & self.read.ready
-                with m.If(issued):
-                    m.d.sync += [to_read.eq(to_read - 1), read_address.eq(read_address + step),
-                                 started.eq(1)]
-                m.d.sync += ahead.eq(ahead + issued - wrote)
-                with m.If(wrote):
-                    m.d.sync += advance
-                    with m.If(self.i.payload.last):
-                        m.next = "HEAD"
-                        with m.If(pkt.last):
-                            m.next = "DONE"
-            with m.State("REQUEST"):
-                m.d.comb += self.i.ready.eq(1)
-                with m.If(self.i.valid):
-                    m.d.sync += request.eq(self.i.payload.data[:len(request.as_value())])
-                    m.next = "READ"
-            with m.State("READ"):
-                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(PacketKind.READ_DATA),
-                             reply.bytes.eq(request.bytes), reply.sem.eq(pkt.sem)]
-                with m.If(self.respond.ready):
-                    m.next = "HEAD"
-            with m.State("DONE"):
-                m.d.comb += self.done.valid.eq(~self.pending)
-                with m.If(self.done.valid & self.done.ready):
-                    m.next = "HEAD"
-                    with m.If((pkt.kind == PacketKind.WRITE) & pkt.ack):
-                        m.next = "ACK"
-            with m.State("ACK"):
-                m.d.comb += [self.respond.valid.eq(1), reply.kind.eq(PacketKind.ACK),
-                             reply.bytes.eq(0), reply.sem.eq(NO_SEM)]
-                with m.If(self.respond.ready):
-                    m.next = "HEAD"
-            with m.State("DROP"):
-                m.d.comb += self.i.ready.eq(1)
-                with m.If(self.i.valid & self.i.payload.last):
-                    m.next = "HEAD"
-        count_events(m, self, events)
-        return m
+        return SimpleNamespace(pkt=pkt, origin=origin, sender=sender, request=request,
+                               events=events, to_read=to_read, read_address=read_address,
+                               ahead=ahead, started=started, step=step, advance=advance)
+
+    def _head(self, m, r, head, ep, src, expected):
+        """The HEAD state: a head taken, its ``seq`` checked, the packet registered and the
+        state its kind goes to (a bad packet's DROP)."""
+        ici = self._cfg.ici
+        events = r.events
+        m.d.comb += self.i.ready.eq(1)
+        m.d.sync += r.started.eq(0)
+        with m.If(self.i.valid):
+            bad = self._bad(head, ep)
+            index = src * ici.classes + head.tclass
+            m.d.comb += [events["packets"].eq(1),
+                         events["seq_errors"].eq(head.seq != expected[index]),
+                         events["dropped"].eq(bad)]
+            m.d.sync += [expected[index].eq(head.seq + 1), r.pkt.eq(ep), r.origin.eq(head),
+                         r.sender.eq(src)]
+            with m.If(bad):
+                with m.If(~self.i.payload.last):
+                    m.next = "DROP"
+            with m.Elif(ep.kind == PacketKind.READ):
+                m.next = "REQUEST"
+            with m.Elif(ep.kind == PacketKind.ACK):
+                m.next = "DONE"
+            with m.Elif(~self.i.payload.last):
+                m.next = "BODY"
+                with m.If((ep.kind == PacketKind.WRITE) & (ep.op != IciOp.STORE)):
+                    m.next = "ADD"
+                    m.d.sync += [r.to_read.eq(head.length - 1),
+                                 r.read_address.eq(ep.address)]
+            with m.Elif(ep.last):
+                m.next = "DONE"
+
+    def _write_body(self, m, r):
+        """The BODY state (the write path): each data flit to ``write``."""
+        m.d.comb += [self.write.valid.eq(self.i.valid), self.i.ready.eq(self.write.ready),
+                     self.write.payload.data.eq(self.i.payload.data)]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += r.advance
+            with m.If(self.i.payload.last):
+                m.next = "HEAD"
+                with m.If(r.pkt.last):
+                    m.next = "DONE"
+
+    def _add_body(self, m, r):
+        """The ADD state (the add path): the packet's flits read ahead of its data, and each
+        data flit written back added to the flit read for it."""
+        both = self.i.valid & self.read_data.valid
+        wrote = both & self.write.ready
+        m.d.comb += [
+            self.read.valid.eq((r.to_read != 0) & (r.ahead < ADD_AHEAD)
+                               & (r.started | ~self.pending)),
+            self.write.valid.eq(both),
+            self.write.payload.data.eq(self._sum(m, r.pkt, self.i.payload.data,
+                                                 self.read_data.payload)),
+            self.i.ready.eq(self.write.ready & self.read_data.valid),
+            self.read_data.ready.eq(self.write.ready & self.i.valid),
+        ]
+        issued = self.read.valid & self.read.ready
+        with m.If(issued):
+            m.d.sync += [r.to_read.eq(r.to_read - 1), r.read_address.eq(r.read_address + r.step),
+                         r.started.eq(1)]
+        m.d.sync += r.ahead.eq(r.ahead + issued - wrote)
+        with m.If(wrote):
+            m.d.sync += r.advance
+            with m.If(self.i.payload.last):
+                m.next = "HEAD"
+                with m.If(r.pkt.last):
+                    m.next = "DONE"
+
+    def _complete(self, m, r):
+        """The DONE state (completions): the completion offered on ``done`` once no write is
+        pending, then the ``ACK`` a ``WRITE`` asked for."""
+        m.d.comb += self.done.valid.eq(~self.pending)
+        with m.If(self.done.valid & self.done.ready):
+            m.next = "HEAD"
+            with m.If((r.pkt.kind == PacketKind.WRITE) & r.pkt.ack):
+                m.next = "ACK"
 
 
 class Responder(wiring.Component):
