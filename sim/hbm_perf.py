@@ -269,7 +269,7 @@ def _text(env, md, cost_rows, repeats, quick):
 
 Measured by `make bench` on {environment_line(env)}.{" Quick (smoke) run." if quick else ""}
 
-Configuration (`BENCH_CONFIG` in `hdl/hbm/config.py`, differences from the defaults):
+Configuration (`BENCH_CONFIG` in `spec/hbm.py`, differences from the defaults):
 {_changes(BENCH_CONFIG)}; stream: {_changes(STREAM_CONFIG)}. One channel of two
 pseudo-channels sharing its row and column command buses (four pseudo-channels, two channels,
 for the stream).
@@ -298,7 +298,7 @@ docs/hbm.md).
 ## HBM2E and HBM3
 
 `BENCH_CONFIG` with the HBM2E-3600 and HBM3-6400 presets (timings and their sources in
-`hdl/hbm/config.py`); the same patterns, the same steady-state window. HBM2E timings are not
+`spec/hbm.py`); the same patterns, the same steady-state window. HBM2E timings are not
 published: every HBM2E-3600 figure here rests on HBM2-2000's timings in nanoseconds at the
 faster clock (docs/hbm.md, "Timing").
 

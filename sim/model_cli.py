@@ -196,7 +196,7 @@ def run(args):
     """Handler of ``podium model``: returns the exit status."""
     try:
         if args.model_command == "report":
-            from .report import bench
+            from .model_report import bench
             bench(quick=args.quick, results=args.results)
             return 0
         if args.model_command == "calibration":

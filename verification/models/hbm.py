@@ -2,7 +2,7 @@
 
 It stands where the HBM stack would, at the controller's per-channel command/data interface
 (one instance serves every channel), and is written from the JEDEC-style rules in
-../shared/reference/hbm.md, the timing table (hdl/hbm/config.py names the source of every
+../shared/reference/hbm.md, the timing table (spec/hbm.py names the source of every
 number) and Ramulator 2's HBM2/HBM3 constraint lists, not from the RTL. A command that breaks a
 timing constraint or a state rule raises :class:`Violation` at once (the testbench lets it fail
 the test); nothing is only printed.
@@ -91,7 +91,7 @@ class HBMDeviceModel:
 
     Parameters
     ----------
-    timing : hdl.hbm.config.Timing (or any object with the same fields)
+    timing : spec.hbm.Timing (or any object with the same fields)
     pseudo_channels, bank_groups, banks_per_group : int
     per_channel : int
         Pseudo-channels sharing one channel's command buses (2; legacy mode 1).

@@ -567,7 +567,7 @@ def _last_reads_after_write(trace, t):
     return count
 
 
-@only_if(lambda p: p["page_policy"] == "closed")
+@only_if(lambda p: p.get("page_policy") == "closed")
 @cocotb.test()
 @cocotb.parametrize(flow=SHORT_FLOWS)
 async def test_write_then_last_read(dut, flow):

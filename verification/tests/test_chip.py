@@ -27,7 +27,8 @@ def test_chip(cocotb_run, name, test):
 
 
 def test_sparsecore_needs_a_port():
-    with pytest.raises(ConfigError, match=r"^hbm.ports must be at least 2 with a SparseCore"):
+    with pytest.raises(ConfigError, match=r"^hbm.ports must be at least 2 \(one per engine that "
+                                         r"reaches HBM: tensorcore, sparsecore\)"):
         ChipConfig(sparsecore=SparseCoreConfig())
     with pytest.raises(ConfigError, match=r"^sparsecore.axi_id_width must equal"):
         ChipConfig(hbm=HBMConfig(ports=2), sparsecore=SparseCoreConfig(axi_id_width=3))

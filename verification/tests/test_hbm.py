@@ -483,7 +483,7 @@ def test_mapping_round_trip():
 
 
 def test_timing_presets():
-    """Preset values against their sources (hdl/hbm/config.py); HBM2E is HBM2-2000 in ns at
+    """Preset values against their sources (spec/hbm.py); HBM2E is HBM2-2000 in ns at
     the faster clock, rounded up (tREFI down); overrides replace single values."""
     t = HBMConfig(speed="1600").timing
     assert (t.cl, t.rcd_rd, t.rcd_wr, t.rp, t.ras, t.rc, t.wr, t.rtp, t.cwl) == (

@@ -75,7 +75,7 @@ BAD = [
     ({"plots": [{"pareto": ["utilization", "speed"]}]},
      "plots[0].better.speed must be 'max' or 'min'"),
     ({"grids": {}}, "spec: unknown key(s): grids; allowed: name, block"),
-    ({"block": "gpu"}, "block must be one of chip, mxu"),
+    ({"block": "gpu"}, "block must be one of mxu, tensorcore"),
 ]
 
 
