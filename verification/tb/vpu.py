@@ -333,7 +333,7 @@ async def test_scalar_operands(dut, flow):
     tb = await bench(dut, flow)
     for dtype in DType:
         tb.fill(dtype, "mixed")
-        for op in (VOp.ADD, VOp.SUB, VOp.MUL, VOp.MAX, VOp.MIN):
+        for op in (v.op for v in VOPS.values() if not v.unary):
             for _ in range(2):
                 scalar = int(elements(tb.rng, dtype, "mixed", 1)[0])
                 if dtype == DType.BF16:
