@@ -91,6 +91,7 @@ class VOp(Code, width=4):
     MIN = 4
     RELU = 5
     COPY = 6
+    ABS = 7
 
 
 class DType(Code, width=2):
@@ -159,6 +160,7 @@ VOPS = {v.op: v for v in [
     VectorOp(VOp.MIN, 2),
     VectorOp(VOp.RELU, 1),       # max(x, 0): -0 and negative values become +0
     VectorOp(VOp.COPY, 1),
+    VectorOp(VOp.ABS, 1),        # |x|: int32 wraps (-2^31 stays), a float's sign cleared
 ]}
 """Every VPU elementwise operation: the decoder's operand checks, the issue stage, the
 assembler, the golden ISA simulator and the golden VPU read its arity and types here."""

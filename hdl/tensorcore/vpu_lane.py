@@ -20,7 +20,7 @@ from ..lib.fp import Fp32Multiplier, add_fp32, fp32_is_nan, minmax_fp32
 __all__ = ["AluOp", "LaneALU"]
 
 
-class AluOp(enum.Enum, shape=3):
+class AluOp(enum.Enum, shape=4):
     """What a lane computes: each VOP operation (spec/isa.py ``VOPS``) as the lane operation
     of the same name (the issue stage maps one to the other by name, so the codes need not
     agree), and the lane's own for casts."""
@@ -33,6 +33,7 @@ class AluOp(enum.Enum, shape=3):
     RELU = 5        # max(x, 0): -0 and negative values become +0, NaN stays NaN
     COPY = 6        # x (fp32: a NaN becomes the canonical NaN)
     REQUANT = 7     # int32 -> int8: clamp((x * y + 2^(shift-1)) >> shift), sign-extended
+    ABS = 8         # |x|: int32 wraps (-2^31 stays -2^31); fp32 sign cleared, NaN canonical
 
 
 class LaneALU(wiring.Component):
@@ -44,7 +45,7 @@ class LaneALU(wiring.Component):
     fp : In(1)
         fp32 arithmetic; ignored by REQUANT (always int32).
     x, y : In(32)
-        Operands (y: ignored by RELU and COPY; the multiplier of REQUANT).
+        Operands (y: ignored by RELU, COPY and ABS; the multiplier of REQUANT).
     shift : In(range(63))
         REQUANT's right shift.
     result : Out(32)
@@ -94,6 +95,10 @@ class LaneALU(wiring.Component):
                 m.d.comb += self.result.eq(Mux(is_float, fp_min, int_min))
             with m.Case(AluOp.COPY):
                 m.d.comb += self.result.eq(Mux(is_float & fp32_is_nan(x), FP32_NAN, x))
+            with m.Case(AluOp.ABS):
+                int_abs = Mux(x[31], -x.as_signed(), x)[:32]
+                m.d.comb += self.result.eq(Mux(is_float, Mux(fp32_is_nan(x), FP32_NAN, x[:31]),
+                                               int_abs))
             with m.Case(AluOp.REQUANT):
                 m.d.comb += self.result.eq(self._requantize(m, product[:64].as_signed()))
         return m

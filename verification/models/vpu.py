@@ -60,6 +60,10 @@ def _apply(op, x, y, integer):
             return _relu(x, integer)
         if op == VOp.COPY:
             return x
+        if op == VOp.ABS:
+            # int32: |x| modulo 2^32 (so -2^31 stays); floats: the sign cleared (IEEE abs),
+            # NaN canonical on packing.
+            return np.abs(x)
     raise ValueError(f"op must be a VOp, got {op!r}")
 
 

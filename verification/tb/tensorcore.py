@@ -321,7 +321,7 @@ async def errors(tb):
     cfg = tb.cfg
     depth, rb = cfg.imem_depth, cfg.row_bytes
     nop_bit = encode(Op.NOP) | 1
-    bad_vop = encode(Op.VOP, vop=7, dtype=DType.INT32, b=1, c=1, d=1)
+    bad_vop = encode(Op.VOP, vop=max(VOp) + 1, dtype=DType.INT32, b=1, c=1, d=1)   # no such op
     for word in (0x3F << 58, nop_bit, bad_vop,
                  encode(Op.WAIT, queue=Queue.MXU, sem=cfg.semaphores)):
         await check_error(tb, [li(1, 5), word, encode(Op.HALT)], Error.ILLEGAL_INSTRUCTION)

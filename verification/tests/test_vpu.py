@@ -62,6 +62,7 @@ NAN = 0x7FC00000
     (VOp.MIN, [-1, -2**31, 3, 0], [1, 2**31 - 1, -3, -1], [0xFFFFFFFF, 0x80000000,
                                                             0xFFFFFFFD, 0xFFFFFFFF]),
     (VOp.RELU, [-1, -2**31, 3, 0], [9, 9, 9, 9], [0, 0, 3, 0]),
+    (VOp.ABS, [-1, -2**31, 2**31 - 1, 0], [9, 9, 9, 9], [1, 0x80000000, 0x7FFFFFFF, 0]),
 ])
 def test_model_int32(op, x, y, want):
     """int32 wraps modulo 2^32, compares signed, and relu is max(x, 0)."""
@@ -76,6 +77,8 @@ def test_model_int32(op, x, y, want):
     (VOp.RELU, [0x80000000, 0xFFC00001, f32(-3), 1], [0, 0, 0, 0], [0, NAN, 0, 1]),
     (VOp.COPY, [0xFFC00001, 0x7F800001, 0x80000001, 0xFF800000], [0, 0, 0, 0],
      [NAN, NAN, 0x80000001, 0xFF800000]),
+    (VOp.ABS, [0x80000000, 0xFFC00001, 0x80000001, 0xFF800000], [0, 0, 0, 0],
+     [0, NAN, 1, 0x7F800000]),
     (VOp.ADD, [f32(1), 0x7F800000, 0x80000000, 1], [f32(2.0**-24), 0xFF800000, 0x80000000, 1],
      [f32(1), NAN, 0x80000000, 2]),
     (VOp.SUB, [f32(1), 0, 0x80000000, f32(3)], [f32(1), 0, 0, f32(3)],
