@@ -26,6 +26,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.nic import READERS
 from spec.protocol import LOCAL_PORTS
 
 from .hbm.controller import HBMController
@@ -38,7 +39,7 @@ from .lib.sram import SRAM
 from .nic.collective import descriptor_layout
 from .nic.endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
 from .nic.hbm_port import hbm_signature
-from .nic.interface import READ_GROUPS, READERS, WRITE_GROUPS
+from .nic.interface import READ_GROUPS, WRITE_GROUPS
 from .nic.nic import NetworkInterface
 from .sparsecore.core import SparseCore
 from .tensorcore.core import TensorCore
@@ -106,7 +107,8 @@ class Chip(Top):
         self._nic = NetworkInterface(nic, words=config.nic_words,
                                      staging_base=config.staging_base,
                                      tensorcore=config.tensorcore, sram=sram,
-                                     hbm=config.has_hbm)
+                                     hbm=self._manager_signature(config, "nic")
+                                     if config.has_hbm else None)
         members.update({
             "ici_coord": In(coord_layout(ici)),
             "ici_inject": Out(stream.Signature(ici.flit_bits)).array(LOCAL_PORTS),
@@ -147,6 +149,9 @@ class Chip(Top):
 
     @staticmethod
     def _manager_signature(config, name):
+        """The AXI4 bus of an HBM manager: its own, or the controller's port it takes."""
+        if config.memory == "hbm":
+            return axi4_signature(config.hbm)
         if name == "nic":
             return hbm_signature(config.nic, READERS)
         return axi4_signature(getattr(config, name))

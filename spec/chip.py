@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 from .config import Config, ConfigError, check_choice, check_int
 from .hbm import HBMConfig, check_matching_bus
-from .nic import NICConfig
-from .protocol import LOCAL_PORTS, MINUS_PORT, REQUEST_PORT, RESPONSE_PORT
+from .nic import READERS, NICConfig
+from .protocol import ADDR_BITS, LOCAL_PORTS, MINUS_PORT, REQUEST_PORT, RESPONSE_PORT
 from .sparsecore import SparseCoreConfig
 from .tensorcore import TensorCoreConfig
 
@@ -107,11 +107,26 @@ class ChipConfig(Config):
         for name in managers:
             if name != "nic":
                 check_matching_bus(name, getattr(self, name), self.hbm)
-        if "nic" in managers and self.nic.ici.flit_bits != self.hbm.access_bytes * 8:
+        if "nic" in managers:
+            self._check_nic_port()
+
+    def _check_nic_port(self):
+        """The network interface's HBM port is a flit wide, an AXI ID per memory reader, the
+        messages' addresses whole: it must fit the controller's port as it is."""
+        hbm, flit = self.hbm, self.nic.ici.flit_bits
+        if flit != hbm.axi_data_width:
             raise ConfigError("nic.ici.flit_bits", f"must equal the HBM controller's data "
-                                                   f"width ({self.hbm.access_bytes * 8}) "
-                                                   f"with memory 'hbm', got "
-                                                   f"{self.nic.ici.flit_bits}")
+                                                   f"width ({hbm.axi_data_width}) with memory "
+                                                   f"'hbm', got {flit}")
+        ids = (READERS - 1).bit_length()
+        if hbm.axi_id_width < ids:
+            raise ConfigError("hbm.id_width", f"must be at least {ids} (an AXI ID for each of "
+                                              f"the network interface's {READERS} readers), "
+                                              f"got {hbm.axi_id_width}")
+        if hbm.axi_addr_width < ADDR_BITS:
+            raise ConfigError("hbm.addr_width", f"must be at least {ADDR_BITS} (the network "
+                                                f"interface's addresses) with a network "
+                                                f"interface, got {hbm.axi_addr_width}")
 
     @property
     def has_hbm(self):

@@ -7,7 +7,11 @@ from .config import Config, ConfigError, check_int
 from .ici import ICIConfig
 from .protocol import ADDR_BITS, FLIT_BITS, LOCAL_PORTS, SEM_BITS, STAGING_SLOTS, TAG_BITS
 
-__all__ = ["NICConfig"]
+__all__ = ["NICConfig", "READERS"]
+
+READERS = 7
+"""The network interface's memory readers (the host's and the endpoint's six); on an HBM port
+each uses an AXI ID of its own."""
 
 
 @dataclass(frozen=True)

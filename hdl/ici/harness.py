@@ -56,7 +56,7 @@ from ..lib.tree import tree_sum
 from ..lib.xorshift import xorshift
 from ..top import Top
 from .network import Network
-from .packet import coord_layout, eject_layout, header_layout
+from .packet import coord_layout, eject_layout, endpoint_number, header_layout
 
 __all__ = ["Harness", "Generator", "Destination", "Checker", "PortBuffer", "TrafficControl", "Mode",
            "Pattern", "CheckError", "PORT_LATENCY", "payload_word"]
@@ -100,14 +100,6 @@ PORT_LATENCY = 2
 
 def _ep_bits(cfg):
     return max(1, (cfg.endpoints - 1).bit_length())
-
-
-def endpoint_index(cfg, coords, port):
-    """Endpoint number ``node * local_ports + port`` of coordinate values ``coords``."""
-    n = 0
-    for d in reversed(range(cfg.ndims)):
-        n = n * cfg.dims[d] + coords[d]
-    return n * cfg.local_ports + port
 
 
 def payload_word(cfg, src_ep, tclass, seq, idx):
@@ -308,7 +300,7 @@ class Generator(wiring.Component):
             shape=SEQ_BITS, depth=max(2, cfg.endpoints * C), init=[])
         seq_rd = seqmem.read_port(domain="comb")
         seq_wr = seqmem.write_port()
-        m.d.comb += [seq_rd.addr.eq(endpoint_index(cfg, dst, dest.dst_port) * C + tclass),
+        m.d.comb += [seq_rd.addr.eq(endpoint_number(cfg, dst, dest.dst_port) * C + tclass),
                      seq_wr.addr.eq(seq_rd.addr), seq_wr.data.eq(seq_rd.data + 1)]
 
         pv = Signal(name="pv")
@@ -328,7 +320,7 @@ class Generator(wiring.Component):
         with m.Elif(beat & last):
             m.d.sync += pv.eq(0)
 
-        src_ep = endpoint_index(cfg, me, self.port)
+        src_ep = endpoint_number(cfg, me, self.port)
         body = payload_word(cfg, src_ep, hdr.tclass, hdr.seq, idx)
         head = Cat(hdr, ts, body[cfg.header_bits + TIMESTAMP_BITS:])
         m.d.comb += [self.o.valid.eq(pv), self.o.payload.eq(Mux(idx == 0, head, body)),
@@ -408,7 +400,7 @@ class Checker(wiring.Component):
         flit, last = self.i.payload.data, self.i.payload.last
         at_head = idx == 0
         src = [hdr[f"src{d}"] for d in range(D)]
-        src_ep = endpoint_index(cfg, src, hdr.src_port)
+        src_ep = endpoint_number(cfg, src, hdr.src_port)
         m.submodules.expect = mem = memory.Memory(
             shape=SEQ_BITS, depth=max(2, cfg.endpoints * C), init=[])
         rd = mem.read_port(domain="comb")

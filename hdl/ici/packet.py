@@ -14,8 +14,9 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.crc import CRC16_CCITT, crc_value
 
-__all__ = ["header_layout", "coord_layout", "flit_layout", "wire_layout", "reverse_layout",
-           "eject_layout", "link_signature", "wire_crc", "reverse_crc", "vc_bits", "CRC_BITS"]
+__all__ = ["header_layout", "coord_layout", "node_number", "node_coordinates", "endpoint_number",
+           "flit_layout", "wire_layout", "reverse_layout", "eject_layout", "link_signature",
+           "wire_crc", "reverse_crc", "vc_bits", "CRC_BITS"]
 
 CRC_BITS = CRC16_CCITT[0]
 
@@ -26,6 +27,30 @@ def header_layout(cfg):
 
 def coord_layout(cfg):
     return data.StructLayout({f"c{d}": b for d, b in enumerate(cfg.coord_bits)})
+
+
+def node_number(cfg, coords):
+    """The node number of coordinate values ``coords`` (one per dimension), in gateware: the
+    numbering of spec/topology.py, dimension 0 the fastest."""
+    n = 0
+    for d in reversed(range(cfg.ndims)):
+        n = n * cfg.dims[d] + coords[d]
+    return n
+
+
+def node_coordinates(cfg, node):
+    """The coordinate values of node number ``node`` (the inverse of :func:`node_number`)."""
+    out, stride = [], 1
+    for k in cfg.dims:
+        out.append((node // stride) % k)
+        stride *= k
+    return out
+
+
+def endpoint_number(cfg, coords, port):
+    """``node * local_ports + port``: the endpoint number of local port ``port`` of the node
+    at ``coords``."""
+    return node_number(cfg, coords) * cfg.local_ports + port
 
 
 def vc_bits(cfg):

@@ -24,7 +24,7 @@ from spec import protocol
 from spec.collectives import a2a_displacements
 from spec.protocol import ADDR_BITS, COLLECTIVE_SEM, LENGTH_BITS, LOCAL_PORTS
 
-from ..ici.packet import coord_layout
+from ..ici.packet import coord_layout, node_coordinates, node_number
 from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH, count_events
 from .endpoint import (
@@ -254,11 +254,7 @@ class CollectiveEngine(wiring.Component):
         remainder = Signal(range(max(ici.dims)))
         m.d.comb += [quotient.eq(grains // n), remainder.eq(grains % n)]
         me = Signal(range(ici.nodes))
-        stride, node = 1, 0
-        for d, k in enumerate(ici.dims):
-            node += self.coords[f"c{d}"] * stride
-            stride *= k
-        m.d.comb += me.eq(node)
+        m.d.comb += me.eq(node_number(ici, [self.coords[f"c{d}"] for d in range(ici.ndims)]))
         vars(ctx).update(width=width, n=n, p=p, grain=grain, steps=steps, quotient=quotient,
                          remainder=remainder, me=me)
 
@@ -531,15 +527,14 @@ class CollectiveEngine(wiring.Component):
         # Step s's destination: this chip displaced by s's coordinates (direction 1: plus half
         # of every dimension), each coordinate modulo its radix.
         target = Signal(range(ici.nodes), name=f"a2a_target{h}")
-        parts, stride = [], 1
+        coords = []
         for d, (k, rom) in enumerate(zip(ici.dims, a2a_displacements(ici.dims, h), strict=True)):
             # (``step`` reaches ``nodes`` for the cycle that starts the next round: padded.)
             shift_d = Array(Const(v, range(k)) for v in (*rom, 0))[step]
             moved = Signal(range(2 * k), name=f"a2a_c{d}_{h}")
             m.d.comb += moved.eq(self.coords[f"c{d}"] + shift_d)
-            parts.append(Mux(moved >= k, moved - k, moved) * stride)
-            stride *= k
-        m.d.comb += target.eq(sum(parts))
+            coords.append(Mux(moved >= k, moved - k, moved))
+        m.d.comb += target.eq(node_number(ici, coords))
         return target
 
     def _a2a_visit(self, m, h, a, desc, active, telling, target, remaining, ready_from):
@@ -574,10 +569,8 @@ class CollectiveEngine(wiring.Component):
         last = rest <= 2 * chunk
         size = Mux(rest > chunk, chunk, rest)
         to = Mux(telling, Mux(told >= nodes, told - nodes, told), a.dest)
-        stride = 1
-        for d, k in enumerate(ici.dims):
-            m.d.comb += cmd.payload.dst[f"c{d}"].eq((to // stride) % k)
-            stride *= k
+        for d, coord in enumerate(node_coordinates(ici, to)):
+            m.d.comb += cmd.payload.dst[f"c{d}"].eq(coord)
         m.d.comb += [
             cmd.valid.eq(telling | (active & a.held & a.fetched)),
             cmd.payload.kind.eq(PacketKind.WRITE), cmd.payload.dst_port.eq(0),

@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In, Out
 from spec import protocol
 from spec.protocol import ADDR_BITS, NO_SEM, REQUEST_CLASS, RESPONSE_CLASS, SEM_BITS, TAG_BITS
 
-from ..ici.packet import coord_layout, eject_layout, header_layout
+from ..ici.packet import coord_layout, eject_layout, endpoint_number, header_layout
 from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH, count_events
 from ..lib.fp import add_fp32, fp32_to_bf16
@@ -92,16 +92,6 @@ def completion_layout(cfg):
     the requester's slot it carried."""
     return data.StructLayout({"kind": PacketKind, "src": range(cfg.ici.endpoints), "sem": SEM_BITS,
                               "tag": TAG_BITS})
-
-
-def _endpoint_index(cfg, coords, port):
-    """``node * local_ports + port`` of a node's coordinates (node numbering of the ICI)."""
-    ici = cfg.ici
-    node, stride = Const(0), 1
-    for d, k in enumerate(ici.dims):
-        node = node + coords[d] * stride
-        stride *= k
-    return node * ici.local_ports + port
 
 
 def bf16_add(ep):
@@ -179,7 +169,7 @@ packet of two flits, the head (``bytes`` 0) and a
         is_read = msg.kind == PacketKind.READ
         beats = Signal(range(ici.max_packet))
         seq = Array(Signal(8, name=f"seq{e}") for e in range(ici.endpoints))
-        dst = _endpoint_index(cfg, [msg.dst[f"c{d}"] for d in range(ici.ndims)], msg.dst_port)
+        dst = endpoint_number(cfg.ici, [msg.dst[f"c{d}"] for d in range(ici.ndims)], msg.dst_port)
         size = Signal(range(cfg.packet_bytes + 1))
         m.d.comb += size.eq(Mux(is_read, 0, Mux(msg.bytes > cfg.packet_bytes,
                                                 cfg.packet_bytes, msg.bytes)))
@@ -425,7 +415,7 @@ class Receiver(wiring.Component):
         epl = endpoint_header_layout(cfg)
         ep = data.View(epl, self.i.payload.data[hb:hb + epl.size])
         src = Signal(range(ici.endpoints))
-        m.d.comb += src.eq(_endpoint_index(cfg, [head[f"src{d}"] for d in range(ici.ndims)],
+        m.d.comb += src.eq(endpoint_number(cfg.ici, [head[f"src{d}"] for d in range(ici.ndims)],
                                            head.src_port))
         expected = Array(Signal(8, name=f"expected{e}_{c}")
                          for e in range(ici.endpoints) for c in range(ici.classes))

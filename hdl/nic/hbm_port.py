@@ -36,10 +36,13 @@ WRITES_IN_FLIGHT = 16
 """Writes issued and not yet answered, at most."""
 
 
-def hbm_signature(cfg, readers):
-    """The AXI4 bus of a chip's HBM port: flit-wide data, an ID per reader."""
-    return AXI4Signature(addr_width=ADDR_BITS, data_width=cfg.ici.flit_bits,
-                         id_width=max(1, (readers - 1).bit_length()))
+def hbm_signature(cfg, readers, *, addr_width=ADDR_BITS, id_width=None):
+    """The AXI4 bus of a chip's HBM port: flit-wide data, an ID per reader (``id_width``
+    bits, at least enough for them), ``addr_width`` address bits (at least the messages'
+    ``ADDR_BITS``: the port of an HBM controller may be wider)."""
+    need = max(1, (readers - 1).bit_length())
+    return AXI4Signature(addr_width=addr_width, data_width=cfg.ici.flit_bits,
+                         id_width=need if id_width is None else id_width)
 
 
 class HbmPort(wiring.Component):
@@ -57,19 +60,20 @@ class HbmPort(wiring.Component):
     write : In(stream of write_beat_layout).array(writers)
     read : In(stream of read_beat_layout).array(readers)
     read_data : Out(stream of flit_bits).array(readers)
-    axi : Out(hbm_signature)
+    axi : Out(bus)
+        ``bus``: an ``hbm_signature`` (by default its narrowest).
     pending : Out(1)
         A write is issued and not yet answered.
     errors : Out(32)
     """
 
-    def __init__(self, cfg, *, writers, readers):
+    def __init__(self, cfg, *, writers, readers, bus=None):
         self._cfg, self._writers, self._readers = cfg, writers, readers
         super().__init__({
             "write": In(stream.Signature(write_beat_layout(cfg))).array(writers),
             "read": In(stream.Signature(read_beat_layout(cfg))).array(readers),
             "read_data": Out(stream.Signature(cfg.ici.flit_bits)).array(readers),
-            "axi": Out(hbm_signature(cfg, readers)),
+            "axi": Out(bus or hbm_signature(cfg, readers)),
             "pending": Out(1),
             "errors": Out(COUNTER_WIDTH),
         })

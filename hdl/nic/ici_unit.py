@@ -11,6 +11,7 @@ from amaranth.lib.wiring import In, Out
 from spec import protocol
 from spec.protocol import REQUEST_PORT, RING_COLLECTIVES
 
+from ..ici.packet import node_coordinates
 from ..lib.codes import hw
 from ..lib.counter import COUNTER_WIDTH
 from ..tensorcore.ici_port import IciKind, ici_command_layout
@@ -63,10 +64,8 @@ class IciUnit(wiring.Component):
         bad = Mux(coll, ring & (c.dim >= ici.ndims),
                   (c.chip >= ici.nodes) | (c.bytes > cfg.max_message))
         msg = self.message.payload
-        stride = 1
-        for d, k in enumerate(ici.dims):
-            m.d.comb += msg.dst[f"c{d}"].eq((c.chip // stride) % k)
-            stride *= k
+        for d, coord in enumerate(node_coordinates(ici, c.chip)):
+            m.d.comb += msg.dst[f"c{d}"].eq(coord)
         m.d.comb += [
             msg.kind.eq(Mux(c.kind == IciKind.SEND, PacketKind.WRITE, PacketKind.READ)),
             msg.dst_port.eq(REQUEST_PORT), msg.space.eq(c.rspace),

@@ -23,6 +23,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec import protocol
+from spec.nic import READERS
 from spec.protocol import COLLECTIVE_SEM, LOCAL_PORTS, MINUS_PORT, REQUEST_PORT, RESPONSE_PORT
 
 from ..ici.packet import coord_layout, eject_layout
@@ -45,7 +46,7 @@ from .hbm_port import HBM_DEPTH, HbmPort, SpaceSplit
 from .memory import RESPONSE_DEPTH
 
 __all__ = ["MessageUnit", "MessageMux", "ChipEndpoint", "endpoint_memory", "hbm_clients",
-           "COMPLETION_DEPTH", "READ_GROUPS", "WRITE_GROUPS", "READERS"]
+           "COMPLETION_DEPTH", "READ_GROUPS", "WRITE_GROUPS"]
 
 PacketKind = hw(protocol.PacketKind)
 
@@ -55,8 +56,6 @@ READ_GROUPS = [[0, 1, 3], [2], [4, 6], [5]]
 """The local memory's read ports and the readers each serves (see ``elaborate``): the host,
 the + ring's sends and the message unit; the - ring's sends; the + ring's adds and the
 Responder; the - ring's adds."""
-READERS = 7
-"""A chip's memory readers (the host's and the endpoint's six)."""
 WRITE_GROUPS = [[0, 1, 3], [2]]
 """The local memory's write ports and the writers each serves: the host, the + ring's
 arrivals and the responses; the - ring's arrivals."""
@@ -326,14 +325,14 @@ def endpoint_memory(m, endpoint, memory, host_write, host_read, host_read_data):
         wiring.connect(m, memory.read_data[1 + i], data)
 
 
-def hbm_clients(m, cfg, endpoint, memory, axi):
+def hbm_clients(m, cfg, endpoint, memory, axi, bus):
     """Put a :class:`~.hbm_port.SpaceSplit` in front of ``memory`` and an
-    :class:`~.hbm_port.HbmPort` on ``axi`` (the chip's HBM port) beside it, for the memory
-    clients of ``endpoint`` and the host; returns the split (their clients) and the HBM
-    port's error counter."""
+    :class:`~.hbm_port.HbmPort` on ``axi`` (the chip's HBM port, of signature ``bus``) beside
+    it, for the memory clients of ``endpoint`` and the host; returns the split (their
+    clients) and the HBM port's error counter."""
     m.submodules.split = clients = SpaceSplit(cfg, writers=4, readers=READERS,
                                               depth=RESPONSE_DEPTH + HBM_DEPTH)
-    m.submodules.hbm = hbm = HbmPort(cfg, writers=4, readers=READERS)
+    m.submodules.hbm = hbm = HbmPort(cfg, writers=4, readers=READERS, bus=bus)
     clients.join(m, "vmem", memory)
     clients.join(m, "hbm", hbm)
     wiring.connect(m, hbm.axi, axi)

@@ -22,6 +22,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.nic import READERS
 from spec.protocol import LOCAL_PORTS, NO_SEM
 
 from ..ici.packet import coord_layout, eject_layout
@@ -32,12 +33,10 @@ from ..tensorcore.ici_port import ici_command_layout
 from ..tensorcore.vmem_ports import vmem_read_signature, vmem_write_signature
 from .collective import descriptor_layout
 from .endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
-from .hbm_port import hbm_signature
 from .ici_unit import IciUnit
 from .interface import (
     COMPLETION_DEPTH,
     READ_GROUPS,
-    READERS,
     WRITE_GROUPS,
     ChipEndpoint,
     endpoint_memory,
@@ -63,8 +62,8 @@ class NetworkInterface(wiring.Component):
     sram : SRAM or None
         Without a TensorCore: the local memory's macro (a read port per ``READ_GROUPS``
         group, a write port per ``WRITE_GROUPS`` group, byte enables, a flit wide).
-    hbm : bool
-        An HBM port.
+    hbm : AXI4Signature or None
+        The bus of the HBM port (an ``hbm_signature``), or None: no HBM.
 
     Members
     -------
@@ -82,15 +81,15 @@ class NetworkInterface(wiring.Component):
     arrive : Out(1), arrive_sem : Out(5)
     vmem_rd : Out(vmem_read_signature).array(4), vmem_wr : Out(vmem_write_signature).array(2)
         With a TensorCore: its ICI queue and status, semaphore arrivals, VMEM ports.
-    hbm : Out(hbm_signature)
-        With ``hbm``.
+    hbm : Out(AXI4Signature)
+        With ``hbm``: the HBM port.
     dropped, seq_errors, errors : Out(32)
         Bad packets dropped and sequence mismatches (the Receivers'); refused messages and
         collectives, local memory accesses outside it, HBM error responses, messages naming
         no semaphore of the TensorCore.
     """
 
-    def __init__(self, cfg, *, words, staging_base, tensorcore=None, sram=None, hbm=False):
+    def __init__(self, cfg, *, words, staging_base, tensorcore=None, sram=None, hbm=None):
         self._cfg, self._words, self._staging = cfg, words, staging_base
         self._tc, self._sram, self._hbm = tensorcore, sram, hbm
         ici = cfg.ici
@@ -117,8 +116,8 @@ class NetworkInterface(wiring.Component):
                 "vmem_rd": Out(vmem_read_signature(tensorcore)).array(len(READ_GROUPS)),
                 "vmem_wr": Out(vmem_write_signature(tensorcore)).array(len(WRITE_GROUPS)),
             })
-        if hbm:
-            members["hbm"] = Out(hbm_signature(cfg, READERS))
+        if hbm is not None:
+            members["hbm"] = Out(hbm)
         members.update({name: Out(COUNTER_WIDTH) for name in ("dropped", "seq_errors",
                                                               "errors")})
         super().__init__(members)
@@ -131,8 +130,9 @@ class NetworkInterface(wiring.Component):
             cfg, self._sram, words=self._words, writers=4, readers=READERS,
             read_groups=READ_GROUPS, write_groups=WRITE_GROUPS, vmem=self._tc)
         clients, errors = memory, [ep.engine_errors, ep.message_errors, memory.errors]
-        if self._hbm:
-            clients, hbm_errors = hbm_clients(m, cfg, ep, memory, wiring.flipped(self.hbm))
+        if self._hbm is not None:
+            clients, hbm_errors = hbm_clients(m, cfg, ep, memory, wiring.flipped(self.hbm),
+                                              self._hbm)
             errors.append(hbm_errors)
         endpoint_memory(m, ep, clients, wiring.flipped(self.host_write),
                         wiring.flipped(self.host_read), wiring.flipped(self.host_read_data))

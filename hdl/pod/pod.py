@@ -6,7 +6,7 @@ The host side of every chip is a port of the top, as an array over the chips (ch
 coordinates ``c0 + X * (c1 + Y * c2)`` = ``n``, spec/topology.py): its memory port, and its
 messages, collectives and completions (chips without a TensorCore) or its TensorCore's
 control and status (``csr``, ``running``, ``done``, ``error``); with ``memory`` "axi" each
-chip's HBM ports (``dma``, ``hbm``).
+chip's HBM ports (``dma``, ``hbm``), with ``memory`` "hbm" its HBM controller's channels.
 """
 
 from amaranth.hdl import Module
@@ -50,6 +50,9 @@ class Pod(Top):
     dma, hbm : Out(AXI4Signature).array(chips)
         With ``memory`` "axi": each chip's DMA port (with a TensorCore) and network
         interface port to its HBM.
+    hbm_idle : Out(1).array(chips), hbm_ch<c> : Out(ChannelSignature).array(chips)
+        With ``memory`` "hbm": each chip's HBM controller's drain flag and channel ``c``'s
+        command and data interface (to the device models); its free ports stay unused.
     dropped, seq_errors, errors : Out(32)
         The chips' counters, summed.
     crc_errors, retries, net_dropped : Out(32)
@@ -64,7 +67,9 @@ class Pod(Top):
         chip = Chip(cfg.chip)
         self._chip = Submodule(f"{cfg.name}_chip", chip, children=chip.submodules)
         ports = chip.signature.members
-        self._ports = [p for p in (*_HOST, *_SIMULATION, *_TENSORCORE, *_AXI) if p in ports]
+        hbm = ("hbm_idle", *(f"hbm_ch{c}" for c in range(cfg.chip.hbm.channels)))
+        self._ports = [p for p in (*_HOST, *_SIMULATION, *_TENSORCORE, *_AXI, *hbm)
+                       if p in ports]
         members = {_AXI.get(p, p): ports[p].array(cfg.chips) for p in self._ports}
         members.update({
             **{name: Out(COUNTER_WIDTH) for name in CHIP_COUNTERS},

@@ -58,24 +58,27 @@ class _Channel:
 
 class HBMBench:
     def __init__(self, dut, flow="random_random", masters=True, trace=None, *, config=None,
-                 prefix="ch", idle="idle"):
+                 prefix="ch", idle="idle", index=None):
         """``config``, ``prefix`` and ``idle``: the controller's configuration, the prefix of
         its channel ports and the name of its idle output when it is part of a larger top (the
-        chip: ``hbm_ch``, ``hbm_idle``)."""
+        chip: ``hbm_ch``, ``hbm_idle``); ``index``: the element of port arrays it is (a pod's
+        chip ``n``: ``hbm_ch<c>__<n>``, ``hbm_idle__<n>``)."""
         self.dut = dut
-        self.idle = getattr(dut, idle)
+        self.idle = getattr(dut, idle if index is None else f"{idle}__{index}")
         self.sidecar = load_sidecar()
         self.cfg = config or HBMConfig.from_dict(self.sidecar["parameters"])
         cfg = self.cfg
         self.rng = new_rng()
-        self.row_ops = {v: k for k, v in enum_values(self.sidecar, f"{prefix}0__row_op").items()}
-        self.col_ops = {v: k for k, v in enum_values(self.sidecar, f"{prefix}0__col_op").items()}
+        def channel(c):
+            return f"{prefix}{c}" + ("" if index is None else f"__{index}")
+        self.row_ops = {v: k for k, v in enum_values(self.sidecar, f"{channel(0)}__row_op").items()}
+        self.col_ops = {v: k for k, v in enum_values(self.sidecar, f"{channel(0)}__col_op").items()}
         trace = trace or os.environ.get("PODIUM_HBM_TRACE")
         self.trace = open(trace, "w") if trace else None
         self.model = HBMDeviceModel(cfg.timing, cfg.pseudo_channels, cfg.bank_groups,
                                     cfg.banks_per_group, per_channel=cfg.pcs_per_channel,
                                     words=cfg.words, check_refresh=cfg.refresh, trace=self.trace)
-        self.channels = [_Channel(dut, f"{prefix}{c}", cfg.pcs_per_channel)
+        self.channels = [_Channel(dut, channel(c), cfg.pcs_per_channel)
                          for c in range(cfg.channels)]
         self.memory = ByteMemory()
         self.cycle = 0
@@ -87,12 +90,15 @@ class HBMBench:
         """A saturating :class:`AxiDriver` on ``port``, checked against the golden memory."""
         return AxiDriver(self.dut, f"s{port}_axi", self.memory, lambda: self.cycle, flow=flow)
 
-    async def start(self):
+    async def start(self, *, clock=True):
+        """Start the clock and reset (unless the top's bench already did: ``clock`` False),
+        then the device model, from the first cycle out of reset."""
         for ch in self.channels:
             for d in ch.data:
                 d["rddata_valid"].value = 0
                 d["rddata"].value = 0
-        await start(self.dut, reset_cycles=4)
+        if clock:
+            await start(self.dut, reset_cycles=4)
         cocotb.start_soon(self._device_loop())
 
     async def _device_loop(self):

@@ -36,6 +36,7 @@ from verification.tb.bench import (
     start,
     write_report,
 )
+from verification.tb.hbm import HBMBench
 from verification.tb.packing import Port, load_sidecar
 from verification.tb.streams import StreamBench
 
@@ -64,11 +65,30 @@ def _grain(tb, fmt):
     return tb.fb // 4 if ESIZE[fmt] == 4 else tb.fb // 2
 
 
+class DeviceHBM:
+    """A chip's HBM behind its HBM controller, as the pod's host reads and writes it: the
+    golden device model (verification/tb/hbm.py) on the controller's channels, through its
+    backdoor."""
+
+    def __init__(self, dut, config, chip):
+        self.bench = HBMBench(dut, masters=False, config=config, prefix="hbm_ch",
+                              idle="hbm_idle", index=chip)
+
+    def write(self, address, data):
+        self.bench.write_bytes(address, data)
+
+    def read(self, address, length):
+        """The bytes the device holds (after :meth:`PodHost.settle_hbm`)."""
+        assert self.bench.error is None, str(self.bench.error)
+        return self.bench.dump(address, length)
+
+
 class PodHost:
     """The host's memory port on every chip of a pod (``host_write``, ``host_read``,
     ``host_read_data``), and whatever other streams a subclass names (``sources``,
-    ``sinks``), each with the flow's idle and backpressure; with ``hbm`` each chip's HBM
-    (``hbm``: cocotbext-axi ``AxiRam`` s of ``HBM_BYTES``)."""
+    ``sinks``), each with the flow's idle and backpressure; with an HBM each chip's
+    (``hbm``: with ``memory`` "axi" cocotbext-axi ``AxiRam`` s of ``HBM_BYTES``, with "hbm"
+    the device models of its controller, :class:`DeviceHBM`)."""
 
     def __init__(self, dut, sources=(), sinks=()):
         self.dut = dut
@@ -89,12 +109,18 @@ class PodHost:
         self.taken = [0] * self.chips       # host_read_data beats consumed per chip
         self.faults = hasattr(dut, "fault_rate")
         self._loop = None
-        # With ``hbm`` each chip's HBM: an AxiRam on its endpoint's port and, on a pod of
-        # TensorCores, a second port of the same memory for its DMA.
-        self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, "random_random")
-                    for c in range(self.chips)] if self.cfg.chip.has_hbm else []
-        self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, "random_random", mem=ram.mem)
-                        for c, ram in enumerate(self.hbm)] if self.cfg.tensorcore else []
+        # With memory "axi" each chip's HBM is an AxiRam on its network interface's port
+        # and, on a pod of TensorCores, a second port of the same memory for its DMA; with
+        # "hbm" the device models behind its controller.
+        self.hbm, self.dma_hbm = [], []
+        if self.cfg.chip.memory == "axi":
+            self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, "random_random")
+                        for c in range(self.chips)]
+            if self.cfg.tensorcore:
+                self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, "random_random",
+                                        mem=ram.mem) for c, ram in enumerate(self.hbm)]
+        elif self.cfg.chip.memory == "hbm":
+            self.hbm = [DeviceHBM(dut, self.cfg.chip.hbm, c) for c in range(self.chips)]
 
     async def start(self, *, fault_rate=0, clock_impl=None):
         if self.faults:
@@ -102,7 +128,22 @@ class PodHost:
             self.dut.fault_seed.value = random.getrandbits(32)
         self.bench.quiesce()
         await start(self.dut, clock_impl=clock_impl)
+        for memory in self.hbm:
+            if isinstance(memory, DeviceHBM):
+                await memory.bench.start(clock=False)
         self.resume()
+
+    async def settle_hbm(self):
+        """Wait until every chip's HBM controller has written every answered write into its
+        device, so the backdoor sees it (nothing to wait for with memory models)."""
+        for memory in self.hbm:
+            if isinstance(memory, DeviceHBM):
+                await memory.bench.settle()
+
+    @property
+    def hbm_capacity(self):
+        """Bytes of each chip's HBM as the golden pod simulator holds it."""
+        return self.cfg.chip.hbm.capacity if self.cfg.chip.memory == "hbm" else HBM_BYTES
 
     def resume(self):
         """Drive the host streams every cycle (the default)."""

@@ -70,11 +70,12 @@ class TensorPodBench(PodHost):
         else:
             raise AssertionError(f"a chip is still running after {budget} cycles")
         await ClockCycles(self.dut.clk, SETTLE)
+        await self.settle_hbm()
         outcomes = [await host.outcome() for host in self.hosts]
         vmems = [await self.read(c, 0, self.tc.vmem_bytes) for c in range(self.chips)]
         for host in self.hosts:
             await host.clear()
-        sim = PodSim(self.cfg, seed=seed, hbm_capacity=HBM_BYTES)
+        sim = PodSim(self.cfg, seed=seed, hbm_capacity=self.hbm_capacity)
         for chip, w, image in zip(sim.chips, words, images, strict=True):
             chip.load(w)
             chip.vmem[:len(image)] = np.frombuffer(image, np.uint8)
@@ -99,8 +100,8 @@ class TensorPodBench(PodHost):
             assert out.sems == res.semaphores, f"chip {c}: semaphores {out.sems}"
             _compare(f"chip {c}: VMEM", vmem, res.vmem, res.undefined)
             if self.hbm:
-                _compare(f"chip {c}: HBM", self.hbm[c].read(0, HBM_BYTES), res.hbm.data,
-                         res.hbm_undefined)
+                _compare(f"chip {c}: HBM", self.hbm[c].read(0, HBM_BYTES),
+                         res.hbm.data[:HBM_BYTES], res.hbm_undefined)
 
 
 def _compare(what, got, want, undefined):

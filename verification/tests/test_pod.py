@@ -8,6 +8,7 @@ import pytest
 
 from spec.chip import ChipConfig
 from spec.config import ConfigError
+from spec.hbm import HBMConfig
 from spec.ici import ICIConfig
 from spec.mxu import MXUConfig
 from spec.nic import NICConfig
@@ -20,12 +21,13 @@ TB = "verification.tb.pod"
 PROGRAMS_TB = "verification.tb.pod_programs"
 
 
-def _pod(dims, *, faults=False, memory="none", tensorcore=None, **ici):
+def _pod(dims, *, faults=False, memory="none", tensorcore=None, hbm=None, **ici):
     params = dict(classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
                   local_ports=LOCAL_PORTS)
     params.update(ici)
     nic = NICConfig(ici=ICIConfig(dims=dims, **params))
-    return PodConfig(chip=ChipConfig(tensorcore=tensorcore, memory=memory, nic=nic),
+    return PodConfig(chip=ChipConfig(tensorcore=tensorcore, memory=memory, hbm=hbm or HBMConfig(),
+                                     nic=nic),
                      faults=faults)
 
 
@@ -49,10 +51,18 @@ TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, r
 
 
 def _tensor_pod(dims, memory="none"):
-    return _pod(dims, flit_bits=256, memory=memory, tensorcore=TENSORCORE)
+    hbm = HBMConfig(ports=2) if memory == "hbm" else HBMConfig()
+    return _pod(dims, flit_bits=256, memory=memory, tensorcore=TENSORCORE, hbm=hbm)
 
 
-PROGRAM_CONFIGS = {"1x4-tc": _tensor_pod((4,)), "2x2-tc": _tensor_pod((2, 2), memory="axi")}
+PROGRAM_CONFIGS = {
+    "1x4-tc": _tensor_pod((4,)),
+    "2x2-tc": _tensor_pod((2, 2), memory="axi"),
+    "2x2-tc-hbm": _tensor_pod((2, 2), memory="hbm"),
+}
+"""Pods of TensorCores: VMEM only on a ring of four; on a 2x2 torus each chip's DMA and network
+interface on a memory model's AXI4 ports, or on the chip's own HBM controller with the golden
+device model on its channels."""
 
 
 @pytest.mark.parametrize("pod, test", cases(TB, CONFIGS, _slow))
@@ -61,9 +71,10 @@ def test_pod(cocotb_run, pod, test):
 
 
 # The 2x2 pod of TensorCores (rings of two along both dimensions, the 2-D all-reduce) in
-# `make test`; the 1x4 (rings of four) in `make test-all`.
+# `make test`; the 1x4 (rings of four) and the 2x2 with HBM controllers in `make test-all`.
 @pytest.mark.parametrize("pod, test", cases(
-    PROGRAMS_TB, PROGRAM_CONFIGS, lambda pod, test: [pytest.mark.slow] if pod == "1x4-tc" else []))
+    PROGRAMS_TB, PROGRAM_CONFIGS,
+    lambda pod, test: [pytest.mark.slow] if pod in ("1x4-tc", "2x2-tc-hbm") else []))
 def test_pod_programs(cocotb_run, pod, test):
     cocotb_run("pod", PROGRAM_CONFIGS[pod], PROGRAMS_TB, test)
 
