@@ -23,7 +23,7 @@ by name), joined here with ``wiring.connect``.
 """
 
 from amaranth.hdl import Module
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.nic import READERS
@@ -31,13 +31,9 @@ from spec.protocol import LOCAL_PORTS
 
 from .hbm.controller import HBMController
 from .hbm.interface import ChannelSignature
-from .ici.packet import coord_layout, eject_layout
 from .lib.axi import AxiNoMemory, axi4_signature
-from .lib.counter import COUNTER_WIDTH
 from .lib.hier import Submodule
 from .lib.sram import SRAM
-from .nic.collective import descriptor_layout
-from .nic.endpoint import command_layout, completion_layout, read_beat_layout, write_beat_layout
 from .nic.hbm_port import hbm_signature
 from .nic.interface import READ_GROUPS, WRITE_GROUPS
 from .nic.nic import NetworkInterface
@@ -51,6 +47,9 @@ NIC_COUNTERS = ("dropped", "seq_errors", "errors")
 """The network interface's counters (``nic_<name>`` on the chip)."""
 
 _STATUS = ("csr", "running", "done", "error")
+_NIC_PORTS = {"coords": "ici_coord", "inject": "ici_inject", "eject": "ici_eject",
+              **{name: f"nic_{name}" for name in NIC_COUNTERS}}
+"""The network interface's ports the chip renames at its edge (the others keep their names)."""
 
 
 class Chip(Top):
@@ -109,22 +108,11 @@ class Chip(Top):
                                      tensorcore=config.tensorcore, sram=sram,
                                      hbm=self._manager_signature(config, "nic")
                                      if config.has_hbm else None)
-        members.update({
-            "ici_coord": In(coord_layout(ici)),
-            "ici_inject": Out(stream.Signature(ici.flit_bits)).array(LOCAL_PORTS),
-            "ici_eject": In(stream.Signature(eject_layout(ici))).array(LOCAL_PORTS),
-            "host_write": In(stream.Signature(write_beat_layout(nic))),
-            "host_read": In(stream.Signature(read_beat_layout(nic))),
-            "host_read_data": Out(stream.Signature(ici.flit_bits)),
-        })
-        if config.tensorcore is None:
-            members.update({
-                "message": In(stream.Signature(command_layout(nic))),
-                "collective": In(stream.Signature(descriptor_layout(nic))),
-                "busy": Out(1),
-                "done": Out(stream.Signature(completion_layout(nic))),
-            })
-        members.update({f"nic_{name}": Out(COUNTER_WIDTH) for name in NIC_COUNTERS})
+        ports = self._nic.signature.members
+        driven = ("message", "collective", "busy", "done") if config.tensorcore is None else ()
+        members.update({_NIC_PORTS.get(name, name): ports[name] for name in (
+            "coords", "inject", "eject", "host_write", "host_read", "host_read_data", *driven,
+            *NIC_COUNTERS)})
 
     def _memory_members(self, config, members):
         if config.memory == "hbm":
