@@ -48,8 +48,11 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
     report = test_dir.parent / f"{test_dir.name}.report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    run(built, module, test_dir=test_dir, testcase=rf"\.{testcase}$", seed=seed,
-        extra_env={"PODIUM_PERF": json.dumps({**spec, "report": str(report)})})
+    passed, _ = run(built, module, test_dir=test_dir, testcase=rf"\.{testcase}$", seed=seed,
+                    extra_env={"PODIUM_PERF": json.dumps({**spec, "report": str(report)})})
+    if not passed:
+        raise RuntimeError(f"measurement {module}.{testcase} did not run (skipped) on "
+                           f"{built.design.name}")
     result = {"report": json.loads(report.read_text()), "build": built.directory.name,
               "run_seconds": time.perf_counter() - start}
     saved.write_text(json.dumps(result))

@@ -243,7 +243,9 @@ def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=Non
 
     The design's sidecar path reaches the testbench as PODIUM_SIDECAR. Raises AssertionError
     naming the failed cocotb tests, the seed and the log when any test fails, and RuntimeError
-    when none ran. Returns the number of cocotb tests that passed.
+    when none ran or the simulator exited with an error although no test failed. Returns
+    ``(passed, skipped)``: the names of the cocotb tests that passed and of those skipped
+    (a test that does not apply to the configuration, or a measurement nobody asked for).
     """
     from cocotb_tools.runner import get_runner
 
@@ -254,6 +256,7 @@ def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=Non
     results = test_dir / "results.xml"
     log = test_dir / "sim.log"
     runner = get_runner(built.sim)
+    exit_code = 0
     try:
         runner.test(
             test_module=test_module,
@@ -268,20 +271,32 @@ def run(built, test_module, *, test_dir, testcase=None, seed=None, extra_env=Non
             results_xml=str(results),
             log_file=str(log),
         )
-    except SystemExit:
-        pass  # the cocotb runner exits on failures under pytest; the results file says which
+    except SystemExit as e:
+        # The cocotb runner exits on failures and on a simulator's non-zero exit; the results
+        # file says which tests failed, the code whether the simulator did.
+        exit_code = e.code if isinstance(e.code, int) else 1
     if not results.exists():
         raise RuntimeError(f"simulation ended abnormally (seed {seed}); see {log}")
-    cases = ElementTree.parse(results).getroot().iter("testcase")
-    outcomes = {c.get("name"): c.find("failure") is None and c.find("error") is None
-                for c in cases}
+    outcomes = {c.get("name"): _outcome(c)
+                for c in ElementTree.parse(results).getroot().iter("testcase")}
     if not outcomes:
         raise RuntimeError(f"no cocotb test matched {testcase!r} in {test_module}; see {log}")
-    failed = [name for name, ok in outcomes.items() if not ok]
+    failed = [name for name, outcome in outcomes.items() if outcome == "failed"]
     if failed:
         raise AssertionError(f"{len(failed)} of {len(outcomes)} cocotb tests failed "
                              f"(seed {seed}): {', '.join(failed)}; see {log}")
-    return len(outcomes)
+    if exit_code:
+        raise RuntimeError(f"the simulator exited with code {exit_code} although no test "
+                           f"failed (seed {seed}); see {log}")
+    return ([n for n, o in outcomes.items() if o == "passed"],
+            [n for n, o in outcomes.items() if o == "skipped"])
+
+
+def _outcome(case):
+    """``passed``, ``failed`` or ``skipped`` of a JUnit ``testcase`` element."""
+    if case.find("failure") is not None or case.find("error") is not None:
+        return "failed"
+    return "skipped" if case.find("skipped") is not None else "passed"
 
 
 def lint(vpath, top):
