@@ -1,9 +1,9 @@
 """pytest glue: seeds, and running a cocotb testbench against a generated configuration.
 
 Seeds: each test's seed is PODIUM_SEED when set (an integer, or ``random`` for a fresh one),
-otherwise a fixed value derived from the test's id, so a run is reproducible by default. The
-seed is printed and is part of every failure message; ``PODIUM_SEED=<n> pytest '<test id>'``
-replays a failure. PODIUM_WAVES=1 builds with tracing and leaves dump.fst in the test directory.
+otherwise a fixed value derived from the test's id, so a run is reproducible by default
+(property tests are derandomized likewise). The seed is printed and is part of every failure
+message; ``PODIUM_SEED=<n> pytest '<test id>'`` replays a failure. PODIUM_WAVES=1 builds with tracing and leaves dump.fst in the test directory.
 PODIUM_LOCKSTEP=<checkout> runs every cocotb test on the lockstep design of its configuration
 against the generator of another checkout (sim/lockstep.py).
 """
@@ -14,9 +14,15 @@ import re
 import zlib
 
 import pytest
+from hypothesis import settings
 
 from hdl.generate import generate
 from sim.runner import BUILD, build, run, simulator_available
+
+# Property tests draw their examples from a fixed seed too, unless PODIUM_SEED=random.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("random", database=None)
+settings.load_profile("random" if os.environ.get("PODIUM_SEED") == "random" else "fixed")
 
 
 def _seed_for(nodeid):
