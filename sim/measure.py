@@ -34,7 +34,8 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
 
     ``reuse``: return a report measured before on the same build (same Verilog hash) with the
     same spec and seed instead of simulating again (simulation is deterministic; use it for
-    measurements that take many minutes).
+    measurements that take many minutes); its ``run_seconds`` is then None, since the wall
+    time of that run was measured in another environment than this one's.
     """
     built = build(generate(block, config))
     key = hashlib.sha256(json.dumps([spec, seed], sort_keys=True).encode()).hexdigest()[:12]
@@ -44,7 +45,7 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
     if reuse and saved.exists():
         result = json.loads(saved.read_text())
         if result["build"] == built.directory.name:
-            return {**result, "build_seconds": build_seconds}
+            return {**result, "build_seconds": build_seconds, "run_seconds": None}
     report = test_dir.parent / f"{test_dir.name}.report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

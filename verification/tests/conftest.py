@@ -3,7 +3,8 @@
 Seeds: each test's seed is PODIUM_SEED when set (an integer, or ``random`` for a fresh one),
 otherwise a fixed value derived from the test's id, so a run is reproducible by default
 (property tests are derandomized likewise). The seed is printed and is part of every failure
-message; ``PODIUM_SEED=<n> pytest '<test id>'`` replays a failure. PODIUM_WAVES=1 builds with tracing and leaves dump.fst in the test directory.
+message; ``PODIUM_SEED=<n> pytest '<test id>'`` replays a failure. PODIUM_WAVES=1 builds with
+tracing and leaves dump.fst in the test directory.
 PODIUM_LOCKSTEP=<checkout> runs every cocotb test on the lockstep design of its configuration
 against the generator of another checkout (sim/lockstep.py).
 """
