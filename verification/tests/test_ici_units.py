@@ -12,13 +12,15 @@ from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
 from hdl.ici.allocator import Allocator
+from hdl.ici.harness import Checker
 from hdl.ici.input import InjectionPort, InputUnit
 from hdl.ici.link import LinkRx, LinkTx
 from hdl.ici.packet import reverse_layout, wire_layout
 from hdl.ici.router import Ejection
 from hdl.lib.delay import DelayLine
-from spec.ici import ICIConfig
-from verification.models.ici import Header, injection_vc, out_vc_of
+from spec.ici import TIMESTAMP_BITS, ICIConfig
+from spec.topology import node_index
+from verification.models.ici import Header, injection_vc, min_hops, out_vc_of
 
 CFG = ICIConfig(dims=(4, 4), classes=2, vcs=2, buffer_depth=4, max_packet=4, local_ports=2)
 
@@ -457,3 +459,94 @@ def test_delay_line(seed, cycles):
     _simulate(top, bench)
     for values, out in zip(runs, got, strict=True):
         assert out == [0] * cycles + values[: len(values) - cycles]
+
+
+CHECK_CFG = ICIConfig(dims=(4, 4), classes=2, flit_bits=128, max_packet=4)
+CHECK_NODE = (2, 1)
+"""The endpoint (port 0) whose Checker the tests feed."""
+
+
+def _harness_payload(cfg, src_ep, tclass, seq, idx):
+    """A harness payload word as docs/ici.md states it: (sequence, flit index, class, source
+    endpoint), least significant first, repeated over the flit."""
+    ep_bits = max(1, (cfg.endpoints - 1).bit_length())
+    unit = (seq & 0xFF) | (idx & 0x7F) << 8 | tclass << 15 | src_ep << (15 + cfg.class_bits)
+    width = 15 + cfg.class_bits + ep_bits
+    word = 0
+    for pos in range(0, cfg.flit_bits, width):
+        word |= unit << pos
+    return word & ((1 << cfg.flit_bits) - 1)
+
+
+def _checked_packet(cfg, seq, *, src=(0, 3), length=2, **header):
+    """The flits ``(data, last)`` of a packet the harness's generators would send to
+    ``CHECK_NODE``, with ``header`` fields overridden."""
+    h = Header(CHECK_NODE, 0, src, 0, 0, length, seq, min_hops(cfg, src, CHECK_NODE))
+    for name, value in header.items():
+        setattr(h, name, value)
+    src_ep = node_index(cfg.dims, src) * cfg.local_ports
+    head_bits = cfg.header_bits + TIMESTAMP_BITS
+    head = _harness_payload(cfg, src_ep, 0, seq, 0) >> head_bits << head_bits | h.pack(cfg)
+    flits = [head] + [_harness_payload(cfg, src_ep, 0, seq, i) for i in range(1, length)]
+    return [(f, int(i == len(flits) - 1)) for i, f in enumerate(flits)]
+
+
+def _flip(packet, flit, bit):
+    data, last = packet[flit]
+    return [*packet[:flit], (data ^ (1 << bit), last), *packet[flit + 1:]]
+
+
+@pytest.mark.parametrize("case, want", [
+    ("good", "NONE"),
+    ("lost", "SEQUENCE"),
+    ("duplicated", "SEQUENCE"),
+    ("reordered", "SEQUENCE"),
+    ("body corrupted", "BODY_PAYLOAD"),
+    ("head payload corrupted", "HEAD_PAYLOAD"),
+    ("wrong destination", "WRONG_DESTINATION"),
+    ("hop count", "HOP_COUNT"),
+    ("tail early", "TAIL_POSITION"),
+    ("bad length", "BAD_FIELDS"),
+])
+def test_checker_flags_every_fault(case, want):
+    """The harness's synthesizable Checker (what the ICI traffic, soak and benchmark runs
+    trust) flags a lost, duplicated, reordered, corrupted or misrouted packet with the right
+    code, and passes a good stream: a checker stuck at "no error" fails this test."""
+    cfg = CHECK_CFG
+    head_payload_bit = cfg.header_bits + TIMESTAMP_BITS + 3
+    packets = {
+        "good": [_checked_packet(cfg, 0), _checked_packet(cfg, 1)],
+        "lost": [_checked_packet(cfg, 0), _checked_packet(cfg, 2)],
+        "duplicated": [_checked_packet(cfg, 0), _checked_packet(cfg, 0)],
+        "reordered": [_checked_packet(cfg, 1), _checked_packet(cfg, 0)],
+        "body corrupted": [_flip(_checked_packet(cfg, 0), 1, 77)],
+        "head payload corrupted": [_flip(_checked_packet(cfg, 0), 0, head_payload_bit)],
+        "wrong destination": [_checked_packet(cfg, 0, dst=(0, 0))],
+        "hop count": [_checked_packet(cfg, 0, hops=min_hops(cfg, (0, 3), CHECK_NODE) + 1)],
+        "tail early": [[(f, 1) if i == 1 else (f, last) for i, (f, last)
+                        in enumerate(_checked_packet(cfg, 0, length=3)[:2])]],
+        "bad length": [_checked_packet(cfg, 0, length=0)[:1]],
+    }[case]
+    flits = [f for p in packets for f in p]
+    dut = Checker(cfg)
+    seen = {}
+
+    async def bench(ctx):
+        for d, c in enumerate(CHECK_NODE):
+            ctx.set(dut.node[f"c{d}"], c)
+        ctx.set(dut.port, 0)
+        ctx.set(dut.stall_rate, 0)
+        for data, last in flits:
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload.data, data)
+            ctx.set(dut.i.payload.last, last)
+            await ctx.tick()
+        ctx.set(dut.i.valid, 0)
+        await ctx.tick()
+        seen.update(flits=ctx.get(dut.flits), errors=ctx.get(dut.errors),
+                    code=ctx.get(dut.error_code).name)
+
+    _simulate(dut, bench)
+    assert seen["flits"] == len(flits)
+    assert seen["code"] == want, seen
+    assert (seen["errors"] == 0) == (want == "NONE"), seen
