@@ -335,10 +335,15 @@ async def _timed_all_to_all(tb, rng, size, check):
     """An all-to-all of ``size`` bytes per chip, ``size / chips`` to each chip (uniform):
     send buffer at 0, receive buffer at ``size``, tables after it."""
     sizes = [[size // tb.chips] * tb.chips for _ in range(tb.chips)]
+    before = None
+    if check:
+        before = [rng.randbytes(size) for _ in range(tb.chips)]
+        for c in range(tb.chips):
+            tb.write(c, size, before[c])
     sends = _load_all_to_all(tb, rng, sizes, 0, size, 2 * size, random_data=check)
     cycles = await _timed_collective(tb, op="ALL_TO_ALL", address=2 * size, length=tb.chips)
     if check:
-        await _check_all_to_all(tb, sizes, sends, size)
+        await _check_all_to_all(tb, sizes, sends, size, before)
     return cycles
 
 
@@ -355,9 +360,9 @@ def _load_all_to_all(tb, rng, sizes, src_base, dst_base, table_base, *, random_d
     return sends
 
 
-async def _check_all_to_all(tb, sizes, sends, dst_base, before=None):
-    """Every chip's receive buffer holds the golden model's messages in their slots and, given
-    ``before`` (what each held before), nothing else changed."""
+async def _check_all_to_all(tb, sizes, sends, dst_base, before):
+    """Every chip's receive buffer holds the golden model's messages in their slots and nothing
+    else changed (``before``: what each held before)."""
     dims, _ = tb.golden_dims()
     received = all_to_all([[np.frombuffer(m, np.uint8) for m in row] for row in sends], dims)
     _, landing = all_to_all_table(sizes, tb.fb, 0, dst_base)
@@ -365,7 +370,7 @@ async def _check_all_to_all(tb, sizes, sends, dst_base, before=None):
         slots = [(landing[d][s] - dst_base, sizes[s][d]) for s in range(tb.chips)]
         end = max(first + n for first, n in slots)
         got = await tb.read(d, dst_base, end)
-        want = bytearray(before[d][:end] if before else got)
+        want = bytearray(before[d][:end])
         for s, (first, n) in enumerate(slots):
             want[first:first + n] = received[d][s].tobytes()
         assert got == bytes(want), f"chip {d}: all-to-all receive buffer differs"
