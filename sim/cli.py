@@ -23,17 +23,14 @@ import sys
 import textwrap
 import time
 
-from hdl.generate import BLOCKS, generate, make_config
+from hdl.generate import BLOCKS, config_file, generate, make_config
 from podium import tools
-from spec.config import ConfigError, check_keys, parse_assignment, set_path
-from spec.files import check_output_dir, in_file, load_json
+from spec.config import ConfigError, parse_assignment, set_path
+from spec.files import check_output_dir
 
 from . import model_cli, programs, sweep_cli  # noqa: F401  (programs: the verilator backend)
 
-__all__ = ["main"]
-
-CONFIG_KEYS = ("block", "parameters")
-"""The keys of a ``--config`` file: ``{"block": "mxu", "parameters": {...}}``."""
+__all__ = ["main", "reporting", "Parser", "fill"]
 
 MXU_OPTIONS = ("rows", "cols", "fmt", "out_fmt", "acc_depth")
 """The MXU shorthands of ``generate``, by parameter: ``--rows 16`` is ``--set rows=16``."""
@@ -66,7 +63,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _fill(text, width=79, indent="", hang=""):
+def fill(text, width=79, indent="", hang=""):
     """``text`` (docstring markup: double backquotes dropped) filled to ``width``, its first
     line indented by ``indent``, the others by ``indent + hang``."""
     return textwrap.fill(" ".join(text.replace("``", "").split()), width,
@@ -81,7 +78,7 @@ def _block_help():
              "dotted path, such as tensorcore.mxu.rows):"]
 
     def add(text, indent):
-        lines.append(_fill(text, 98, indent, "    "))
+        lines.append(fill(text, 98, indent, "    "))
 
     def describe(cls, prefix, indent):
         default, docs = cls(), cls.parameter_docs()
@@ -109,12 +106,12 @@ def _block_help():
 
 def _parser():
     version = importlib.metadata.version("podium")
-    p = Parser(prog="podium", description=_fill(__doc__.split("\n\n")[0]),
+    p = Parser(prog="podium", description=fill(__doc__.split("\n\n")[0]),
                epilog="examples:\n" + __doc__.split("\n\n")[1])
     p.add_argument("--version", action="version", version=f"podium {version}")
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
     g = sub.add_parser("generate", help="write a block's Verilog and JSON sidecar",
-                       description=_fill("Write the Verilog and JSON sidecar of a block's "
+                       description=fill("Write the Verilog and JSON sidecar of a block's "
                                          "configuration: the defaults, changed by a --config "
                                          "file, then by --set and the MXU options."),
                        epilog=_block_help())
@@ -144,31 +141,10 @@ def _parser():
     return p
 
 
-def _config_file(path, block):
-    """The block and parameters of a ``--config`` file, checked on their own."""
-    spec = load_json(path)
-    with in_file(path):
-        if not isinstance(spec, dict):
-            raise ConfigError("", f"must be a JSON object {{\"block\": ..., \"parameters\": "
-                                  f"{{...}}}}, got a {type(spec).__name__}")
-        check_keys("", spec, CONFIG_KEYS)
-        named = spec.get("block", block)
-        if block is not None and named != block:
-            raise ConfigError("block", f"must be {block!r} (the command line's block), got "
-                                       f"{named!r}")
-        if named is None:
-            raise ConfigError("block", "must be given, in the file or on the command line")
-        params = spec.get("parameters", {})
-        if not isinstance(params, dict):
-            raise ConfigError("parameters", f"must be a mapping of parameters, got {params!r}")
-        make_config(named, params)
-    return named, params
-
-
 def _params(args):
     """The block and parameters: the --config file's, then --set and the MXU options."""
     if args.config:
-        block, params = _config_file(args.config, args.block)
+        block, params = config_file(args.config, args.block)
     elif args.block is None:
         raise ConfigError("block", "must be given (or --config)")
     else:
@@ -198,16 +174,21 @@ def _generate(args):
     return 0
 
 
+def reporting(handler, args, prog="podium"):
+    """``handler(args)``, its exit status; a user error it raises (``ValueError``: a bad
+    parameter, file or option; ``OSError``) is one line on standard error and status 2."""
+    try:
+        return handler(args)
+    except (ValueError, OSError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+
+
 def main(argv=None):
     """Run ``podium`` with ``argv`` (default: the process's); return the exit status. Every
-    command's user errors (``ValueError``: bad parameters, files, options; ``OSError``)
-    leave through here as one line and status 2."""
+    command's user errors leave through :func:`reporting`."""
     args = _parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, OSError) as e:
-        print(f"podium: error: {e}", file=sys.stderr)
-        return 2
+    return reporting(args.func, args)
 
 
 if __name__ == "__main__":
