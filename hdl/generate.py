@@ -134,7 +134,7 @@ def config_file(path, block=None):
         check_keys("", spec, CONFIG_KEYS)
         named = spec.get("block", block)
         if block is not None and named != block:
-            raise ConfigError("block", f"must be {block!r} (the command line's block), got "
+            raise ConfigError("block", f"must be {block!r} (the block asked for), got "
                                        f"{named!r}")
         if named is None:
             raise ConfigError("block", "must be given, in the file or on the command line")

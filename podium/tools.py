@@ -146,8 +146,7 @@ def _load(path, config_text):
         return Program.load(path)
     words = _assemble(path) if path.endswith(".s") else _hex_words(path)
     config = _config(config_text)
-    return Program(words, config, ChipConfig(tensorcore=config).hbm.capacity,
-                   metadata={"kind": "bare"})
+    return Program(words, config, ChipConfig(tensorcore=config).hbm.capacity)
 
 
 def _asm(args):

@@ -73,7 +73,9 @@ def fill(text, width=79, indent="", hang=""):
 def _block_help():
     """Every block's parameters with defaults and descriptions, from the configuration
     classes: the epilog of ``podium generate --help``."""
-    owners = {b.config: name for name, b in BLOCKS.items()}
+    owners = {}
+    for name, block in BLOCKS.items():
+        owners.setdefault(block.config, name)
     lines = ["blocks and their parameters (--set PATH=VALUE; a nested configuration's by "
              "dotted path, such as tensorcore.mxu.rows):"]
 
@@ -91,12 +93,11 @@ def _block_help():
                 continue
             text = f"{path}: {sub.KIND} configuration" + (
                 " (default: none)" if value is None else "")
-            if sub in owners and owners[sub] != owners[block.config]:
+            if sub in owners:
                 add(f"{text}: the parameters of block {owners[sub]}", indent)
             else:
                 add(text, indent)
                 describe(sub, path + ".", indent + "  ")
-
 
     for name, block in BLOCKS.items():
         lines.append(f"{name} ({block.config.__name__}, {block.config.KIND}):")

@@ -28,7 +28,7 @@ from sim import programs  # noqa: F401  (registers the verilator backend)
 from sim.cli import Parser, fill, reporting
 from sim.runner import BUILD
 from spec.chip import ChipConfig
-from spec.config import check
+from spec.config import check, check_choice
 from spec.files import in_file
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
@@ -41,15 +41,15 @@ def _config(path, dtype):
         dtype = dtype or "int8"
         return ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(fmt=dtype))), dtype
     chip = make_config(*config_file(path, "chip"))
-    fmt = chip.tensorcore.mxu.fmt if chip.tensorcore is not None else None
     with in_file(path):
-        check("tensorcore", fmt in ("int8", "bfloat16"), "a TensorCore whose MXU is int8 or "
-              "bfloat16 (the digits model's formats)", chip.tensorcore)
+        check("tensorcore", chip.tensorcore is not None, "given (the demo runs on a "
+              "TensorCore)", None)
+        fmt = check_choice("tensorcore.mxu.fmt", chip.tensorcore.mxu.fmt, ("int8", "bfloat16"))
         check("memory", chip.memory == "hbm", "'hbm' (the demo runs on the HBM device model)",
               chip.memory)
         check("nic", chip.nic is None, "None (the demo's chip has no network interface)",
               chip.nic)
-        check("tensorcore.mxu.fmt", dtype in (None, fmt), f"--dtype {dtype}", fmt)
+        check("tensorcore.mxu.fmt", dtype in (None, fmt), f"{dtype!r} (--dtype)", fmt)
     return chip, fmt
 
 

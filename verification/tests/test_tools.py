@@ -169,7 +169,7 @@ ONE_LINE = [
      "rowz.json: mxu: unknown MXU parameter(s): rowz; allowed: rows, cols, fmt, acc_depth, "
      "out_fmt"),
     (("generate", "hbm", "--config", "mxu.json", "-o", "out"),
-     "mxu.json: block must be 'hbm' (the command line's block), got 'mxu'"),
+     "mxu.json: block must be 'hbm' (the block asked for), got 'mxu'"),
     (("generate", "--config", "list.json", "-o", "out"),
      "list.json: must be a JSON object {\"block\": ..., \"parameters\": {...}}, got a list"),
     (("generate", "--config", "bad.json", "-o", "out"),
@@ -259,6 +259,14 @@ def test_user_error_is_one_line(user_files, args, message):
     r = podium(*args, cwd=user_files)
     assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
     assert r.stderr == f"podium: error: {message.replace('{tmp}', str(user_files))}\n"
+
+
+def test_demo_refuses_a_bad_config_in_one_line(user_files):
+    r = subprocess.run([sys.executable, "-m", "sim.demo", "--config", "mxu.json"],
+                       cwd=user_files, capture_output=True, text=True, timeout=300,
+                       env={"PYTHONPATH": ROOT})
+    assert r.returncode == 2 and r.stderr == ("make demo: error: mxu.json: block must be "
+                                              "'chip' (the block asked for), got 'mxu'\n")
 
 
 def test_argument_errors_are_one_line():
