@@ -61,8 +61,8 @@ def add_parser(subparsers):
     r.add_argument("--images", type=int, default=1, help="SDXL images per chip at once")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
                    help="override a parameter, e.g. chip.hbm_bandwidth=2e12, "
-                        "system.overlap=0.5, parallelism.tensor=4 (repeatable; values are "
-                        "JSON)")
+                        "system.overlap=0.5, parallelism.tensor=4 (repeatable; values as "
+                        "JSON, else a string)")
     r.add_argument("--results", help="directory of measured results (default: docs/results)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     c = sub.add_parser("calibration", help="the Podium-measured terms and their sources")
