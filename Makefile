@@ -9,17 +9,33 @@ JOBS       ?= 2
 SIM        ?= verilator
 TEST       ?= verification/tests/test_mxu.py::test_mxu[4x4-test_gemm_random]
 CONFIG     ?=
+ARGS       ?=
 
-.PHONY: help venv demo verilog lint test test-all bench waves ruff clean
+GOALS := help venv demo verilog lint test test-all bench waves clean
+.PHONY: $(GOALS)
+
+# `make bench mxu hbm`: the words after bench that are no target are the benchmarks to run.
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+BENCHES := $(filter-out $(GOALS),$(MAKECMDGOALS))
+$(BENCHES): ; @:
+endif
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 	@echo "  variables: SIM=verilator|icarus  JOBS=$(JOBS)  TEST=<pytest node id> (for waves)"
+	@echo "             CONFIG=<chip JSON file> (for demo: {\"block\": \"chip\", \"parameters\": {...}})"
+	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
+	touch $@
+
+# An extra of pyproject.toml installed once, for the targets that need it (test: pytest and
+# hypothesis; dev: those and ruff).
+$(VENV)/.installed-%: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[$*]"
 	touch $@
 
 venv: $(STAMP)  ## create .venv and install the project into it
@@ -30,20 +46,20 @@ demo: $(STAMP)  ## generate the default chip, run the digits MLP on it in Verila
 verilog: $(STAMP)  ## generate the Verilog of every block's default configuration into build/verilog
 	$(PY) -m sim.generate_all --out build/verilog
 
-lint: $(STAMP)  ## ruff, and Verilator --lint-only of every generated top
+lint: $(VENV)/.installed-dev  ## ruff, and Verilator --lint-only of every generated top
 	$(VENV)/bin/ruff check .
 	$(PY) -m sim.generate_all --out build/verilog --lint
 
-test: $(STAMP)  ## the regression (parallel; measured 25 minutes on 2 cores, most builds fresh)
+test: $(VENV)/.installed-test  ## the regression (parallel; measured 25 minutes on 2 cores, most builds fresh)
 	$(PY) -m pytest -n $(JOBS) --durations=25 -m "not slow" verification/tests
 
-test-all: $(STAMP)  ## the regression plus long sweeps and large configurations
+test-all: $(VENV)/.installed-test  ## the regression plus long sweeps and large configurations
 	$(PY) -m pytest -n $(JOBS) verification/tests
 
-bench: $(STAMP)  ## benchmarks: tables printed and written to docs/results/
-	$(PY) -m sim.bench
+bench: $(STAMP)  ## benchmarks (all, or some: make bench mxu hbm): tables, docs/results/
+	$(PY) -m sim.bench $(BENCHES) $(ARGS)
 
-waves: $(STAMP)  ## run one test (TEST=...) with a waveform (FST; VCD from Verilator without liblz4)
+waves: $(VENV)/.installed-test  ## run one test (TEST=...) with a waveform (FST; VCD from Verilator without liblz4)
 	PODIUM_WAVES=1 $(PY) -m pytest -n 0 "$(TEST)"
 	@find build/tests \( -name "*.fst" -o -name "*.vcd" \) -newer $(STAMP) -print
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spec.chip import ChipConfig
-from spec.config import ConfigError
+from spec.config import ConfigError, check_keys
+from spec.files import in_file, load_json
 from spec.formats import FloatUnitsConfig
 from spec.hbm import HBMConfig
 from spec.ici import ICIConfig, ICIHarnessConfig
@@ -35,7 +36,7 @@ from .sparsecore.system import SparseCoreSystem
 from .tensorcore.core import TensorCore
 from .tensorcore.vpu_top import VPUTop
 
-__all__ = ["BLOCKS", "Block", "Design", "generate", "make_config"]
+__all__ = ["BLOCKS", "Block", "Design", "generate", "make_config", "config_file", "CONFIG_KEYS"]
 
 @dataclass(frozen=True)
 class Block:
@@ -115,6 +116,33 @@ def make_config(block, params):
         return BLOCKS[block].config.from_dict(params)
     except ConfigError as e:
         raise e.within(block) from None
+
+
+CONFIG_KEYS = ("block", "parameters")
+"""The keys of a configuration file: ``{"block": "mxu", "parameters": {...}}``."""
+
+
+def config_file(path, block=None):
+    """The block and parameters (a dict) of configuration file ``path``, checked on their
+    own: unknown keys and parameters, a block other than ``block`` (if given) and invalid
+    values are refused with a ``FileError`` naming the file."""
+    spec = load_json(path)
+    with in_file(path):
+        if not isinstance(spec, dict):
+            raise ConfigError("", f"must be a JSON object {{\"block\": ..., \"parameters\": "
+                                  f"{{...}}}}, got a {type(spec).__name__}")
+        check_keys("", spec, CONFIG_KEYS)
+        named = spec.get("block", block)
+        if block is not None and named != block:
+            raise ConfigError("block", f"must be {block!r} (the block asked for), got "
+                                       f"{named!r}")
+        if named is None:
+            raise ConfigError("block", "must be given, in the file or on the command line")
+        params = spec.get("parameters", {})
+        if not isinstance(params, dict):
+            raise ConfigError("parameters", f"must be a mapping of parameters, got {params!r}")
+        make_config(named, params)
+    return named, params
 
 
 def generate(block, config):

@@ -59,10 +59,11 @@ _WORD_MAX = (1 << 64) - 1
 
 
 class AsmError(ValueError):
-    """Bad assembly input; the message starts with ``line <n>:``."""
+    """Bad assembly input on line ``line`` (``message``); the text starts with
+    ``line <n>:``."""
 
     def __init__(self, line, message):
-        self.line = line
+        self.line, self.message = line, message
         super().__init__(f"line {line}: {message}")
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
+from spec.config import ConfigError, check, check_choice, check_int, check_keys
+from spec.files import in_file, load_json, write_text
 from spec.tensorcore import TensorCoreConfig
 
 __all__ = ["Tensor", "Program", "DTYPES", "FORMAT"]
@@ -23,6 +25,11 @@ DTYPES = {"int8": np.int8, "int32": np.int32, "float32": np.float32,
           "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
           "float8_e5m2": ml_dtypes.float8_e5m2}
 """Element types of tensors, by name."""
+KEYS = ("format", "version", "config", "hbm_capacity", "words", "hbm", "inputs", "outputs",
+        "metadata")
+"""The keys of a program file, every one required."""
+TENSOR_KEYS = ("address", "shape", "dtype", "row_bytes")
+"""The keys of a tensor in a program file."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +69,8 @@ class Tensor:
         return rows[:, :width].copy().view(DTYPES[self.dtype])
 
     def to_dict(self):
-        return {"address": self.address, "shape": list(self.shape), "dtype": self.dtype,
-                "row_bytes": self.row_bytes}
+        return dict(zip(TENSOR_KEYS, (self.address, list(self.shape), self.dtype,
+                                      self.row_bytes), strict=True))
 
 
 @dataclass
@@ -135,26 +142,75 @@ class Program:
 
     @classmethod
     def from_dict(cls, d):
+        """The program of a dict as :meth:`to_dict` gives; a ``ConfigError`` names what is
+        wrong by its path in the dict (``words[3]``, ``inputs.A.shape``)."""
+        check("", isinstance(d, dict), f"a JSON object of a {FORMAT} file", d)
+        check_keys("", d, KEYS)
         if d.get("format") != FORMAT or d.get("version") != 1:
-            raise ValueError(f"not a {FORMAT} version 1 file")
-
-        def tensors(items):
-            return {n: Tensor(t["address"], tuple(t["shape"]), t["dtype"], t["row_bytes"])
-                    for n, t in items.items()}
-
-        return cls(words=[int(w, 16) for w in d["words"]],
-                   config=TensorCoreConfig.from_dict(d["config"]),
-                   hbm_capacity=d["hbm_capacity"],
-                   hbm={e["address"]: base64.b64decode(e["data"]) for e in d["hbm"]},
-                   inputs=tensors(d["inputs"]), outputs=tensors(d["outputs"]),
+            raise ConfigError("format", f"must be {FORMAT!r} with version 1, got "
+                                        f"{d.get('format')!r} version {d.get('version')!r}")
+        missing = [k for k in KEYS if k not in d]
+        check("", not missing, f"a {FORMAT} file with {', '.join(KEYS)}",
+              f"no {', '.join(missing)}")
+        try:
+            config = TensorCoreConfig.from_dict(d["config"])
+        except ConfigError as e:
+            raise e.within("config") from None
+        check_int("hbm_capacity", d["hbm_capacity"], 1, 1 << 32)
+        for name in ("words", "hbm"):
+            check(name, isinstance(d[name], list), "a list", d[name])
+        for name in ("inputs", "outputs", "metadata"):
+            check(name, isinstance(d[name], dict), "a mapping", d[name])
+        return cls(words=[_word(f"words[{i}]", w) for i, w in enumerate(d["words"])],
+                   config=config, hbm_capacity=d["hbm_capacity"],
+                   hbm=dict(_hbm_entry(f"hbm[{i}]", e) for i, e in enumerate(d["hbm"])),
+                   inputs={n: _tensor(f"inputs.{n}", t) for n, t in d["inputs"].items()},
+                   outputs={n: _tensor(f"outputs.{n}", t) for n, t in d["outputs"].items()},
                    metadata=d["metadata"])
 
     def save(self, path):
-        with open(path, "w") as f:
-            json.dump(self.to_dict(), f, indent=1)
-            f.write("\n")
+        write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def load(cls, path):
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
+        """The program in file ``path``; errors name the file."""
+        d = load_json(path)
+        with in_file(path):
+            return cls.from_dict(d)
+
+
+def _word(where, text):
+    try:
+        word = int(text, 16) if isinstance(text, str) else None
+    except ValueError:
+        word = None
+    check(where, word is not None and 0 <= word < 1 << 64,
+          "a 64-bit word in hex, such as '0x0000000000000000'", text)
+    return word
+
+
+def _hbm_entry(where, entry):
+    check(where, isinstance(entry, dict), "a mapping with address and data", entry)
+    check_keys(where, entry, ("address", "data"))
+    check_int(f"{where}.address", entry.get("address"), 0)
+    try:
+        data = base64.b64decode(entry.get("data"), validate=True)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}.data", f"must be base64 text, got "
+                                           f"{entry.get('data')!r:.40}") from None
+    return entry["address"], data
+
+
+def _tensor(where, t):
+    check(where, isinstance(t, dict), "a mapping with address, shape, dtype and row_bytes", t)
+    check_keys(where, t, TENSOR_KEYS)
+    check_int(f"{where}.address", t.get("address"), 0)
+    shape = t.get("shape")
+    check(f"{where}.shape", isinstance(shape, list) and len(shape) == 2 and all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape),
+        "two positive integers", shape)
+    check_choice(f"{where}.dtype", t.get("dtype"), tuple(DTYPES))
+    itemsize = np.dtype(DTYPES[t["dtype"]]).itemsize
+    check_int(f"{where}.row_bytes", t.get("row_bytes"), shape[1] * itemsize)
+    return Tensor(t["address"], tuple(shape), t["dtype"], t["row_bytes"])
+

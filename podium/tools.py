@@ -2,33 +2,53 @@
 command line.
 
     podium asm prog.s -o prog.hex                 (one 64-bit word a line, hex)
-    podium disasm prog.hex | prog.json
+    podium disasm prog.hex | prog.json | prog.s
     podium compile gemm --m 512 --k 512 --n 512 -o gemm.json [--config tc.json]
     podium compile mlp --layers 64,32,10 --batch 100 -o mlp.json   (random weights, --seed)
     podium compile digits [--dtype int8|bfloat16] -o digits.json
     podium run gemm.json [--sim golden] [--seed S] [--json]
+    podium run gemm.json --input A=a.npy --input B=b.npy --outputs build/out   (C.npy)
+    podium run prog.s | prog.hex [--config tc.json]
 
 ``--config`` takes a JSON file or inline JSON of TensorCoreConfig parameters, such as
-``'{"mxu": {"fmt": "bfloat16"}}'``. ``run`` fills inputs the program does not hold with seeded
-random values, and checks what it can: a GEMM against numpy / the MXU golden model, the
+``'{"mxu": {"fmt": "bfloat16"}}'``. ``run`` takes a program file (``.json``, from
+``compile``), assembly (``.s``) or hex words (any other name; one 64-bit word a line, as
+``asm`` writes them): assembly and hex are bare programs, with no inputs or outputs, run on
+the TensorCore of ``--config`` with the chip's HBM. ``run`` reads inputs from ``.npy`` files
+(``--input NAME=FILE``; integer inputs need integer arrays whose values fit, float inputs take
+any numeric array, rounded to the input's format), fills those not given with seeded random
+values, writes every output to ``<dir>/<name>.npy`` with ``--outputs`` (bfloat16 and fp8 as
+float32, exactly), and checks what it can: a GEMM against numpy / the MXU golden model, the
 digits program against its numpy inference and labels.
 """
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
+from spec.chip import ChipConfig
 from spec.config import ConfigError
+from spec.files import (
+    FileError,
+    check_output_dir,
+    check_output_file,
+    in_file,
+    load_json,
+    parse_json,
+    read_text,
+    write_text,
+)
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 
-from .asm import assemble, disassemble
+from .asm import AsmError, assemble, disassemble
 from .compiler import gemm, gemm_reference, mlp, result_bits
 from .program import DTYPES, Program
 from .runner import BACKENDS, run
 
-__all__ = ["add_parsers", "run_command"]
+__all__ = ["add_parsers"]
 
 
 def add_parsers(sub):
@@ -38,27 +58,40 @@ def add_parsers(sub):
     a.add_argument("-o", "--out", help="output file (default: standard output)")
     a.set_defaults(func=_asm)
     d = sub.add_parser("disasm", help="disassemble hex words or a program file")
-    d.add_argument("source", help="hex words (one a line) or a program .json")
+    d.add_argument("source", help="hex words (one a line), a program .json or assembly .s")
     d.set_defaults(func=_disasm)
     c = sub.add_parser("compile", help="compile a GEMM, an MLP or the digits workload")
     c.add_argument("what", choices=("gemm", "mlp", "digits"))
-    c.add_argument("--config", help="TensorCoreConfig parameters: a JSON file or inline JSON")
-    c.add_argument("--m", type=int, help="GEMM rows of A and C")
-    c.add_argument("--k", type=int, help="GEMM reduction")
-    c.add_argument("--n", type=int, help="GEMM columns of B and C")
-    c.add_argument("--layers", help="MLP widths, such as 64,32,10")
+    c.add_argument("--config", help="TensorCoreConfig parameters: a JSON file or inline JSON "
+                   "(default: the default TensorCore, its MXU in --dtype)")
+    c.add_argument("--m", type=int, help="GEMM rows of A and C (default: none; gemm needs it)")
+    c.add_argument("--k", type=int, help="GEMM reduction (default: none; gemm needs it)")
+    c.add_argument("--n", type=int, help="GEMM columns of B and C (default: none; gemm needs "
+                   "it)")
+    c.add_argument("--layers", help="MLP widths, such as 64,32,10 (default: none; mlp needs "
+                   "it)")
     c.add_argument("--batch", type=int, default=64, help="MLP batch rows")
     c.add_argument("--activation", default="relu", help="MLP hidden activation")
     c.add_argument("--dtype", choices=("int8", "bfloat16"),
-                   help="digits: model format (default int8); gemm: must match the MXU")
+                   help="digits and mlp: model format; gemm: must match the MXU (default: "
+                   "the MXU's format, int8 without --config)")
     c.add_argument("--seed", type=int, default=0, help="random MLP weights / digits split")
     c.add_argument("-o", "--out", required=True, help="program file (.json)")
     c.set_defaults(func=_compile)
-    r = sub.add_parser("run", help="run a program file and report")
-    r.add_argument("program", help="program file (.json)")
-    r.add_argument("--sim", choices=sorted(BACKENDS), default="golden")
+    r = sub.add_parser("run", help="run a program (.json, assembly .s or hex) and report")
+    r.add_argument("program", help="program file (.json), assembly (.s) or hex words")
+    r.add_argument("--config", help="assembly and hex: TensorCoreConfig parameters, a JSON "
+                   "file or inline JSON (default: the default TensorCore)")
+    r.add_argument("--sim", choices=sorted(BACKENDS), default="golden",
+                   help="where to run: the golden ISA simulator or the RTL chip")
+    r.add_argument("--input", dest="inputs", action="append", default=[],
+                   metavar="NAME=FILE", help="an input from a .npy file (repeatable; "
+                   "default: seeded random values)")
+    r.add_argument("--outputs", help="directory to write each output to as <name>.npy "
+                   "(default: none written)")
     r.add_argument("--seed", type=int, default=0, help="random inputs the program lacks")
-    r.add_argument("--max-steps", type=int, default=50_000_000)
+    r.add_argument("--max-steps", type=int, default=50_000_000,
+                   help="steps (golden) or cycles (RTL) before the run stops")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.set_defaults(func=_run)
 
@@ -66,36 +99,65 @@ def add_parsers(sub):
 def _config(text, dtype=None):
     if text is None:
         return TensorCoreConfig(mxu=MXUConfig(fmt=dtype or "int8"))
-    if text.lstrip().startswith("{"):
-        params = json.loads(text)
-    else:
-        with open(text) as f:
-            params = json.load(f)
-    return TensorCoreConfig.from_dict(params)
+    name = "--config" if text.lstrip().startswith("{") else text
+    params = parse_json(text, name) if name == "--config" else load_json(text)
+    with in_file(name):
+        return TensorCoreConfig.from_dict(params)
 
 
 def _write(path, text):
     if path:
-        with open(path, "w") as f:
-            f.write(text)
+        write_text(path, text)
     else:
         sys.stdout.write(text)
 
 
+def _assemble(path):
+    try:
+        return assemble(read_text(path))
+    except AsmError as e:
+        raise FileError(path, e.message, e.line) from None
+
+
+def _hex_words(path):
+    words = []
+    for number, line in enumerate(read_text(path).splitlines(), 1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            word = int(text, 16)
+        except ValueError:
+            word = None
+        if word is None or not 0 <= word < 1 << 64:
+            raise FileError(path, f"expected a 64-bit hex word (one a line), got {text!r}",
+                            number)
+        words.append(word)
+    return words
+
+
+def _load(path, config_text):
+    """The program of ``path``: a program .json, else a bare program of assembly (.s) or hex
+    words for the TensorCore of ``config_text``."""
+    if path.endswith(".json"):
+        if config_text is not None:
+            raise ConfigError("--config", "must not be given with a program .json (it holds "
+                                          "its configuration)")
+        return Program.load(path)
+    words = _assemble(path) if path.endswith(".s") else _hex_words(path)
+    config = _config(config_text)
+    return Program(words, config, ChipConfig(tensorcore=config).hbm.capacity)
+
+
 def _asm(args):
-    with open(args.source) as f:
-        words = assemble(f.read())
-    _write(args.out, "".join(f"{w:016x}\n" for w in words))
+    if args.out:
+        check_output_file(args.out)
+    _write(args.out, "".join(f"{w:016x}\n" for w in _assemble(args.source)))
     return 0
 
 
 def _disasm(args):
-    if args.source.endswith(".json"):
-        words = Program.load(args.source).words
-    else:
-        with open(args.source) as f:
-            words = [int(line, 16) for line in f if line.strip()]
-    sys.stdout.write(disassemble(words))
+    sys.stdout.write(disassemble(_load(args.source, None).words))
     return 0
 
 
@@ -113,6 +175,7 @@ def _random_mlp(config, widths, seed):
 
 
 def _compile(args):
+    check_output_file(args.out)
     config = _config(args.config, args.dtype if args.what != "gemm" else None)
     if args.what == "gemm":
         missing = [f"--{d}" for d in ("m", "k", "n") if getattr(args, d) is None]
@@ -135,15 +198,61 @@ def _compile(args):
     return 0
 
 
-def _random_inputs(program, seed):
+def _npy(item, program):
+    """``NAME=FILE`` of ``--input``: the name and the array of the .npy file, checked
+    against the program's input of that name."""
+    name, path = item.split("=", 1) if "=" in item else ("", item)
+    if name not in program.inputs:
+        raise ConfigError("--input", f"must be NAME=FILE with NAME an input of the program "
+                                     f"({', '.join(program.inputs) or 'it has none'}), got "
+                                     f"{item!r}")
+    tensor = program.inputs[name]
+    try:
+        array = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise FileError(path, f"cannot read: {e.strerror or e}") from None
+    except ValueError:
+        raise FileError(path, "cannot read: not a .npy array file") from None
+    want = np.dtype(DTYPES[tensor.dtype])
+    if tuple(array.shape) != tuple(tensor.shape):
+        raise FileError(path, f"input {name} must have shape {tuple(tensor.shape)}, got "
+                              f"{tuple(array.shape)}")
+    if want.kind in "iu":
+        info = np.iinfo(want)
+        if array.dtype.kind not in "iu" or array.size and not (
+                info.min <= array.min() and array.max() <= info.max):
+            raise FileError(path, f"input {name} must be integers in {info.min}..{info.max} "
+                                  f"({tensor.dtype}), got {array.dtype}")
+    elif array.dtype.kind not in "fiu":
+        raise FileError(path, f"input {name} must be a numeric array (rounded to "
+                              f"{tensor.dtype}), got {array.dtype}")
+    return name, array.astype(want)
+
+
+def _inputs(program, items, seed):
+    """Every input: from ``--input`` files, the others seeded random values."""
+    given = dict(_npy(item, program) for item in items)
     rng = np.random.default_rng(seed)
     inputs = {}
     for name, t in program.inputs.items():
-        if t.dtype == "int8":
+        if name in given:
+            inputs[name] = given[name]
+        elif t.dtype == "int8":
             inputs[name] = rng.integers(-128, 128, t.shape, dtype=np.int8)
         else:
             inputs[name] = rng.standard_normal(t.shape).astype(DTYPES[t.dtype])
     return inputs
+
+
+def _save_outputs(directory, outputs):
+    for name, array in outputs.items():
+        if array.dtype.kind == "V":  # bfloat16, fp8: float32 holds every value exactly
+            array = array.astype(np.float32)
+        path = Path(directory) / f"{name}.npy"
+        try:
+            np.save(path, array)
+        except OSError as e:
+            raise FileError(path, f"cannot write: {e.strerror or e}") from None
 
 
 def _checks(program, inputs, outputs):
@@ -163,9 +272,13 @@ def _checks(program, inputs, outputs):
 
 
 def _run(args):
-    program = Program.load(args.program)
-    inputs = _random_inputs(program, args.seed)
+    program = _load(args.program, args.config)
+    inputs = _inputs(program, args.inputs, args.seed)
+    if args.outputs:
+        check_output_dir(args.outputs)
     result, outputs = run(program, inputs, sim=args.sim, max_steps=args.max_steps)
+    if args.outputs:
+        _save_outputs(args.outputs, outputs)
     report = {"program": args.program, "sim": args.sim, "instructions": len(program.words),
               "status": result.status, "error": result.error.name,
               "error_pc": result.error_pc, "steps": result.steps, **result.counters}
@@ -181,11 +294,3 @@ def _run(args):
         report.get(k, True) for k in ("matches_reference", "matches_numpy"))
     return 0 if ok else 1
 
-
-def run_command(args):
-    """Handler shared by the four commands: bad input gives status 2 and a message."""
-    try:
-        return args.func(args)
-    except (ValueError, ConfigError, OSError, json.JSONDecodeError) as e:
-        print(f"podium: error: {e}", file=sys.stderr)
-        return 2

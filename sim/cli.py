@@ -1,45 +1,141 @@
-"""The ``podium`` command line: generate the Verilog of a block, the performance model, the
-TensorCore's software tools and design-space sweeps.
+"""The ``podium`` command line: generate a block's Verilog, compile, assemble and run TensorCore
+programs, run the performance model and design-space sweeps.
 
     podium generate mxu --rows 16 --cols 16 --format int8 -o build/mxu16
-    podium generate mxu --rows 8 --cols 8 --format bfloat16 --out-format bfloat16 -o build/bf
+    podium generate hbm --set standard=HBM3 --set queue_depth=32 -o build/hbm3
     podium generate --config configs/mxu.json -o build/mxu
-    podium generate chip -o build/chip
-    podium model run --preset v6e --slices 24 --workload gpt3-175b   (sim/model_cli.py)
-    podium compile gemm --m 512 --k 512 --n 512 -o gemm.json           (podium/tools.py)
-    podium run gemm.json --sim golden
-    podium sweep docs/sweeps/mxu.yaml                                  (sim/sweep_cli.py)
-    podium asm prog.s -o prog.hex; podium disasm prog.hex
+    podium generate chip --set tensorcore.mxu.rows=16 --set tensorcore.mxu.cols=16 -o build/c
+    podium model run --preset v6e --slices 24 --workload gpt3-175b
+    podium compile gemm --m 512 --k 512 --n 512 -o gemm.json
+    podium run gemm.json --sim golden --input A=a.npy --outputs build/out
+    podium run prog.s; podium asm prog.s -o prog.hex; podium run prog.hex; podium disasm prog.hex
+    podium sweep docs/sweeps/mxu.yaml
+
+A user error (a bad option, file or parameter) is one line on standard error,
+``podium: error: ...``, naming the file (with line and column), the option or the parameter,
+and what is allowed; the exit status is then 2.
 """
 
 import argparse
-import json
+import dataclasses
+import importlib.metadata
 import sys
+import textwrap
 import time
 
-from hdl.generate import BLOCKS, generate, make_config
+from hdl.generate import BLOCKS, config_file, generate, make_config
 from podium import tools
+from spec.config import ConfigError, parse_assignment, set_path
+from spec.files import check_output_dir
 
 from . import model_cli, programs, sweep_cli  # noqa: F401  (programs: the verilator backend)
 
-__all__ = ["main"]
+__all__ = ["main", "reporting", "Parser", "fill"]
+
+MXU_OPTIONS = ("rows", "cols", "fmt", "out_fmt", "acc_depth")
+"""The MXU shorthands of ``generate``, by parameter: ``--rows 16`` is ``--set rows=16``."""
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written, and every option's default in its help (options
+    whose default is None say in their help what leaving them out does)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" not in text and action.option_strings
+                and not any(action.default is v for v in (None, False, argparse.SUPPRESS))):
+            value = action.default
+            if isinstance(value, list | tuple):
+                value = ",".join(map(str, value)) or "none"
+            text += f" (default: {value})"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (and exit status 2), with the shared
+    help formatter."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def fill(text, width=79, indent="", hang=""):
+    """``text`` (docstring markup: double backquotes dropped) filled to ``width``, its first
+    line indented by ``indent``, the others by ``indent + hang``."""
+    return textwrap.fill(" ".join(text.replace("``", "").split()), width,
+                         initial_indent=indent, subsequent_indent=indent + hang)
+
+
+def _block_help():
+    """Every block's parameters with defaults and descriptions, from the configuration
+    classes: the epilog of ``podium generate --help``."""
+    owners = {}
+    for name, block in BLOCKS.items():
+        owners.setdefault(block.config, name)
+    lines = ["blocks and their parameters (--set PATH=VALUE; a nested configuration's by "
+             "dotted path, such as tensorcore.mxu.rows):"]
+
+    def add(text, indent):
+        lines.append(fill(text, 98, indent, "    "))
+
+    def describe(cls, prefix, indent):
+        default, docs = cls(), cls.parameter_docs()
+        for f in dataclasses.fields(cls):
+            path, sub = prefix + f.name, cls.field_config(f.name)
+            value = getattr(default, f.name)
+            if sub is None:
+                shown = "derived" if f.name in default.derived else repr(value)
+                add(f"{path} = {shown}: {docs.get(f.name, '')}".rstrip(": "), indent)
+                continue
+            text = f"{path}: {sub.KIND} configuration" + (
+                " (default: none)" if value is None else "")
+            if sub in owners:
+                add(f"{text}: the parameters of block {owners[sub]}", indent)
+            else:
+                add(text, indent)
+                describe(sub, path + ".", indent + "  ")
+
+    for name, block in BLOCKS.items():
+        lines.append(f"{name} ({block.config.__name__}, {block.config.KIND}):")
+        describe(block.config, "", "  ")
+    return "\n".join(lines)
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="podium", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("generate", help="write a block's Verilog and JSON sidecar")
+    version = importlib.metadata.version("podium")
+    p = Parser(prog="podium", description=fill(__doc__.split("\n\n")[0]),
+               epilog="examples:\n" + __doc__.split("\n\n")[1])
+    p.add_argument("--version", action="version", version=f"podium {version}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="command")
+    g = sub.add_parser("generate", help="write a block's Verilog and JSON sidecar",
+                       description=fill("Write the Verilog and JSON sidecar of a block's "
+                                         "configuration: the defaults, changed by a --config "
+                                         "file, then by --set and the MXU options."),
+                       epilog=_block_help())
     g.add_argument("block", nargs="?", choices=sorted(BLOCKS),
-                   help="block to generate (or give --config)")
-    g.add_argument("--config", help="JSON file: {\"block\": ..., \"parameters\": {...}}")
-    g.add_argument("--rows", type=int, help="MXU array rows")
-    g.add_argument("--cols", type=int, help="MXU array columns")
-    g.add_argument("--format", dest="fmt", help="MXU operand format (int8, bfloat16, "
-                   "float8_e4m3fn, float8_e5m2)")
-    g.add_argument("--out-format", dest="out_fmt", help="MXU result format (int32; float32 "
-                   "or bfloat16)")
-    g.add_argument("--acc-depth", type=int, help="MXU accumulator rows")
-    g.add_argument("-o", "--out", required=True, help="output directory")
+                   help="block to generate (default: the --config file's block)")
+    g.add_argument("--config", help="JSON file {\"block\": ..., \"parameters\": {...}} "
+                   "(default: the block's default parameters)")
+    g.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                   help="set a parameter (repeatable): a dotted path into nested "
+                   "configurations, the value as JSON, else a string (a string parameter "
+                   "takes the text as it is)")
+    mxu = BLOCKS["mxu"].config()
+    g.add_argument("--rows", type=int, help=f"MXU array rows, as --set rows=ROWS (default: "
+                   f"{mxu.rows})")
+    g.add_argument("--cols", type=int, help=f"MXU array columns (default: {mxu.cols})")
+    g.add_argument("--format", dest="fmt", help=f"MXU operand format: int8, bfloat16, "
+                   f"float8_e4m3fn, float8_e5m2 (default: {mxu.fmt})")
+    g.add_argument("--out-format", dest="out_fmt", help="MXU result format: int32; float32 "
+                   "or bfloat16 (default: the accumulator's)")
+    g.add_argument("--acc-depth", type=int, help=f"MXU accumulator rows (default: "
+                   f"{mxu.acc_depth})")
+    g.add_argument("-o", "--out", required=True, help="output directory (made if missing)")
+    g.set_defaults(func=_generate)
     model_cli.add_parser(sub)
     tools.add_parsers(sub)
     sweep_cli.add_parser(sub)
@@ -47,39 +143,53 @@ def _parser():
 
 
 def _params(args):
+    """The block and parameters: the --config file's, then --set and the MXU options."""
     if args.config:
-        with open(args.config) as f:
-            spec = json.load(f)
-        block = spec.get("block", args.block)
-        params = dict(spec.get("parameters", {}))
+        block, params = config_file(args.config, args.block)
+    elif args.block is None:
+        raise ConfigError("block", "must be given (or --config)")
     else:
         block, params = args.block, {}
-    if block is None:
-        raise ValueError("give a block name or --config")
-    for key in ("rows", "cols", "fmt", "out_fmt", "acc_depth"):
-        value = getattr(args, key)
-        if value is not None:
-            params[key] = value
+    def kind(path):
+        try:
+            return BLOCKS[block].config.check_path(path)
+        except ConfigError as e:
+            raise e.within(block) from None
+
+    sets = [parse_assignment(item, "--set", kind) for item in args.sets]
+    sets += [(key, getattr(args, key)) for key in MXU_OPTIONS if getattr(args, key) is not None]
+    for path, value in sets:
+        kind(path)
+        set_path(params, path, value)
     return block, params
 
 
-def main(argv=None):
-    args = _parser().parse_args(argv)
-    if args.command in ("model", "sweep"):
-        return args.func(args)
-    if args.command in ("asm", "disasm", "compile", "run"):
-        return tools.run_command(args)
-    try:
-        block, params = _params(args)
-        config = make_config(block, params)
-    except (ValueError, OSError, json.JSONDecodeError) as e:
-        print(f"podium: error: {e}", file=sys.stderr)
-        return 2
+def _generate(args):
+    check_output_dir(args.out)
+    block, params = _params(args)
+    config = make_config(block, params)
     start = time.perf_counter()
     design = generate(block, config)
     path = design.write(args.out)
     print(f"{path} ({len(design.verilog)} bytes, {time.perf_counter() - start:.1f} s)")
     return 0
+
+
+def reporting(handler, args, prog="podium"):
+    """``handler(args)``, its exit status; a user error it raises (``ValueError``: a bad
+    parameter, file or option; ``OSError``) is one line on standard error and status 2."""
+    try:
+        return handler(args)
+    except (ValueError, OSError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+
+
+def main(argv=None):
+    """Run ``podium`` with ``argv`` (default: the process's); return the exit status. Every
+    command's user errors leave through :func:`reporting`."""
+    args = _parser().parse_args(argv)
+    return reporting(args.func, args)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The main job: generate the default chip, run the UCI digits MLP on it in Verilator, check it,
-and report.
+"""The main job: generate the default chip, run the UCI digits MLP on it in Verilator, check
+it, and report.
 
 A 64-32-10 ReLU MLP is trained with scikit-learn on the digits data set inside its wheel,
 quantized to int8 (or bfloat16), and compiled to one program that classifies the whole test
@@ -8,36 +8,63 @@ ReLU and requantization on the VPU, and writes the logits back. The same program
 golden ISA simulator; the classes of the RTL must equal the golden simulator's and numpy's
 inference of the same quantized model exactly.
 
-    python -m sim.demo [--dtype int8|bfloat16]
+    python -m sim.demo [--dtype int8|bfloat16] [--config chip.json]
+    make demo ARGS="--dtype bfloat16" CONFIG=chip.json
+
+``--config`` takes a chip configuration file as ``podium generate --config`` does,
+``{"block": "chip", "parameters": {...}}``, of a chip with a TensorCore (an int8 or bfloat16
+MXU) on the HBM controller (``memory`` ``"hbm"``) and no network interface.
 """
 
-import argparse
 import sys
 import time
 
 import numpy as np
 
-from hdl.generate import generate
+from hdl.generate import config_file, generate, make_config
 from podium.runner import run
 from podium.workloads import digits
 from sim import programs  # noqa: F401  (registers the verilator backend)
+from sim.cli import Parser, fill, reporting
 from sim.runner import BUILD
 from spec.chip import ChipConfig
+from spec.config import check, check_choice
+from spec.files import in_file
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 
 
-def _config(dtype):
-    if dtype == "int8":
-        return ChipConfig()
-    return ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(fmt="bfloat16")))
+def _config(path, dtype):
+    """The chip of ``--config`` (default: the default chip, its MXU in ``dtype``) and the
+    model format."""
+    if path is None:
+        dtype = dtype or "int8"
+        return ChipConfig(tensorcore=TensorCoreConfig(mxu=MXUConfig(fmt=dtype))), dtype
+    chip = make_config(*config_file(path, "chip"))
+    with in_file(path):
+        check("tensorcore", chip.tensorcore is not None, "given (the demo runs on a "
+              "TensorCore)", None)
+        fmt = check_choice("tensorcore.mxu.fmt", chip.tensorcore.mxu.fmt, ("int8", "bfloat16"))
+        check("memory", chip.memory == "hbm", "'hbm' (the demo runs on the HBM device model)",
+              chip.memory)
+        check("nic", chip.nic is None, "None (the demo's chip has no network interface)",
+              chip.nic)
+        check("tensorcore.mxu.fmt", dtype in (None, fmt), f"{dtype!r} (--dtype)", fmt)
+    return chip, fmt
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
-    p.add_argument("--dtype", choices=("int8", "bfloat16"), default="int8")
+    p = Parser(prog="make demo", description=fill(__doc__.split("\n\n")[0]))
+    p.add_argument("--dtype", choices=("int8", "bfloat16"),
+                   help="the model's format (default: the MXU's with --config, else int8)")
+    p.add_argument("--config", help="chip configuration file {\"block\": \"chip\", "
+                   "\"parameters\": {...}} (default: the default chip)")
     args = p.parse_args(argv)
-    chip = _config(args.dtype)
+    return reporting(_demo, args, prog="make demo")
+
+
+def _demo(args):
+    chip, dtype = _config(args.config, args.dtype)
     tc = chip.tensorcore
 
     start = time.perf_counter()
@@ -47,14 +74,14 @@ def main(argv=None):
     print(f"chip generated: {vpath} ({len(design.verilog) / 1e6:.1f} MB, "
           f"{gen_seconds:.1f} s)", flush=True)
     data = digits.load()
-    program = digits.compile_digits(tc, data, args.dtype)
+    program = digits.compile_digits(tc, data, dtype)
     meta = program.metadata
     print(f"digits MLP compiled: {len(program.words)} instructions, "
           f"{len(data.x_test)} test images in one batch", flush=True)
     golden, golden_out = run(program, sim="golden")
     print("golden ISA simulator: done", flush=True)
     start = time.perf_counter()
-    result, outputs = run(program, sim="verilator")
+    result, outputs = run(program, sim="verilator", chip=chip)
     rtl_seconds = time.perf_counter() - start
     if result.status != "done":
         sys.exit(f"demo: the RTL stopped with {result.error.name} at {result.error_pc}")
@@ -72,11 +99,11 @@ def main(argv=None):
         "classes equal numpy's quantized inference": np.array_equal(classes, meta["classes"]),
     }
     lines = [
-        f"# Podium demo: digits MLP on the chip ({args.dtype})",
+        f"# Podium demo: digits MLP on the chip ({dtype})",
         "",
         f"- chip: TensorCore {tc.mxu.rows}x{tc.mxu.cols} {tc.mxu.fmt} MXU, "
-        f"{tc.vmem_bytes // 1024} KiB VMEM, HBM2-{chip.hbm.speed} "
-        f"{chip.hbm.pseudo_channels} pseudo-channels (golden device model), ICI router",
+        f"{tc.vmem_bytes // 1024} KiB VMEM, {chip.hbm.standard}-{chip.hbm.speed} "
+        f"{chip.hbm.pseudo_channels} pseudo-channels (golden device model)",
         f"- program: {len(program.words)} instructions, 64-32-10 ReLU MLP, "
         f"{len(labels)} images",
         "",

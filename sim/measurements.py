@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.ici_perf import COARSE, SOURCE_QUEUE, WARMUP, WINDOW, run_loads, saturation
-from spec.config import ConfigError, check, check_choice, check_int
+from spec.config import ConfigError, check, check_choice, check_int, check_keys
 from spec.ici import ICIHarnessConfig
 from verification.models.ici import ideal_throughput
 from verification.traffic.hbm import PATTERNS
@@ -36,7 +36,9 @@ def wall_time(metric):
 class Measurement:
     """One measurement of the registry.
 
-    ``run(config, seed, **options)`` measures one configuration of one of ``blocks``;
+    ``run(config, seed, **options)`` measures one configuration of one of ``blocks``,
+    returning at least the metrics of ``reports`` (headline ones first: ``metrics``), which
+    :meth:`measure` keeps;
     ``options`` maps each option to ``(default, checker)``, ``checker(path, value)`` raising a
     ConfigError; ``validate(config, options)`` refuses a configuration the measurement cannot
     run (before anything runs); ``better`` maps a metric to ``"max"`` or ``"min"``;
@@ -51,19 +53,26 @@ class Measurement:
     run: object
     options: dict
     metrics: tuple
+    reports: tuple
     better: dict
     validate: object = field(default=None)
     synthesized: str = None
     synthesis: bool = True
 
+    def measure(self, config, seed, options):
+        """Run on ``config``: the metrics of ``reports``, in that order."""
+        metrics = self.run(config, seed, **options)
+        missing = [m for m in self.reports if m not in metrics]
+        if missing:
+            raise RuntimeError(f"measurement {self.name} did not report {', '.join(missing)}")
+        return {m: metrics[m] for m in self.reports}
+
     def resolve(self, given):
         """The options of ``given`` (a dict) checked and completed with the defaults."""
         if not isinstance(given, dict):
             raise ConfigError("measurement.options", f"must be a mapping, got {given!r}")
-        unknown = sorted(set(given) - set(self.options))
-        if unknown:
-            raise ConfigError("measurement.options", f"unknown option(s) of {self.name}: "
-                              f"{', '.join(unknown)}; allowed: {', '.join(self.options)}")
+        check_keys("measurement.options", given, tuple(self.options),
+                   f"option(s) of {self.name}")
         out = {}
         for name, (default, checker) in self.options.items():
             out[name] = given.get(name, default)
@@ -118,10 +127,7 @@ def _mxu_validate(config, options):
 def _mxu_gemm(config, seed, **options):
     from sim.mxu_perf import measure_gemm
 
-    r = measure_gemm(config, *_mxu_dims(config, options), tag="sweep", seed=seed)
-    return {key: r[key] for key in ("m", "k", "n", "cycles", "utilization",
-                                    "scalesim_utilization", "weight_wait", "stall",
-                                    "build_seconds")}
+    return measure_gemm(config, *_mxu_dims(config, options), tag="sweep", seed=seed)
 
 
 # HBM --------------------------------------------------------------------------------------
@@ -188,11 +194,7 @@ def _hbm_peak(chip):
 def _tensorcore_gemm(config, seed, *, n, bw):
     from sim.tensorcore_perf import measure_gemm
 
-    r = measure_gemm(config, n, np.random.default_rng(seed), bw or _hbm_peak(config))
-    return {key: r[key] for key in ("cycles", "utilization", "roofline", "roofline_fraction",
-                                    "mxu_busy_fraction", "exposed_dma_fraction",
-                                    "model_cycles", "model_error", "build_seconds",
-                                    "run_seconds")}
+    return measure_gemm(config, n, np.random.default_rng(seed), bw or _hbm_peak(config))
 
 
 def _digits(config, seed):
@@ -219,13 +221,19 @@ MEASUREMENTS = {m.name: m for m in [
         "streams that never idle (sim/mxu_perf.py measure_gemm)", ("mxu",), _mxu_gemm,
         {"m": (64, _int(1, 65535)), "k": (None, _optional_int(1, 65535)),
          "n": (None, _optional_int(1, 65535))},
-        ("utilization", "cycles"), {"utilization": "max", "cycles": "min"}, _mxu_validate),
+        ("utilization", "cycles"),
+        ("utilization", "cycles", "m", "k", "n", "scalesim_utilization", "weight_wait", "stall",
+         "build_seconds"),
+        {"utilization": "max", "cycles": "min"}, _mxu_validate),
     Measurement(
         "hbm_pattern", "one traffic pattern at saturation on the HBM controller "
         "(sim/hbm_perf.py measure_pattern); efficiency = data-bus busy / cycles x PCs",
         ("hbm",), _hbm_pattern,
         {"pattern": ("rand_mix", lambda path, v: check_choice(path, v, PATTERNS))},
-        ("efficiency", "of_bound"), {"efficiency": "max", "of_bound": "max"}),
+        ("efficiency", "of_bound"),
+        ("efficiency", "of_bound", "cycles", "bound", "refresh_share", "queue_full", "acts",
+         "build_seconds"),
+        {"efficiency": "max", "of_bound": "max"}),
     Measurement(
         "ici_saturation", "uniform random traffic on the ICI network in its test harness, "
         "each offered load on a fresh network (sim/ici_perf.py saturation): saturation as "
@@ -234,24 +242,32 @@ MEASUREMENTS = {m.name: m for m in [
         "flits/node/cycle; peak = the highest accepted rate", ("ici",), _ici_saturation,
         {"loads": (COARSE, _loads), **_ICI_RUN},
         ("saturation", "zero_load_latency", "peak"),
+        ("saturation", "zero_load_latency", "peak", "saturation_accepted", "loads_measured",
+         "ideal", "build_seconds"),
         {"saturation": "max", "zero_load_latency": "min", "peak": "max"}, _ici_validate,
         "ici_router"),
     Measurement(
         "ici_latency", "mean packet latency (cycles) of uniform random traffic at one offered "
         "load on a fresh ICI network (sim/ici_perf.py run_loads)", ("ici",), _ici_latency,
         {"load": (0.1, _load), **_ICI_RUN}, ("latency", "accepted"),
+        ("latency", "accepted", "offered", "refused", "ideal", "build_seconds"),
         {"latency": "min", "accepted": "max"}, _ici_validate, "ici_router"),
     Measurement(
         "tensorcore_gemm", "an n x n x n GEMM compiled for the chip's TensorCore, run from HBM "
         "on the RTL chip and checked (sim/tensorcore_perf.py measure_gemm); roofline and cycle "
         "model at bw bytes/cycle of HBM (default: the chip's HBM peak)", ("chip",),
         _tensorcore_gemm, {"n": (64, _int(1, 4096)), "bw": (None, _optional_number)},
-        ("cycles", "utilization"), {"cycles": "min", "utilization": "max"}, _chip_validate,
+        ("cycles", "utilization"),
+        ("cycles", "utilization", "roofline", "roofline_fraction", "mxu_busy_fraction",
+         "exposed_dma_fraction", "model_cycles", "model_error", "build_seconds", "run_seconds"),
+        {"cycles": "min", "utilization": "max"}, _chip_validate,
         synthesis=False),
     Measurement(
         "digits", "the UCI digits MLP workload (podium/workloads/digits.py) classifying the "
         "test split on the RTL chip", ("chip",), _digits, {},
-        ("accuracy", "cycles"), {"accuracy": "max", "cycles": "min"}, _chip_validate,
+        ("accuracy", "cycles"),
+        ("accuracy", "cycles", "matches_numpy", "build_seconds", "run_seconds"),
+        {"accuracy": "max", "cycles": "min"}, _chip_validate,
         synthesis=False),
 ]}
 

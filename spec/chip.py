@@ -32,7 +32,9 @@ class ChipConfig(Config):
         The TensorCore; its DMA is the first manager of HBM. None: no TensorCore (a chip whose
         network interface the host drives directly, as a pod's collective benchmarks do).
     memory : str
-        One of ``MEMORIES``.
+        What the engines reach as HBM (``MEMORIES``): ``"hbm"``, the chip's HBM controller;
+        ``"axi"``, each engine's AXI4 port at the chip's edge (a memory model in simulation);
+        ``"none"``, no HBM (VMEM only).
     hbm : HBMConfig
         The HBM controller (with ``memory`` ``"hbm"``): at least one port per engine that
         reaches HBM (TensorCore, SparseCore, network interface), in that order; each engine's

@@ -11,17 +11,23 @@ configuration the same behaviour:
 * optional sub-configurations (a field typed ``SubConfig | None``, default ``None``: a block
   the configuration may leave out, such as the chip's SparseCore);
 * tuple fields (``dims``, ``wrap``) that accept lists, as JSON gives them;
+* derived parameters: a field that defaults to ``None`` meaning "what the other parameters
+  imply" (the TensorCore's ``row_bytes``, the HBM ``speed``) is filled in by ``validate()``
+  with :meth:`Config.derive`, so the configuration (and its dict, digest and Verilog) is the
+  same as with that value given; ``replace()`` derives it again unless it is changed;
 * ``replace(**changes)``, and a round trip through plain dicts (``to_dict`` / ``from_dict``)
   for JSON configuration files and sidecars, refusing unknown parameters by name.
 """
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import types
 import typing
 
-__all__ = ["Config", "ConfigError", "check_int", "check_choice", "check_bool", "check"]
+__all__ = ["Config", "ConfigError", "check_int", "check_choice", "check_bool", "check",
+           "check_keys", "set_path", "parse_assignment"]
 
 
 class ConfigError(ValueError):
@@ -71,6 +77,46 @@ def check_bool(name, value):
     return value
 
 
+def check_keys(name, given, allowed, what="key(s)"):
+    """Refuse keys of mapping ``given`` that are not in ``allowed``, naming them and the
+    allowed ones: ``<name>: unknown <what>: <keys>; allowed: <allowed>``."""
+    unknown = [key for key in given if key not in allowed]
+    if unknown:
+        raise ConfigError(name, f"unknown {what}: {', '.join(map(str, unknown))}; allowed: "
+                                f"{', '.join(allowed)}")
+
+
+def set_path(params, path, value):
+    """Set ``value`` at dotted ``path`` (``tensorcore.mxu.rows``) in the nested parameter
+    dicts ``params``, making the dicts on the way as needed."""
+    *outer, last = path.split(".")
+    for part in outer:
+        if not isinstance(params.get(part), dict):
+            params[part] = {}
+        params = params[part]
+    params[last] = value
+
+
+def parse_assignment(text, option, kind=None):
+    """``PATH=VALUE`` (the argument of command-line ``option``) as ``(path, value)``: the
+    value parsed as JSON, else the text itself (``fmt=bfloat16`` gives the string); with
+    ``kind`` (a function of the path giving the parameter's type), a string parameter takes
+    the text as it is (``speed=2000`` gives ``"2000"``)."""
+    path, sep, value = text.partition("=")
+    if not sep or not path:
+        raise ConfigError(option, f"must be PATH=VALUE, got {text!r}")
+    if kind is not None and kind(path) in (str, str | None):
+        return path, value
+    try:
+        return path, json.loads(value)
+    except json.JSONDecodeError:
+        return path, value
+
+
+def _is_config(kind):
+    return isinstance(kind, type) and issubclass(kind, Config)
+
+
 def _optional_config(kind):
     """The Config class of an ``X | None`` field type, else None."""
     if typing.get_origin(kind) not in (typing.Union, types.UnionType):
@@ -112,10 +158,68 @@ class Config:
                 elif not isinstance(value, kind):
                     raise ConfigError(name, f"must be a {kind.__name__} or a dict, "
                                             f"got {value!r}")
+        object.__setattr__(self, "_derived", frozenset())
         self.validate()
+
+    @property
+    def derived(self):
+        """The names of the parameters this configuration derived (given as None)."""
+        return self._derived
+
+    def derive(self, name, value):
+        """Give derived parameter ``name`` (left ``None``) ``value``, from ``validate()`` once
+        the parameters it depends on are checked; ``replace()`` derives it again."""
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "_derived", self._derived | {name})
 
     def validate(self):
         """Check every field; raise :class:`ConfigError` naming the first bad one."""
+
+    @classmethod
+    def field_config(cls, name):
+        """The configuration class that parameter ``name`` holds (or may hold: ``X | None``),
+        else None."""
+        kind = cls._field_kinds()[name]
+        kind = _optional_config(kind) or kind
+        return kind if _is_config(kind) else None
+
+    @classmethod
+    def check_path(cls, path):
+        """The type of the parameter at dotted ``path`` (``tensorcore.mxu.rows``); refuse a
+        path that names no parameter, naming where it goes wrong and the parameters allowed
+        there."""
+        config, parts = cls, path.split(".")
+        for i, part in enumerate(parts):
+            names = [f.name for f in dataclasses.fields(config)]
+            where = ".".join(parts[:i + 1])
+            if part not in names:
+                raise ConfigError(where, f"unknown {config.KIND} parameter; allowed: "
+                                         f"{', '.join(names)}")
+            kind = typing.get_type_hints(config)[part]
+            config = config.field_config(part)
+            if i < len(parts) - 1 and config is None:
+                raise ConfigError(where, f"must be a nested configuration to hold "
+                                         f"{'.'.join(parts[i + 1:])}; it is a value")
+        return kind
+
+    @classmethod
+    def parameter_docs(cls):
+        """Parameter name -> its description in the ``Parameters`` section of the class
+        docstring (numpydoc: ``name : type`` lines, or ``a, b : type``, then indented text)."""
+        lines = inspect.cleandoc(cls.__doc__ or "").splitlines()
+        docs, names, inside = {}, [], False
+        for i, line in enumerate(lines):
+            if line == "Parameters" and i + 1 < len(lines) and lines[i + 1].startswith("---"):
+                inside = True
+            elif inside and line and not line[0].isspace() and not line.startswith("---"):
+                if " : " not in line:
+                    break
+                names = [n.strip() for n in line.split(" : ")[0].split(",")]
+                docs.update({n: "" for n in names})
+            elif inside and line.strip():
+                for n in names:
+                    docs[n] = f"{docs[n]} {line.strip()}".strip()
+        return docs
 
     @classmethod
     def _field_kinds(cls):
@@ -133,8 +237,9 @@ class Config:
         return hashlib.sha256(text).hexdigest()[:8]
 
     def replace(self, **changes):
-        """A copy with ``changes`` applied (and validated)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied (and validated); derived parameters not changed are
+        derived again."""
+        return dataclasses.replace(self, **{**dict.fromkeys(self._derived), **changes})
 
     def to_dict(self):
         """Plain JSON-able dict: tuples as lists, nested configurations as dicts."""
@@ -151,9 +256,7 @@ class Config:
     @classmethod
     def from_dict(cls, d):
         """The configuration of a dict (as :meth:`to_dict` gives), validated."""
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = set(d) - set(names)
-        if unknown:
-            raise ConfigError("", f"unknown {cls.KIND} parameter(s): "
-                                  f"{', '.join(sorted(unknown))}; allowed: {', '.join(names)}")
+        if not isinstance(d, dict):
+            raise ConfigError("", f"must be a mapping of {cls.KIND} parameters, got {d!r}")
+        check_keys("", d, [f.name for f in dataclasses.fields(cls)], f"{cls.KIND} parameter(s)")
         return cls(**d)

@@ -115,7 +115,14 @@ def get_format(name):
 
 @dataclass(frozen=True)
 class FloatUnitsConfig(Config):
-    """The standalone floating-point units of one input format (a test and reference top)."""
+    """The standalone floating-point units of one input format (a test and reference top).
+
+    Parameters
+    ----------
+    fmt : str
+        The input format, one of ``FLOAT_FORMATS``: ``"bfloat16"``, ``"float8_e4m3fn"``,
+        ``"float8_e5m2"``.
+    """
 
     KIND = "fp_units"
 

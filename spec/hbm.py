@@ -41,7 +41,8 @@ from dataclasses import asdict, dataclass
 
 from .config import Config, ConfigError, check, check_bool, check_choice, check_int
 
-__all__ = ["HBMConfig", "Timing", "TimingOverrides", "STANDARDS", "PRESETS", "MAPPINGS",
+__all__ = ["HBMConfig", "Timing", "TimingOverrides", "STANDARDS", "DEFAULT_SPEEDS", "PRESETS",
+           "MAPPINGS",
            "WORD_BITS", "CHECK_BITS", "BENCH_CONFIG", "STREAM_CONFIG", "check_matching_bus"]
 
 WORD_BITS = 64
@@ -59,6 +60,8 @@ STANDARDS = {
     "HBM2E": (("3200", "3600"), 64, 128),
     "HBM3": (("6400",), 32, None),
 }
+DEFAULT_SPEEDS = {"HBM2": "2000", "HBM2E": "3200", "HBM3": "6400"}
+"""The speed of each standard when a configuration leaves ``speed`` None."""
 
 # Cycle counts by (standard, speed); tck in ns. See the module docstring for the sources.
 _HBM2_NS = dict(rrd_s=4.0, rrd_l=6.0, faw=16.0, refi=3900.0, rfc_sb=160.0, rrefd=8.0)
@@ -186,8 +189,17 @@ _TIMING_FIELDS = [f.name for f in dataclasses.fields(Timing) if f.name != "burst
 @dataclass(frozen=True)
 class TimingOverrides(Config):
     """Timings (in cycles) that replace the preset's; ``None`` keeps the preset value. Every
-    field of :class:`Timing` except ``burst_cycles``: ``cl cwl rcd_rd rcd_wr rp ras rc wr rtp
-    ccd_s ccd_l wtr_s wtr_l rrd_s rrd_l faw rfc refi rfc_sb rrefd rtw``."""
+    field of :class:`Timing` except ``burst_cycles``.
+
+    Parameters
+    ----------
+    cl, cwl, rcd_rd, rcd_wr, rp, ras, rc, wr, rtp, ccd_s, ccd_l, wtr_s, wtr_l : int or None
+        The timing of that name in cycles, 1..65535 (``Timing``); None: the preset's.
+    rrd_s, rrd_l, faw, rfc, refi, rfc_sb, rrefd : int or None
+        The timing of that name in cycles, 1..65535 (``Timing``); None: the preset's.
+    rtw : int or None
+        Idle data-bus cycles between a read and a write, 0..65535; None: the preset's.
+    """
 
     KIND = "HBM timing"
 
@@ -233,9 +245,10 @@ class HBMConfig(Config):
     ----------
     standard : str
         ``"HBM2"``, ``"HBM2E"`` or ``"HBM3"``.
-    speed : str
+    speed : str or None
         Timing preset, the pin speed in Mb/s: HBM2 ``"1600"``, ``"2000"``, ``"2400"``; HBM2E
-        ``"3200"``, ``"3600"``; HBM3 ``"6400"``.
+        ``"3200"``, ``"3600"``; HBM3 ``"6400"``. None (the default): the standard's default
+        speed (``DEFAULT_SPEEDS``: HBM2 2000, HBM2E 3200, HBM3 6400).
     channel_mode : str
         ``"pseudo"``: pseudo-channel mode, two pseudo-channels of 64 bits (HBM3: 32) per
         channel share its command buses; ``"legacy"`` (HBM2 and HBM2E only): one controller per
@@ -300,7 +313,7 @@ class HBMConfig(Config):
     KIND = "HBM"
 
     standard: str = "HBM2"
-    speed: str = "2000"
+    speed: str | None = None
     channel_mode: str = "pseudo"
     pseudo_channels: int = 2
     bank_groups: int = 4
@@ -330,7 +343,13 @@ class HBMConfig(Config):
 
     def validate(self):
         check_choice("standard", self.standard, tuple(STANDARDS))
-        check_choice("speed", self.speed, STANDARDS[self.standard][0])
+        if self.speed is None:
+            self.derive("speed", DEFAULT_SPEEDS[self.standard])
+        speeds = STANDARDS[self.standard][0]
+        if self.speed not in speeds:
+            raise ConfigError("speed", f"must be one of {', '.join(map(repr, speeds))} (the "
+                                       f"speeds of standard {self.standard}), got "
+                                       f"{self.speed!r}")
         legacy_ok = STANDARDS[self.standard][2] is not None
         check_choice("channel_mode", self.channel_mode,
                      ("pseudo", "legacy") if legacy_ok else ("pseudo",))

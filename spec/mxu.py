@@ -71,7 +71,15 @@ class MXUConfig(Config):
 
 @dataclass(frozen=True)
 class MXUHarnessConfig(Config):
-    """An MXU and the depths of the harness memories, in entries (2..2**20)."""
+    """An MXU and the depths of the harness memories, in entries (2..2**20).
+
+    Parameters
+    ----------
+    mxu : MXUConfig
+        The MXU under test.
+    cmd_depth, w_depth, a_depth, c_depth : int
+        Entries of the command, weight, activation and result memories, 2..2**20.
+    """
 
     KIND = "MXU harness"
 

@@ -121,6 +121,7 @@ class SparseCoreSystemConfig(Config):
     sparsecore : SparseCoreConfig
         Its AXI bus must match the controller's ports (data, address and ID widths).
     hbm : HBMConfig
+        The HBM controller (with ``memory`` ``"hbm"``).
     memory : str
         ``"hbm"``: the HBM controller behind the SparseCore; ``"axi"`` (a test harness choice):
         no controller, the SparseCore's AXI4 port at the edge (its bench puts a memory model

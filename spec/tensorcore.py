@@ -24,9 +24,10 @@ class TensorCoreConfig(Config):
         VMEM capacity, a power of two, 1 KiB .. 16 MiB.
     vmem_banks : int
         Banks, 1..64, a power of two; each has one read and one write port.
-    row_bytes : int
-        VMEM row width: a power of two at least ``4 * cols`` (a result row), the A and B
-        operand vectors and the AXI data width, at most 1024.
+    row_bytes : int or None
+        VMEM row width: a power of two at least ``4 * mxu.cols`` (a result row), the A and B
+        operand vectors (``mxu.rows`` operands) and the AXI data width
+        (``axi_data_width / 8``), at most 1024. None (the default): the smallest of these.
     imem_depth : int
         Instructions the instruction memory holds, 16..32768, a power of two.
     queue_depth : int
@@ -54,7 +55,7 @@ class TensorCoreConfig(Config):
     mxu: MXUConfig = MXUConfig()
     vmem_bytes: int = 64 * 1024
     vmem_banks: int = 8
-    row_bytes: int = 32
+    row_bytes: int | None = None
     imem_depth: int = 1024
     queue_depth: int = 8
     semaphores: int = 16
@@ -74,9 +75,18 @@ class TensorCoreConfig(Config):
         check_choice("vmem_bytes", self.vmem_bytes, _POW2[10:25])
         check_choice("vmem_banks", self.vmem_banks, _POW2[:7])
         check_choice("axi_data_width", self.axi_data_width, _POW2[6:11])
-        esize = mxu.format.in_width // 8
-        need = max(4 * mxu.cols, mxu.rows * esize, self.axi_data_width // 8)
-        check_choice("row_bytes", self.row_bytes, tuple(p for p in _POW2 if need <= p <= 1024))
+        needs = {"4 * mxu.cols": (4 * mxu.cols, "a result row"),
+                 f"mxu.rows * {self.esize}": (mxu.rows * self.esize, "an operand vector"),
+                 "axi_data_width / 8": (self.axi_data_width // 8, "a beat")}
+        why = max(needs, key=lambda k: needs[k][0])
+        least, what = needs[why]
+        if self.row_bytes is None:
+            self.derive("row_bytes", least)
+        allowed = tuple(p for p in _POW2 if least <= p <= 1024)
+        if self.row_bytes not in allowed or isinstance(self.row_bytes, bool):
+            raise ConfigError("row_bytes", f"must be one of {', '.join(map(str, allowed))} (a "
+                                           f"power of two from {why} = {least}, {what}, up "
+                                           f"to 1024), got {self.row_bytes!r}")
         if self.vmem_bytes < self.vmem_banks * self.row_bytes:
             raise ConfigError("vmem_bytes", f"must hold at least one row per bank "
                                             f"({self.vmem_banks * self.row_bytes}), got "
@@ -136,6 +146,7 @@ class VPUTopConfig(Config):
     Parameters
     ----------
     tensorcore : TensorCoreConfig
+        The TensorCore whose VPU this is.
     """
 
     KIND = "VPU top"

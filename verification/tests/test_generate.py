@@ -2,6 +2,7 @@
 processes (the build cache keys on it), the chip top lints clean, configurations round-trip
 through dicts, and bad configurations are refused naming the full path of the parameter."""
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -112,3 +113,49 @@ def test_sidecar_describes_enums():
     digest = hashlib.sha256(json.dumps(design.sidecar, sort_keys=True).encode()).hexdigest()
     again = generate("hbm", HBMConfig()).sidecar
     assert digest == hashlib.sha256(json.dumps(again, sort_keys=True).encode()).hexdigest()
+
+
+def _configs(cls, seen):
+    if cls not in seen:
+        seen.add(cls)
+        yield cls
+        for f in dataclasses.fields(cls):
+            if cls.field_config(f.name):
+                yield from _configs(cls.field_config(f.name), seen)
+
+
+def test_every_parameter_documented():
+    """``podium generate --help`` shows each parameter's docstring entry: every parameter of
+    every block's configuration, nested ones too, has one."""
+    seen = set()
+    for block in BLOCKS.values():
+        for cls in _configs(block.config, seen):
+            docs = cls.parameter_docs()
+            missing = [f.name for f in dataclasses.fields(cls) if not docs.get(f.name)]
+            assert not missing, f"{cls.__name__} does not document {missing}"
+
+
+def test_derived_parameters():
+    """row_bytes and the HBM speed follow the parameters they depend on unless given; the
+    default configurations are the same as with the old defaults given."""
+    assert TensorCoreConfig() == TensorCoreConfig(row_bytes=32)
+    assert TensorCoreConfig().digest() == TensorCoreConfig(row_bytes=32).digest()
+    assert HBMConfig() == HBMConfig(speed="2000")
+    big = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16))
+    assert big.row_bytes == 64 and big.derived == {"row_bytes"}
+    assert TensorCoreConfig(axi_data_width=1024).row_bytes == 128
+    assert TensorCoreConfig(mxu=MXUConfig(rows=256, fmt="bfloat16")).row_bytes == 512
+    assert TensorCoreConfig().replace(mxu=MXUConfig(rows=16, cols=16)) == big
+    assert TensorCoreConfig(row_bytes=64).replace(vmem_banks=4).row_bytes == 64
+    assert ChipConfig.from_dict({"tensorcore": {"mxu": {"rows": 16, "cols": 16}}}) \
+        .tensorcore.row_bytes == 64
+    assert HBMConfig(standard="HBM3").speed == "6400"
+    assert HBMConfig(standard="HBM2E").speed == "3200"
+    assert HBMConfig().replace(standard="HBM3").speed == "6400"
+    assert HBMConfig(speed="2400").replace(queue_depth=8).speed == "2400"
+    with pytest.raises(ConfigError, match=r"^row_bytes must be one of 64, 128, 256, 512, 1024 "
+                                          r"\(a power of two from 4 \* mxu.cols = 64, a "
+                                          r"result row, up to 1024\), got 32$"):
+        big.replace(row_bytes=32)
+    with pytest.raises(ConfigError, match=r"from axi_data_width / 8 = 128, a beat"):
+        TensorCoreConfig(axi_data_width=1024, row_bytes=64)

@@ -440,8 +440,10 @@ def test_model_stores_and_injects():
 # Configuration ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("params, message", [
-    ({"speed": "3200"}, "speed must be one of '1600', '2000', '2400', got '3200'"),
-    ({"standard": "HBM3", "speed": "3200"}, "speed must be one of '6400', got '3200'"),
+    ({"speed": "3200"}, "speed must be one of '1600', '2000', '2400' (the speeds of standard "
+     "HBM2), got '3200'"),
+    ({"standard": "HBM3", "speed": "3200"}, "speed must be one of '6400' (the speeds of "
+     "standard HBM3), got '3200'"),
     ({"standard": "HBM4"}, "standard must be one of 'HBM2', 'HBM2E', 'HBM3', got 'HBM4'"),
     ({"standard": "HBM3", "speed": "6400", "channel_mode": "legacy"},
      "channel_mode must be one of 'pseudo', got 'legacy'"),

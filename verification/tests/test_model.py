@@ -733,7 +733,9 @@ def test_cli_refuses_bad_configuration():
     r = run_cli("run", "--set", "parallelism.tensor=3")
     assert r.returncode == 2 and "parallelism.tensor" in r.stderr
     r = run_cli("run", "--set", "nonsense")
-    assert r.returncode == 2 and "--set takes PATH=VALUE" in r.stderr
+    assert r.returncode == 2 and "--set must be PATH=VALUE, got 'nonsense'" in r.stderr
+    r = run_cli("run", "--set", "tensor=3")
+    assert r.returncode == 2 and "--set takes PATH=VALUE with PATH one of" in r.stderr
 
 
 def test_cli_calibration_and_report(tmp_path):

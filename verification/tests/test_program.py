@@ -50,7 +50,8 @@ def test_inputs_checked():
         program.bind(Q=np.zeros(1))
     with pytest.raises(ValueError, match="sim must be one of golden.*, got 'rtl'"):
         run(program, {}, sim="rtl")
-    with pytest.raises(ValueError, match="not a podium-program version 1 file"):
+    with pytest.raises(ValueError, match="format must be 'podium-program' with version 1, "
+                                         "got 'other' version None"):
         Program.from_dict({"format": "other"})
 
 

