@@ -16,8 +16,7 @@ import statistics
 import subprocess
 import time
 
-from hdl.generate import generate
-from sim.runner import BUILD, ROOT, build, run, verilator_env
+from sim.runner import BUILD, ROOT, build, generated, run, verilator_env
 
 __all__ = ["measure", "write_results", "environment", "environment_line", "median_seconds",
            "table", "results_directory", "RESULTS", "REPEATS"]
@@ -30,14 +29,19 @@ REPEATS = 3
 def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse=False):
     """Run measurement ``testcase`` of testbench ``module`` on ``block``/``config`` with the
     measurement parameters ``spec`` (a dict); return the testbench's report (a dict, or what the
-    testbench wrote) in ``{"report": ..., "build_seconds": ..., "run_seconds": ...}``.
+    testbench wrote) in ``{"report": ..., "build_seconds": ..., "run_seconds": ...,
+    "setup_seconds": ...}``: ``build_seconds`` is how long the design's build took (whenever
+    it was built), ``setup_seconds`` what this call spent before simulating (the design
+    generated or read back, built or found built).
 
     ``reuse``: return a report measured before on the same build (same Verilog hash) with the
     same spec and seed instead of simulating again (simulation is deterministic; use it for
     measurements that take many minutes); its ``run_seconds`` is then None, since the wall
     time of that run was measured in another environment than this one's.
     """
-    built = build(generate(block, config))
+    start = time.perf_counter()
+    built = build(generated(block, config))
+    setup_seconds = time.perf_counter() - start
     key = hashlib.sha256(json.dumps([spec, seed], sort_keys=True).encode()).hexdigest()[:12]
     test_dir = BUILD / tag / f"{built.design.name}-{testcase}-{key}"
     saved = test_dir.parent / f"{test_dir.name}.json"
@@ -45,7 +49,8 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
     if reuse and saved.exists():
         result = json.loads(saved.read_text())
         if result["build"] == built.directory.name:
-            return {**result, "build_seconds": build_seconds, "run_seconds": None}
+            return {**result, "build_seconds": build_seconds, "run_seconds": None,
+                    "setup_seconds": setup_seconds}
     report = test_dir.parent / f"{test_dir.name}.report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -57,7 +62,7 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
     result = {"report": json.loads(report.read_text()), "build": built.directory.name,
               "run_seconds": time.perf_counter() - start}
     saved.write_text(json.dumps(result))
-    return {**result, "build_seconds": build_seconds}
+    return {**result, "build_seconds": build_seconds, "setup_seconds": setup_seconds}
 
 
 def median_seconds(fn, repeats=REPEATS):

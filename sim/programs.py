@@ -61,6 +61,7 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
                   error_pc=r["error_pc"], pc=0, registers=r["registers"],
                   semaphores=r["semaphores"], vmem=None, hbm=_Outputs(program, r["outputs"]),
                   counters={**r["counters"], "build_seconds": done["build_seconds"],
+                            "setup_seconds": done["setup_seconds"],
                             "run_seconds": done["run_seconds"]})
 
 

@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from xml.etree import ElementTree
 
+from hdl.generate import Design, generate
+
 __all__ = ["ROOT", "BUILD", "SIMULATORS", "Build", "build", "run", "verilator_env",
            "lint", "simulator_available", "locked"]
 
@@ -77,6 +79,39 @@ def locked(path):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+GENERATOR_SOURCES = ("spec", "hdl")
+"""The trees whose Python decides what a configuration's Verilog is."""
+
+
+def _generator_digest():
+    """A hash of every source file of the generator (what makes a cached design stale)."""
+    h = hashlib.sha256()
+    for tree in GENERATOR_SOURCES:
+        for path in sorted((ROOT / tree).rglob("*.py")):
+            h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def generated(block, config):
+    """The :class:`~hdl.generate.Design` of ``block``/``config``, generated once per
+    configuration and generator: a design generated before by the same sources (the files of
+    ``GENERATOR_SOURCES``) is read back from ``build/verilog-cache/`` (generating a chip takes
+    tens of seconds, reading it back milliseconds)."""
+    key = hashlib.sha256(json.dumps([block, config.to_dict(), _generator_digest()],
+                                    sort_keys=True).encode()).hexdigest()[:16]
+    directory = BUILD / "verilog-cache" / f"{block}-{key}"
+    with locked(directory.with_suffix(".lock")):
+        if (directory / "design.json").exists():
+            meta = json.loads((directory / "design.json").read_text())
+            design = Design(block, meta["name"], (directory / f"{meta['name']}.v").read_text(),
+                            json.loads((directory / f"{meta['name']}.json").read_text()))
+        else:
+            design = generate(block, config)
+            design.write(directory)
+            (directory / "design.json").write_text(json.dumps({"name": design.name}) + "\n")
+    return design
 
 
 class Build:

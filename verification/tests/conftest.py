@@ -17,8 +17,7 @@ import zlib
 import pytest
 from hypothesis import settings
 
-from hdl.generate import generate
-from sim.runner import BUILD, build, run, simulator_available
+from sim.runner import BUILD, build, generated, run, simulator_available
 
 # Property tests draw their examples from a fixed seed too, unless PODIUM_SEED=random.
 settings.register_profile("fixed", derandomize=True, database=None)
@@ -64,7 +63,7 @@ def cocotb_run(request, seed):
     def go(block, config, module, test=None, sim="verilator"):
         if not simulator_available(sim):
             pytest.skip(f"{sim} is not installed")
-        design = generate(block, config)
+        design = generated(block, config)
         if os.environ.get("PODIUM_LOCKSTEP"):
             design = _lockstep(design, block, config)
         built = build(design, sim, waves=waves)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from hdl.generate import BLOCKS, generate, make_config
+from sim import runner
 from sim.runner import lint
 from spec.chip import ChipConfig
 from spec.config import ConfigError
@@ -159,3 +160,25 @@ def test_derived_parameters():
         big.replace(row_bytes=32)
     with pytest.raises(ConfigError, match=r"from axi_data_width / 8 = 128, a beat"):
         TensorCoreConfig(axi_data_width=1024, row_bytes=64)
+
+
+def test_generated_designs_are_read_back(tmp_path, monkeypatch):
+    """The generation cache (sim/runner.py ``generated``) gives the Verilog and sidecar
+    ``generate`` gives, generates once per configuration (the second call reads it back), and
+    keys on the configuration and on the generator's sources."""
+    monkeypatch.setattr(runner, "BUILD", tmp_path)
+    calls = []
+    real = runner.generate
+    monkeypatch.setattr(runner, "generate", lambda b, c: calls.append(c) or real(b, c))
+    small = MXUConfig(rows=2, cols=2)
+    first = runner.generated("mxu", small)
+    again = runner.generated("mxu", small)
+    fresh = generate("mxu", small)
+    assert (first.verilog, first.sidecar) == (again.verilog, again.sidecar) == \
+        (fresh.verilog, fresh.sidecar)
+    assert calls == [small]
+    runner.generated("mxu", small.replace(cols=3))
+    assert len(calls) == 2
+    monkeypatch.setattr(runner, "_generator_digest", lambda: "other sources")
+    runner.generated("mxu", small)
+    assert len(calls) == 3, "a design of other generator sources is made again"
