@@ -101,6 +101,7 @@ def bound(cfg, pattern, refresh_share=0.0):
             f"{n} accesses per {acts} ACTs, one ACT per {gap:g} cycles ({why})")
     if pattern == "row_walk":
         n = 1 << cfg.col_bits
+        # tRCD counts from the ACT's reference cycle and tRP to the next one's: it cancels.
         cycle = max(t.act_to_act, t.rcd_rd + (n - 1) * t.ccd_l + t.rtp + t.rp)
         return keep * n * t.burst_cycles / cycle, f"{n} reads per {cycle}-cycle row cycle"
     raise ValueError(pattern)
@@ -275,7 +276,8 @@ pseudo-channels sharing its row and column command buses (four pseudo-channels, 
 for the stream).
 
 HBM2-{BENCH_CONFIG.speed} timing ({BENCH_CONFIG.density_gb} Gb: tRFC {t.rfc}, tREFI {t.refi}
-cycles), 32 B per access, 2 data cycles per access. Efficiency = data-bus busy cycles / (cycles
+cycles; an ACT's bank timings count from its {t.act_reference_cycle} cycle), 32 B per access,
+2 data cycles per access. Efficiency = data-bus busy cycles / (cycles
 x pseudo-channels) at saturation; every command checked by the device model, every read checked
 against the golden memory. **Steady state**: each run starts with a warm-up of
 refresh_postpone + 1 = 9 tREFI (the controller may postpone up to 8 refreshes, so a shorter run

@@ -32,6 +32,21 @@ Timing presets and their sources (every number is in the tables below, in clock 
   nanosecond values (``configs/HBM2_8Gb_x128.ini``). In this preset tFAW (48) is longer than
   4 x tRRD_S (8): random traffic is tFAW-bound.
 
+The two-cycle ACT (``act_reference_cycle``): an ACT holds the row bus two cycles and its row
+address is complete in the second. JESD235 is not public and no public text of it or of a
+vendor datasheet stating the reference cycle could be found (docs/hbm.md, "Conventions").
+``"second"`` (the default) counts tRCD, tRAS and tRC before a refresh from the ACT's second
+cycle, and tRP, tRFC and tRFCsb to it: DRAMSys ``CheckerHBM2.cpp`` (commit 8e021ea: RD after
+ACT tRCDRD + tCK, PREPB after ACT tRAS + tCK, REFAB / REFPB after ACT tRC + tCK, ACT after
+PREPB tRP - tCK, after REFAB tRFC - tCK, after REFPB tRFCSB - tCK) and Ramulator 2.1
+(``python/ramulator/dram/spec.py``, commit 38c51d4, ``DRAMStandard.to_config``: "JEDEC timings
+are measured between when the DRAM finishes receiving each command", applied to its HBM2
+``command_cycles = {"ACT": 2}``). ``"first"`` counts them from the ACT's first cycle, as
+Ramulator 2.0 does (``src/dram/impl/HBM2.cpp``, commit 1fb94b8), Podium's rule before issue 34.
+Either way ACT to ACT (tRC, tRRD, tFAW) is the same, and ACT to REFSB of another bank counts
+from the second cycle (tRRD + 1; REFSB to ACT tRREFD - 1: Ramulator 2.0 ``HBM2.cpp`` lines 308,
+312, "ACT actually happens on the 2-nd cycle of ACT", as DRAMSys).
+
 Every timing can be overridden (``timing_overrides``), e.g. to make a constraint bind alone.
 """
 
@@ -42,8 +57,8 @@ from dataclasses import asdict, dataclass
 from .config import Config, ConfigError, check, check_bool, check_choice, check_int
 
 __all__ = ["HBMConfig", "Timing", "TimingOverrides", "STANDARDS", "DEFAULT_SPEEDS", "PRESETS",
-           "MAPPINGS",
-           "WORD_BITS", "CHECK_BITS", "BENCH_CONFIG", "STREAM_CONFIG", "check_matching_bus"]
+           "MAPPINGS", "ACT_REFERENCE_CYCLES", "WORD_BITS", "CHECK_BITS", "BENCH_CONFIG",
+           "STREAM_CONFIG", "check_matching_bus"]
 
 WORD_BITS = 64
 """ECC protects each 64-bit word with 8 check bits (SECDED), as HBM2's ECC mode stores them."""
@@ -53,6 +68,9 @@ CHECK_BITS = 8
 BURST_CYCLES = 2
 """Clock cycles one access holds a data bus (HBM2/HBM2E BL4 at two beats per cycle, HBM3 BL8
 at four)."""
+
+ACT_REFERENCE_CYCLES = ("first", "second")
+"""The cycles of a two-cycle ACT its bank timings may count from (``act_reference_cycle``)."""
 
 STANDARDS = {
     # speeds, pseudo-channel data bits, legacy (whole channel) data bits or None
@@ -93,7 +111,9 @@ one access): Ro row, Ba bank in group, Bg bank group, Co column, Pc pseudo-chann
 @dataclass(frozen=True)
 class Timing:
     """Every constraint the controller obeys and the device model checks, in clock cycles,
-    counted from the first cycle of each command (an ACT holds the row bus one cycle more).
+    counted from the first cycle of each command (an ACT holds the row bus one cycle more),
+    except that the bank timings of an ACT count from (and tRP, tRFC, tRFCsb to) its
+    ``act_reference_cycle`` (module docstring): ``act_origin`` cycles after its first.
 
     ``rtw``: idle data-bus cycles between the last read beat and the first write beat;
     ``rfc_sb``: per-bank refresh time; ``rrefd``: REFSB to REFSB, and REFSB to ACT of another
@@ -122,6 +142,33 @@ class Timing:
     rrefd: int
     rtw: int
     burst_cycles: int = BURST_CYCLES
+    act_reference_cycle: str = "second"
+
+    @property
+    def act_origin(self):
+        """Cycles from an ACT's first cycle to the one its bank timings count from: 0 or 1."""
+        return ACT_REFERENCE_CYCLES.index(self.act_reference_cycle)
+
+    @property
+    def act_to_rd(self):
+        """ACT to RD of the bank: tRCD_RD from the reference cycle."""
+        return self.rcd_rd + self.act_origin
+
+    @property
+    def act_to_wr(self):
+        return self.rcd_wr + self.act_origin
+
+    @property
+    def act_to_pre(self):
+        """ACT to PRE of the bank: tRAS from the reference cycle; an auto-precharge starts no
+        earlier either."""
+        return self.ras + self.act_origin
+
+    @property
+    def act_to_ref(self):
+        """ACT to REF, or REFSB of the bank: tRC from the reference cycle (and no earlier than
+        the bank's next ACT could be)."""
+        return self.act_to_act + self.act_origin
 
     @property
     def rd_to_wr(self):
@@ -143,7 +190,8 @@ class Timing:
     @property
     def act_to_act(self):
         """ACT to ACT in one bank: tRC, or tRAS + tRP when that is longer (an auto-precharge
-        starts no earlier than tRAS after the ACT)."""
+        starts no earlier than tRAS after the ACT); both ACTs count from the same cycle, so
+        the reference cycle cancels."""
         return max(self.rc, self.ras + self.rp)
 
     @property
@@ -155,13 +203,14 @@ class Timing:
         return max(1, self.wr_to_pre - self.rtp)
 
     @property
-    def rda_to_act(self):
-        """RDA to the bank's next ACT: its precharge starts tRTP after the RDA."""
+    def rda_to_ref(self):
+        """RDA to a REF, or REFSB of the bank: its precharge starts tRTP after the RDA, then
+        tRP (the bank's next ACT may come ``act_origin`` cycles sooner)."""
         return self.rtp + self.rp
 
     @property
-    def wra_to_act(self):
-        """WRA to the bank's next ACT: its precharge starts WR to PRE after the WRA."""
+    def wra_to_ref(self):
+        """WRA to a REF, or REFSB of the bank: its precharge starts WR to PRE after the WRA."""
         return self.wr_to_pre + self.rp
 
     @property
@@ -183,13 +232,14 @@ class Timing:
         return asdict(self)
 
 
-_TIMING_FIELDS = [f.name for f in dataclasses.fields(Timing) if f.name != "burst_cycles"]
+_TIMING_FIELDS = [f.name for f in dataclasses.fields(Timing)
+                  if f.name not in ("burst_cycles", "act_reference_cycle")]
 
 
 @dataclass(frozen=True)
 class TimingOverrides(Config):
     """Timings (in cycles) that replace the preset's; ``None`` keeps the preset value. Every
-    field of :class:`Timing` except ``burst_cycles``.
+    field of :class:`Timing` except ``burst_cycles`` and ``act_reference_cycle``.
 
     Parameters
     ----------
@@ -306,6 +356,10 @@ class HBMConfig(Config):
     refresh_postpone : int
         Refreshes owed (REF, or REFSB with ``per_bank_refresh``) before refresh is forced
         ahead of traffic, 1..8 (JEDEC allows 8 postponed).
+    act_reference_cycle : str
+        The cycle of a two-cycle ACT from which tRCD, tRAS and tRC before a refresh count and
+        to which tRP, tRFC and tRFCsb count: ``"second"`` (DRAMSys, Ramulator 2.1; the
+        default) or ``"first"`` (Ramulator 2.0). Controller and device model follow it.
     timing_overrides : TimingOverrides
         Timings that replace the preset's.
     """
@@ -339,6 +393,7 @@ class HBMConfig(Config):
     refresh: bool = True
     per_bank_refresh: bool = False
     refresh_postpone: int = 8
+    act_reference_cycle: str = "second"
     timing_overrides: TimingOverrides = TimingOverrides()
 
     def validate(self):
@@ -384,6 +439,7 @@ class HBMConfig(Config):
         check_bool("refresh", self.refresh)
         check_bool("per_bank_refresh", self.per_bank_refresh)
         check_int("refresh_postpone", self.refresh_postpone, 1, 8)
+        check_choice("act_reference_cycle", self.act_reference_cycle, ACT_REFERENCE_CYCLES)
         self._validate_timing()
 
     def _validate_timing(self):
@@ -540,7 +596,8 @@ class HBMConfig(Config):
         # Minimum times round up; tREFI is a maximum interval, so it rounds down.
         cycles.setdefault("refi", math.floor(_HBM2_NS["refi"] / tck + 1e-9))
         cycles["rfc"] = max(1, math.ceil(RFC_NS[self.density_gb] / tck - 1e-9))
-        return self.timing_overrides.apply(Timing(**cycles))
+        return self.timing_overrides.apply(
+            Timing(**cycles, act_reference_cycle=self.act_reference_cycle))
 
     @property
     def refi_sb(self):

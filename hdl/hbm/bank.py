@@ -8,7 +8,15 @@ rows and which commands their timing allows in the current cycle. Each constrain
 :class:`~hdl.hbm.timing.Countdown` loaded by the commands that start it: per bank (tRP, tRC,
 tRCD, tRAS, tRTP, WR to PRE, WR to RDA, auto-precharge, tRFCsb), per bank group (tRRD_L,
 tCCD_L, WR to RD long, ACT to REFSB) and per pseudo-channel (tRRD_S, tFAW, tCCD_S, WR to RD
-short, RD to WR, tRFC, tRREFD). Timings count from a command's first cycle.
+short, RD to WR, tRFC, tRREFD). Timings count from a command's first cycle, except that an
+ACT's bank timings count from its reference cycle, ``act_origin`` cycles later
+(``act_reference_cycle``, spec/hbm.py): tRCD, tRAS and tRC before a refresh from it, tRP,
+tRFC and tRFCsb to it (DRAMSys ``CheckerHBM2.cpp``, commit 8e021ea: RD after ACT tRCDRD + tCK,
+PREPB after ACT tRAS + tCK, REFAB / REFPB after ACT tRC + tCK, ACT after PREPB tRP - tCK,
+after REFAB tRFC - tCK, after REFPB tRFCSB - tCK; Ramulator 2.1 ``spec.py``, commit 38c51d4,
+the multi-cycle command adjustment). So every wait before a bank's ACT is the wait before
+its refresh less ``act_origin``: one countdown per bank serves both (``act_ok`` when at most
+``act_origin`` cycles are left), and one serves tRFC for REF and ACT.
 """
 
 from amaranth.hdl import Const, Module
@@ -32,32 +40,34 @@ class BankMachine(wiring.Component):
     is_open : Out(1), open_row : Out(row_bits)
         The bank's state from the cycle after the command: an ACT opens it; a PRE, RDA or WRA
         closes it (the scheduler never issues an ACT and a closing command together).
-    act_ok, rd_ok, wr_ok, pre_ok, rda_ok : Out(1)
-        The next ACT (tRC, or tRAS + tRP; tRP after PRE; the auto-precharge's tRTP or WR to PRE,
-        then tRP; tRFCsb after REFSB), RD (tRCD_RD), WR (tRCD_WR), PRE (tRAS, tRTP, WR to PRE),
-        RDA (WR to PRE - tRTP after a WR: its precharge keeps the write recovery, DRAMSys
-        ``CheckerHBM2.cpp`` lines 117-122) may issue this cycle (combinational from the
-        counters). ``pre_left``: cycles until ``pre_ok``.
+    ref_ok, act_ok, rd_ok, wr_ok, pre_ok, rda_ok : Out(1)
+        The next REF or REFSB of the bank (tRC + ``act_origin``, or tRAS + tRP when longer;
+        tRP after PRE; the auto-precharge's tRTP or WR to PRE, then tRP; tRFCsb after REFSB),
+        ACT (the same, ``act_origin`` cycles sooner), RD (tRCD_RD), WR (tRCD_WR) (both from
+        the ACT's reference cycle), PRE (tRAS from it, tRTP, WR to PRE), RDA (WR to PRE - tRTP
+        after a WR: its precharge keeps the write recovery, DRAMSys ``CheckerHBM2.cpp`` lines
+        117-122) may issue this cycle (combinational from the counters). ``pre_left``: cycles
+        until ``pre_ok``.
     """
 
     def __init__(self, cfg):
         self._cfg = cfg
         t = cfg.timing
         self._delays = {
-            "act": {"act": t.act_to_act, "pre": t.rp, "rda": t.rda_to_act, "wra": t.wra_to_act,
+            "ref": {"act": t.act_to_ref, "pre": t.rp, "rda": t.rda_to_ref, "wra": t.wra_to_ref,
                     "refsb": t.rfc_sb},
-            "rd": {"act": t.rcd_rd},
-            "wr": {"act": t.rcd_wr},
-            "pre": {"act": t.ras, "rd": t.rtp, "wr": t.wr_to_pre},
+            "rd": {"act": t.act_to_rd},
+            "wr": {"act": t.act_to_wr},
+            "pre": {"act": t.act_to_pre, "rd": t.rtp, "wr": t.wr_to_pre},
             "rda": {"wr": t.wr_to_rda},
         }
         super().__init__({
             **{name: In(1) for name in ("act", "pre", "rd", "wr", "rda", "wra", "refsb")},
             "row": In(cfg.row_bits),
             "is_open": Out(1), "open_row": Out(cfg.row_bits),
-            "act_ok": Out(1), "rd_ok": Out(1), "wr_ok": Out(1), "pre_ok": Out(1),
-            "rda_ok": Out(1),
-            "pre_left": Out(range(max(t.ras, t.rtp, t.wr_to_pre) + 1)),
+            "ref_ok": Out(1), "act_ok": Out(1), "rd_ok": Out(1), "wr_ok": Out(1),
+            "pre_ok": Out(1), "rda_ok": Out(1),
+            "pre_left": Out(range(max(t.act_to_pre, t.rtp, t.wr_to_pre) + 1)),
         })
 
     def elaborate(self, platform):
@@ -67,6 +77,8 @@ class BankMachine(wiring.Component):
             for trigger in delays:
                 m.d.comb += getattr(counter, trigger).eq(getattr(self, trigger))
             m.d.comb += getattr(self, f"{gate}_ok").eq(counter.ready)
+            if gate == "ref":
+                m.d.comb += self.act_ok.eq(counter.left <= self._cfg.timing.act_origin)
             if gate == "pre":
                 m.d.comb += self.pre_left.eq(counter.left)
         with m.If(self.act):
@@ -122,7 +134,8 @@ class BankMachines(wiring.Component):
                 bank.rda.eq(rd & ap & at_col), bank.wra.eq(wr & ap & at_col),
                 bank.row.eq(row.row),
                 st.open[b].eq(bank.is_open), st.open_row[b].eq(bank.open_row),
-                st.act_ok[b].eq(bank.act_ok), st.rd_ok[b].eq(bank.rd_ok),
+                st.ref_ok[b].eq(bank.ref_ok), st.act_ok[b].eq(bank.act_ok),
+                st.rd_ok[b].eq(bank.rd_ok),
                 st.wr_ok[b].eq(bank.wr_ok), st.pre_ok[b].eq(bank.pre_ok),
                 st.rda_ok[b].eq(bank.rda_ok),
                 st.pre_left[b].eq(bank.pre_left),
@@ -149,6 +162,8 @@ class BankMachines(wiring.Component):
             for trigger, value in zip(delays, triggers, strict=True):
                 m.d.comb += getattr(counter, trigger).eq(value)
             m.d.comb += getattr(st, f"{name}_ok").eq(counter.ready)
+            if name == "rfc":
+                m.d.comb += st.rfc_act_ok.eq(counter.left <= t.act_origin)
         m.submodules.faw = faw = ActivateWindow(t.faw)
         m.d.comb += [faw.act.eq(act), st.faw_ok.eq(faw.ready)]
         return m

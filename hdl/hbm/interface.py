@@ -179,12 +179,14 @@ class BankStatusSignature(wiring.Signature):
     now.
 
     Per bank (one bit each, bank ``b`` at bit ``b``): ``open``, ``open_row`` (row per bank),
-    ``act_ok`` (tRP, tRC, auto-precharge, tRFCsb), ``rd_ok`` (tRCD_RD), ``wr_ok`` (tRCD_WR),
-    ``pre_ok`` (tRAS, tRTP, WR to PRE), ``pre_left`` (cycles until ``pre_ok``), ``rda_ok``
-    (WR to RDA: an auto-precharge now would not cut a write's recovery short). Per bank
-    group: ``rrd_l_ok``, ``ccd_l_ok``, ``wtr_l_ok``, ``refsb_l_ok`` (ACT to REFSB). Per
+    ``ref_ok`` (REF or REFSB of the bank: tRP, tRC, auto-precharge, tRFCsb), ``act_ok`` (the
+    same for an ACT, which counts them to its reference cycle), ``rd_ok`` (tRCD_RD), ``wr_ok``
+    (tRCD_WR), ``pre_ok`` (tRAS, tRTP, WR to PRE), ``pre_left`` (cycles until ``pre_ok``),
+    ``rda_ok`` (WR to RDA: an auto-precharge now would not cut a write's recovery short). Per
+    bank group: ``rrd_l_ok``, ``ccd_l_ok``, ``wtr_l_ok``, ``refsb_l_ok`` (ACT to REFSB). Per
     pseudo-channel: ``rrd_s_ok`` (tRRD_S, REFSB to ACT), ``faw_ok``, ``ccd_s_ok``, ``wtr_s_ok``,
-    ``rtw_ok`` (read to write turnaround), ``rfc_ok``, ``refsb_ok`` (ACT to REFSB, tRREFD).
+    ``rtw_ok`` (read to write turnaround), ``rfc_ok`` (tRFC before REF or REFSB),
+    ``rfc_act_ok`` (tRFC before ACT), ``refsb_ok`` (ACT to REFSB, tRREFD).
     """
 
     def __init__(self, cfg):
@@ -192,10 +194,11 @@ class BankStatusSignature(wiring.Signature):
         super().__init__({
             "open": Out(B),
             "open_row": Out(data.ArrayLayout(cfg.row_bits, B)),
-            "act_ok": Out(B), "rd_ok": Out(B), "wr_ok": Out(B), "pre_ok": Out(B),
-            "rda_ok": Out(B),
-            "pre_left": Out(data.ArrayLayout(range(max(t.ras, t.rtp, t.wr_to_pre) + 1), B)),
+            "ref_ok": Out(B), "act_ok": Out(B), "rd_ok": Out(B), "wr_ok": Out(B),
+            "pre_ok": Out(B), "rda_ok": Out(B),
+            "pre_left": Out(data.ArrayLayout(range(max(t.act_to_pre, t.rtp, t.wr_to_pre) + 1),
+                                             B)),
             "rrd_l_ok": Out(G), "ccd_l_ok": Out(G), "wtr_l_ok": Out(G), "refsb_l_ok": Out(G),
             "rrd_s_ok": Out(1), "faw_ok": Out(1), "ccd_s_ok": Out(1), "wtr_s_ok": Out(1),
-            "rtw_ok": Out(1), "rfc_ok": Out(1), "refsb_ok": Out(1),
+            "rtw_ok": Out(1), "rfc_ok": Out(1), "rfc_act_ok": Out(1), "refsb_ok": Out(1),
         })

@@ -103,7 +103,7 @@ class Refresher(wiring.Component):
             m.d.sync += self.active.eq(0)
         open_ready = Cat(*[~st.open[b] | st.pre_ok[b] for b in range(cfg.banks)]).all()
         prea = self.active & (st.open != 0) & open_ready
-        ref = self.active & (st.open == 0) & st.act_ok.all() & st.rfc_ok
+        ref = self.active & (st.open == 0) & st.ref_ok.all() & st.rfc_ok
         m.d.comb += [
             cmd.valid.eq(prea | ref), cmd.op.eq(Mux(prea, RowOp.PREA, RowOp.REF)),
             self.block.eq(Mux(self.active, (1 << cfg.banks) - 1, 0)),
@@ -123,7 +123,7 @@ class Refresher(wiring.Component):
 
         ready = Signal(B)               # a REFSB to the bank may issue now
         for b in range(B):
-            m.d.comb += ready[b].eq(~st.open[b] & st.act_ok[b] & st.refsb_ok & st.rfc_ok
+            m.d.comb += ready[b].eq(~st.open[b] & st.ref_ok[b] & st.refsb_ok & st.rfc_ok
                                     & st.refsb_l_ok.bit_select(group(b), 1))
         forcing = owed >= cfg.refresh_postpone
         target, _ = first_set(m, ~done, name="refsb_target")

@@ -283,7 +283,7 @@ class RowChoice(wiring.Component):
         row) and the command may go this cycle."""
         cfg, st = self._cfg, self.status
         frfcfs = cfg.scheduler == "frfcfs"
-        act_ready = st.rrd_s_ok & st.faw_ok & st.rfc_ok
+        act_ready = st.rrd_s_ok & st.faw_ok & st.rfc_act_ok
         need = Signal(cfg.queue_depth)
         for i in range(cfg.queue_depth):
             e = self.entries[i]

@@ -9,29 +9,34 @@ the test); nothing is only printed.
 
 Pseudo-channels are numbered globally; pseudo-channels ``c * per_channel ... + per_channel - 1``
 form channel ``c`` and share its row and column command buses. Timings count from a command's
-first cycle. Rules checked, with ``t`` the command's cycle:
+first cycle, except an ACT's bank timings: they count from its reference cycle ``a`` (the
+timing's ``act_reference_cycle``: its first cycle, or its second, a = t + 1, DRAMSys
+``CheckerHBM2.cpp`` commit 8e021ea and Ramulator 2.1 ``spec.py`` commit 38c51d4; see
+spec/hbm.py). Rules checked, with ``t`` the command's cycle:
 
   Buses (per channel): one row command per cycle, and none in the cycle after an ACT (ACT
        holds the row bus two cycles); one column command per cycle.
-  ACT  bank closed; tRP after its PRE (or after its auto-precharge: the precharge of an RDA
-       starts at max(RDA + tRTP, ACT + tRAS), of a WRA at max(WRA + CWL + BL/2 + tWR,
-       ACT + tRAS)); tRC after its ACT; tRRD_L after an ACT in its bank group, tRRD_S after any;
-       at most 4 ACTs in any tFAW window; tRFC after REF; tRFCsb after a REFSB of the bank,
-       tRREFD - 1 after a REFSB of another bank.
-  PRE  (of an open bank) tRAS after its ACT; tRTP after its RD; CWL + BL/2 + tWR after its WR.
-       PREA: the same for every open bank. PRE of a closed bank is a no-op.
-  RD   bank open; tRCD_RD after its ACT; tCCD_L after a RD/WR in its bank group, tCCD_S after
-       any; write-to-read: CWL + BL/2 + tWTR_L (same group) / tWTR_S (other) after a WR.
-  WR   bank open; tRCD_WR after its ACT; tCCD_L/S; read-to-write: the write burst starts at
-       least ``rtw`` idle cycles after the last read burst left the bus.
+  ACT  bank closed; its ``a`` tRP after its PRE (or after its auto-precharge: the precharge of
+       an RDA starts at max(RDA + tRTP, a + tRAS), of a WRA at max(WRA + CWL + BL/2 + tWR,
+       a + tRAS), ``a`` of the ACT that opened the row); tRC after its ACT; tRRD_L after an ACT
+       in its bank group, tRRD_S after any; at most 4 ACTs in any tFAW window; its ``a`` tRFC
+       after REF, tRFCsb after a REFSB of the bank; t tRREFD - 1 after a REFSB of another
+       bank.
+  PRE  (of an open bank) tRAS after its ACT's ``a``; tRTP after its RD; CWL + BL/2 + tWR after
+       its WR. PREA: the same for every open bank. PRE of a closed bank is a no-op.
+  RD   bank open; tRCD_RD after its ACT's ``a``; tCCD_L after a RD/WR in its bank group,
+       tCCD_S after any; write-to-read: CWL + BL/2 + tWTR_L (same group) / tWTR_S (other)
+       after a WR.
+  WR   bank open; tRCD_WR after its ACT's ``a``; tCCD_L/S; read-to-write: the write burst
+       starts at least ``rtw`` idle cycles after the last read burst left the bus.
   RDA, WRA: as RD, WR; the bank is closed from then on for commands (see ACT for its
        precharge). The implicit precharge is a precharge: it starts no earlier than
        CWL + BL/2 + tWR after the bank's last WR (an RDA soon after a WR breaks it).
-  REF  every bank closed; tRP after each precharge; tRC after each ACT; tRFC after REF; tRFCsb
-       after each REFSB.
-  REFSB bank closed; tRP after its precharge, tRC after its ACT, tRFCsb after its last REFSB;
-       tRFC after REF; tRRD_S + 1 after an ACT (tRRD_L + 1 in its bank group); tRREFD after a
-       REFSB.
+  REF  every bank closed; tRP after each precharge; tRC after each ACT's ``a``; tRFC after
+       REF; tRFCsb after each REFSB.
+  REFSB bank closed; tRP after its precharge, tRC after its ACT's ``a``, tRFCsb after its last
+       REFSB; tRFC after REF; tRRD_S + 1 after an ACT (tRRD_L + 1 in its bank group); tRREFD
+       after a REFSB.
   Refresh: each bank falls due for one refresh every tREFI from reset; a REF refreshes every
        bank, a REFSB its bank. A bank may owe at most 8 (refresh overdue), be at most 8 ahead
        (too many pulled in), and go at most 9 x tREFI between refreshes (from reset, then from
@@ -109,6 +114,9 @@ class HBMDeviceModel:
     def __init__(self, timing, pseudo_channels, bank_groups, banks_per_group, *, per_channel=2,
                  words=4, check_refresh=True, trace=None):
         self.t = timing
+        # Cycles from an ACT's first cycle to its reference cycle ``a`` (module docstring).
+        self.act_origin = ("first", "second").index(timing.act_reference_cycle)
+        self.act_at = f"ACT ({timing.act_reference_cycle} cycle)"
         self.bank_groups, self.banks_per_group = bank_groups, banks_per_group
         self.banks = bank_groups * banks_per_group
         self.per_channel = per_channel
@@ -127,6 +135,10 @@ class HBMDeviceModel:
 
     def _bg(self, bank):
         return bank // self.banks_per_group
+
+    def _opened(self, c, bank):
+        """The reference cycle ``a`` of the ACT that last opened ``bank``."""
+        return c.last_act[bank] + self.act_origin
 
     def _fail(self, pc, cycle, what):
         raise Violation(f"HBM pc{pc} cycle {cycle}: {what}")
@@ -163,14 +175,18 @@ class HBMDeviceModel:
         self._row_bus(pc, cycle, "ACT")
         if c.open[bank] is not None:
             self._fail(pc, cycle, f"ACT to bank {bank}, already open (row {c.open[bank]})")
-        self._need(pc, cycle, c.last_pre[bank], t.rp, f"tRP (PRE to ACT, bank {bank})")
+        # tRP, tRFC and tRFCsb end at the ACT's reference cycle (DRAMSys: ACT after PREPB
+        # tRP - tCK, after REFAB tRFC - tCK, after REFPB tRFCSB - tCK, from its second).
+        a, what = self.act_origin, self.act_at
+        self._need(pc, cycle, c.last_pre[bank] - a, t.rp, f"tRP (PRE to {what}, bank {bank})")
         self._need(pc, cycle, c.last_act[bank], t.rc, f"tRC (ACT to ACT, bank {bank})")
         self._need(pc, cycle, c.act_bg[self._bg(bank)], t.rrd_l, "tRRD_L (ACT to ACT, group)")
         self._need(pc, cycle, c.last_act_any, t.rrd_s, "tRRD_S (ACT to ACT)")
         if len(c.acts) == 4:
             self._need(pc, cycle, c.acts[0], t.faw, "tFAW (fifth ACT in the window)")
-        self._need(pc, cycle, c.last_ref, t.rfc, "tRFC (REF to ACT)")
-        self._need(pc, cycle, c.last_refsb[bank], t.rfc_sb, f"tRFCsb (REFSB to ACT, bank {bank})")
+        self._need(pc, cycle, c.last_ref - a, t.rfc, f"tRFC (REF to {what})")
+        self._need(pc, cycle, c.last_refsb[bank] - a, t.rfc_sb,
+                   f"tRFCsb (REFSB to {what}, bank {bank})")
         others = max((at for b, at in enumerate(c.last_refsb) if b != bank), default=NEVER)
         self._need(pc, cycle, others, t.refsb_to_act, "tRREFD (REFSB to ACT, other bank)")
         c.open[bank] = row
@@ -182,7 +198,8 @@ class HBMDeviceModel:
         c, t = self.pc[pc], self.t
         if c.open[bank] is None:
             return
-        self._need(pc, cycle, c.last_act[bank], t.ras, f"tRAS (ACT to PRE, bank {bank})")
+        self._need(pc, cycle, self._opened(c, bank), t.ras,
+                   f"tRAS ({self.act_at} to PRE, bank {bank})")
         self._need(pc, cycle, c.last_rd[bank], t.rtp, f"tRTP (RD to PRE, bank {bank})")
         self._need(pc, cycle, c.last_wr[bank], t.wr_to_pre, f"tWR (WR to PRE, bank {bank})")
         c.last_pre[bank] = cycle
@@ -231,7 +248,8 @@ class HBMDeviceModel:
             self._fail(pc, cycle, f"REF with banks {open_banks} open")
         for bank in range(self.banks):
             self._need(pc, cycle, c.last_pre[bank], t.rp, f"tRP (PRE to REF, bank {bank})")
-            self._need(pc, cycle, c.last_act[bank], t.rc, f"tRC (ACT to REF, bank {bank})")
+            self._need(pc, cycle, self._opened(c, bank), t.rc,
+                       f"tRC ({self.act_at} to REF, bank {bank})")
             self._need(pc, cycle, c.last_refsb[bank], t.rfc_sb, f"tRFCsb (REFSB to REF, bank "
                                                                  f"{bank})")
         self._need(pc, cycle, c.last_ref, t.rfc, "tRFC (REF to REF)")
@@ -245,7 +263,8 @@ class HBMDeviceModel:
         if c.open[bank] is not None:
             self._fail(pc, cycle, f"REFSB to bank {bank}, which is open")
         self._need(pc, cycle, c.last_pre[bank], t.rp, f"tRP (PRE to REFSB, bank {bank})")
-        self._need(pc, cycle, c.last_act[bank], t.rc, f"tRC (ACT to REFSB, bank {bank})")
+        self._need(pc, cycle, self._opened(c, bank), t.rc,
+                   f"tRC ({self.act_at} to REFSB, bank {bank})")
         self._need(pc, cycle, c.last_refsb[bank], t.rfc_sb, f"tRFCsb (REFSB to REFSB, bank "
                                                              f"{bank})")
         self._need(pc, cycle, c.last_ref, t.rfc, "tRFC (REF to REFSB)")
@@ -284,7 +303,7 @@ class HBMDeviceModel:
         8e021ea) lines 117-122 make an RDA wait tWRPRE - tRTP after a WR to its bank. A WRA's
         own recovery ends after any earlier WR's, so only an RDA can break it."""
         c, t = self.pc[pc], self.t
-        start = max(cycle + delay, c.last_act[bank] + t.ras)
+        start = max(cycle + delay, self._opened(c, bank) + t.ras)
         if start - c.last_wr[bank] < t.wr_to_pre:
             self._fail(pc, cycle, f"tWR (WR to the auto-precharge of {what}, bank {bank}): "
                                   f"precharge {start - c.last_wr[bank]} cycles after the WR, "
@@ -296,7 +315,8 @@ class HBMDeviceModel:
         c, t = self.pc[pc], self.t
         what = "RDA" if auto else "RD"
         self._col(pc, cycle, bank, what)
-        self._need(pc, cycle, c.last_act[bank], t.rcd_rd, f"tRCD_RD (ACT to RD, bank {bank})")
+        self._need(pc, cycle, self._opened(c, bank), t.rcd_rd,
+                   f"tRCD_RD ({self.act_at} to RD, bank {bank})")
         end = t.cwl + t.burst_cycles
         self._need(pc, cycle, c.wr_bg[self._bg(bank)], end + t.wtr_l, "tWTR_L (WR to RD)")
         self._need(pc, cycle, c.last_wr_any, end + t.wtr_s, "tWTR_S (WR to RD)")
@@ -311,7 +331,8 @@ class HBMDeviceModel:
         c, t = self.pc[pc], self.t
         what = "WRA" if auto else "WR"
         self._col(pc, cycle, bank, what)
-        self._need(pc, cycle, c.last_act[bank], t.rcd_wr, f"tRCD_WR (ACT to WR, bank {bank})")
+        self._need(pc, cycle, self._opened(c, bank), t.rcd_wr,
+                   f"tRCD_WR ({self.act_at} to WR, bank {bank})")
         # The write burst may start only ``rtw`` idle cycles after the last read burst.
         self._need(pc, cycle + t.cwl, c.last_rd_any + t.cl + t.burst_cycles, t.rtw,
                    "read-to-write turnaround (idle cycles between read and write data)")

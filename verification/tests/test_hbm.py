@@ -8,7 +8,14 @@ import pytest
 
 from hdl.generate import generate
 from sim.runner import lint
-from spec.hbm import BENCH_CONFIG, MAPPINGS, PRESETS, HBMConfig, TimingOverrides
+from spec.hbm import (
+    ACT_REFERENCE_CYCLES,
+    BENCH_CONFIG,
+    MAPPINGS,
+    PRESETS,
+    HBMConfig,
+    TimingOverrides,
+)
 from verification.models.hbm import (
     MAX_INTERVAL,
     MAX_POSTPONED,
@@ -37,11 +44,15 @@ CONFIGS = {
     # Legacy mode: one 128-bit HBM2E channel (64 B accesses) that owns its buses.
     "legacy": HBMConfig(standard="HBM2E", speed="3200", channel_mode="legacy",
                         pseudo_channels=1, id_lanes=2),
+    # The ACT's bank timings counted from its first cycle (the others count from its second,
+    # the default), closed page: ACT after PRE and auto-precharge, tRCD, tRAS, tRC to REF.
+    "act-first": HBMConfig(act_reference_cycle="first", page_policy="closed"),
 }
 # The configurations beyond the first two run these tests in `make test`, the rest in
 # `make test-all`: random traffic (and tFAW reached by saturating random reads on HBM3).
 QUICK = {"hbm3": {"test_random_mix", "test_write_then_last_read"},
-         "legacy": {"test_random_mix"}}
+         "legacy": {"test_random_mix"},
+         "act-first": {"test_random_mix", "test_refresh_under_load"}}
 
 
 def _marks(name, test):
@@ -87,6 +98,12 @@ def _model(timing=T):
     return HBMDeviceModel(timing, 2, 4, 4)
 
 
+def _a(d):
+    """Cycles from an ACT's first cycle to the one its bank timings count from (and tRP, tRFC,
+    tRFCsb count to): 0 with ``act_reference_cycle="first"``, 1 with ``"second"``."""
+    return {"first": 0, "second": 1}[d.t.act_reference_cycle]
+
+
 def _open(d, *banks, pc=0):
     """ACT ``banks`` from cycle 0 (pseudo-channel 1: cycle 2, after the row bus is free), far
     enough apart that no ACT constraint binds later."""
@@ -97,12 +114,13 @@ def _open(d, *banks, pc=0):
 def _seq_rp(d, x):
     _open(d, B0)
     d.pre(0, LATE, B0)
-    d.act(0, LATE + T.rp + x, B0, ROW)
+    d.act(0, LATE + T.rp - _a(d) + x, B0, ROW)
 
 
 def _seq_rc(d, x):
+    # Both ACTs count from the same cycle: tRC is the same under either convention.
     d.act(0, 0, B0, ROW)
-    d.pre(0, T.ras, B0)
+    d.pre(0, T.ras + _a(d), B0)
     d.act(0, T.rc + x, B0, ROW)
 
 
@@ -124,7 +142,7 @@ def _seq_faw(d, x):
 
 def _seq_rfc_act(d, x):
     d.ref(0, LATE)
-    d.act(0, LATE + T.rfc + x, B0, ROW)
+    d.act(0, LATE + T.rfc - _a(d) + x, B0, ROW)
 
 
 def _seq_rfc_ref(d, x):
@@ -140,13 +158,19 @@ def _seq_rp_ref(d, x):
 
 def _seq_rc_ref(d, x):
     d.act(0, LATE, B0, ROW)
-    d.pre(0, LATE + T.ras, B0)
-    d.ref(0, LATE + T.rc + x)
+    d.pre(0, LATE + T.ras + _a(d), B0)
+    d.ref(0, LATE + T.rc + _a(d) + x)
+
+
+def _seq_rc_refsb(d, x):
+    d.act(0, LATE, B0, ROW)
+    d.pre(0, LATE + T.ras + _a(d), B0)
+    d.refsb(0, LATE + T.rc + _a(d) + x, B0)
 
 
 def _seq_ras(d, x):
     d.act(0, LATE, B0, ROW)
-    d.pre(0, LATE + T.ras + x, B0)
+    d.pre(0, LATE + T.ras + _a(d) + x, B0)
 
 
 def _seq_rtp(d, x):
@@ -163,12 +187,12 @@ def _seq_wr(d, x):
 
 def _seq_rcd_rd(d, x):
     d.act(0, LATE, B0, ROW)
-    d.rd(0, LATE + T.rcd_rd + x, B0, 0)
+    d.rd(0, LATE + T.rcd_rd + _a(d) + x, B0, 0)
 
 
 def _seq_rcd_wr(d, x):
     d.act(0, LATE, B0, ROW)
-    d.wr(0, LATE + T.rcd_wr + x, B0, 0)
+    d.wr(0, LATE + T.rcd_wr + _a(d) + x, B0, 0)
 
 
 def _seq_ccd_l(d, x):
@@ -224,20 +248,21 @@ def _seq_data_collision(d, x):
 def _seq_rda_act(d, x):
     _open(d, B0)
     d.rd(0, LATE, B0, 0, auto=True)
-    d.act(0, LATE + T.rtp + T.rp + x, B0, ROW)
+    d.act(0, LATE + T.rtp + T.rp - _a(d) + x, B0, ROW)
 
 
 def _seq_rda_ras(d, x):
-    # The auto-precharge waits for tRAS after the ACT (the timing has tRC < tRAS + tRP).
+    # The auto-precharge waits for tRAS after the ACT (the timing has tRC < tRAS + tRP); tRAS
+    # from one ACT's reference cycle, tRP to the next one's: the same either way.
     d.act(0, LATE, B0, ROW)
-    d.rd(0, LATE + T.rcd_rd, B0, 0, auto=True)
+    d.rd(0, LATE + T.rcd_rd + _a(d), B0, 0, auto=True)
     d.act(0, LATE + T.ras + T.rp + x, B0, ROW)
 
 
 def _seq_wra_act(d, x):
     _open(d, B0)
     d.wr(0, LATE, B0, 0, auto=True)
-    d.act(0, LATE + T.wr_to_pre + T.rp + x, B0, ROW)
+    d.act(0, LATE + T.wr_to_pre + T.rp - _a(d) + x, B0, ROW)
 
 
 def _seq_wr_rda(d, x):
@@ -253,14 +278,14 @@ def _seq_wr_rda_ras(d, x):
     # command, must clear the write recovery.
     t = d.t
     d.act(0, LATE, B0, ROW)
-    wr = LATE + t.ras - t.wr_to_pre - x
+    wr = LATE + t.ras + _a(d) - t.wr_to_pre - x
     d.wr(0, wr, B0, 0)
     d.rd(0, wr + t.wr_to_rd_l, B0, 1, auto=True)
 
 
 def _seq_refsb_act(d, x):
     d.refsb(0, LATE, B0)
-    d.act(0, LATE + T.rfc_sb + x, B0, ROW)
+    d.act(0, LATE + T.rfc_sb - _a(d) + x, B0, ROW)
 
 
 def _seq_refsb_act_other(d, x):
@@ -329,7 +354,8 @@ def _seq_refresh_pulled_in(d, x):
 CONSTRAINTS = {
     "tRP": _seq_rp, "tRC": _seq_rc, "tRRD_L": _seq_rrd_l, "tRRD_S": _seq_rrd_s,
     "tFAW": _seq_faw, "tRFC (REF to ACT)": _seq_rfc_act, "tRFC (REF to REF)": _seq_rfc_ref,
-    "tRP (PRE to REF)": _seq_rp_ref, "tRC (ACT to REF)": _seq_rc_ref, "tRAS": _seq_ras,
+    "tRP (PRE to REF)": _seq_rp_ref, "tRC (ACT to REF)": _seq_rc_ref,
+    "tRC (ACT to REFSB)": _seq_rc_refsb, "tRAS": _seq_ras,
     "tRTP": _seq_rtp, "tWR": _seq_wr, "tRCD_RD": _seq_rcd_rd, "tRCD_WR": _seq_rcd_wr,
     "tCCD_L": _seq_ccd_l, "tCCD_S": _seq_ccd_s, "tWTR_L": _seq_wtr_l, "tWTR_S": _seq_wtr_s,
     "RD to WR turnaround (tRTW)": _seq_rtw,
@@ -375,11 +401,13 @@ def test_checker_wra_after_wr():
     d.act(0, LATE + T.ccd_l + T.wr_to_pre + T.rp, B0, ROW)
 
 
+@pytest.mark.parametrize("reference", ACT_REFERENCE_CYCLES)
 @pytest.mark.parametrize("name", CONSTRAINTS)
-def test_checker_one_cycle(name):
+def test_checker_one_cycle(name, reference):
     """Illegal by one cycle fails; the same sequence one cycle later (for a maximum: earlier)
-    passes."""
-    seq, timing = CONSTRAINTS[name], TIMINGS.get(name, T)
+    passes; under either ACT reference cycle (``act_reference_cycle``)."""
+    seq = CONSTRAINTS[name]
+    timing = replace(TIMINGS.get(name, T), act_reference_cycle=reference)
     with pytest.raises(Violation):
         seq(_model(timing), -1)
     seq(_model(timing), 0)
@@ -461,6 +489,8 @@ def test_model_stores_and_injects():
     ({"id_lanes": 4, "id_width": 1}, "id_lanes must be at most 2**id_width = 2, got 4"),
     ({"refresh_postpone": 9}, "refresh_postpone must be an integer in 1..8, got 9"),
     ({"per_bank_refresh": 1}, "per_bank_refresh must be True or False, got 1"),
+    ({"act_reference_cycle": "last"},
+     "act_reference_cycle must be one of 'first', 'second', got 'last'"),
     ({"timing_overrides": {"faw": 0}}, "timing_overrides.faw must be an integer in 1..65535"),
     ({"timing_overrides": {"tfaw": 20}}, "timing_overrides: unknown HBM timing parameter(s)"),
     ({"timing_overrides": {"ccd_s": 1}},

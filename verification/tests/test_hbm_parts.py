@@ -28,7 +28,7 @@ from hdl.hbm.timing import ActivateWindow
 from hdl.hbm.write_path import WriteBuffer
 from hdl.hbm.write_tracker import WriteTracker
 from hdl.lib.axi import AxiBurst, AxiResp
-from spec.hbm import HBMConfig
+from spec.hbm import ACT_REFERENCE_CYCLES, HBMConfig
 
 CFG = HBMConfig(bank_groups=2, banks_per_group=2, queue_depth=4, write_buffer=2, write_high=2,
                 write_low=0, starvation_cap=8, refresh_postpone=2, id_lanes=2, rob_depth=8,
@@ -73,40 +73,55 @@ def codewords(words):
 ACT, PRE, REF, REFSB = (("row", op) for op in (RowOp.ACT, RowOp.PRE, RowOp.REF, RowOp.REFSB))
 RD, WR, RDA, WRA = (("col", op) for op in (ColOp.RD, ColOp.WR, ColOp.RDA, ColOp.WRA))
 BANK = 1                # bank 1 of group 0; groups have 2 banks
-# name: (command to bank BANK, status member, index or None, delay, members it must not touch)
-CONSTRAINTS = {
-    "tRC": (ACT, "act_ok", BANK, T.rc, [("act_ok", 0), ("act_ok", 2)]),
-    "tRP": (PRE, "act_ok", BANK, T.rp, [("act_ok", 0)]),
-    "tRCD_RD": (ACT, "rd_ok", BANK, T.rcd_rd, [("rd_ok", 0)]),
-    "tRCD_WR": (ACT, "wr_ok", BANK, T.rcd_wr, [("wr_ok", 3)]),
-    "tRAS": (ACT, "pre_ok", BANK, T.ras, [("pre_ok", 0)]),
-    "tRTP": (RD, "pre_ok", BANK, T.rtp, [("pre_ok", 0)]),
-    "WR to PRE": (WR, "pre_ok", BANK, T.wr_to_pre, [("pre_ok", 2)]),
-    "WR to RDA": (WR, "rda_ok", BANK, T.wr_to_pre - T.rtp, [("rda_ok", 0), ("pre_ok", 0)]),
-    "tRRD_L": (ACT, "rrd_l_ok", 0, T.rrd_l, [("rrd_l_ok", 1)]),
-    "tRRD_S": (ACT, "rrd_s_ok", None, T.rrd_s, []),
-    "tCCD_L": (RD, "ccd_l_ok", 0, T.ccd_l, [("ccd_l_ok", 1)]),
-    "tCCD_S": (WR, "ccd_s_ok", None, T.ccd_s, []),
-    "WR to RD, same group": (WR, "wtr_l_ok", 0, T.wr_to_rd_l, [("wtr_l_ok", 1)]),
-    "WR to RD": (WR, "wtr_s_ok", None, T.wr_to_rd_s, [("rtw_ok", None)]),
-    "RD to WR": (RD, "rtw_ok", None, T.rd_to_wr, [("wtr_s_ok", None)]),
-    "tRFC": (REF, "rfc_ok", None, T.rfc, [("act_ok", BANK)]),
-    "RDA to ACT": (RDA, "act_ok", BANK, T.rtp + T.rp, [("act_ok", 0)]),
-    "WRA to ACT": (WRA, "act_ok", BANK, T.wr_to_pre + T.rp, [("act_ok", 3)]),
-    "tRFCsb": (REFSB, "act_ok", BANK, T.rfc_sb, [("act_ok", 0), ("rfc_ok", None)]),
-    "REFSB to ACT, other bank": (REFSB, "rrd_s_ok", None, T.rrefd - 1, []),
-    "tRREFD": (REFSB, "refsb_ok", None, T.rrefd, [("refsb_l_ok", 0)]),
-    "ACT to REFSB": (ACT, "refsb_ok", None, T.rrd_s + 1, []),
-    "ACT to REFSB, same group": (ACT, "refsb_l_ok", 0, T.rrd_l + 1, [("refsb_l_ok", 1)]),
-}
 
 
-@pytest.mark.parametrize("name", CONSTRAINTS)
-def test_bank_machines_timing(name):
+def _constraints(t):
+    """name: (command to bank BANK, status member, index or None, delay, members it must not
+    touch), for timing ``t``: an ACT's bank timings count from its reference cycle, ``a``
+    cycles after its first (``act_reference_cycle``: 0 first, 1 second), and tRP, tRFC, tRFCsb
+    count to it; before a REF or REFSB they are counted in full."""
+    a = {"first": 0, "second": 1}[t.act_reference_cycle]
+    return {
+        "tRC": (ACT, "act_ok", BANK, t.rc, [("act_ok", 0), ("act_ok", 2)]),
+        "tRC before REF": (ACT, "ref_ok", BANK, max(t.rc, t.ras + t.rp) + a, [("ref_ok", 0)]),
+        "tRP": (PRE, "act_ok", BANK, t.rp - a, [("act_ok", 0)]),
+        "tRP before REF": (PRE, "ref_ok", BANK, t.rp, [("ref_ok", 0)]),
+        "tRCD_RD": (ACT, "rd_ok", BANK, t.rcd_rd + a, [("rd_ok", 0)]),
+        "tRCD_WR": (ACT, "wr_ok", BANK, t.rcd_wr + a, [("wr_ok", 3)]),
+        "tRAS": (ACT, "pre_ok", BANK, t.ras + a, [("pre_ok", 0)]),
+        "tRTP": (RD, "pre_ok", BANK, t.rtp, [("pre_ok", 0)]),
+        "WR to PRE": (WR, "pre_ok", BANK, t.wr_to_pre, [("pre_ok", 2)]),
+        "WR to RDA": (WR, "rda_ok", BANK, t.wr_to_pre - t.rtp, [("rda_ok", 0), ("pre_ok", 0)]),
+        "tRRD_L": (ACT, "rrd_l_ok", 0, t.rrd_l, [("rrd_l_ok", 1)]),
+        "tRRD_S": (ACT, "rrd_s_ok", None, t.rrd_s, []),
+        "tCCD_L": (RD, "ccd_l_ok", 0, t.ccd_l, [("ccd_l_ok", 1)]),
+        "tCCD_S": (WR, "ccd_s_ok", None, t.ccd_s, []),
+        "WR to RD, same group": (WR, "wtr_l_ok", 0, t.wr_to_rd_l, [("wtr_l_ok", 1)]),
+        "WR to RD": (WR, "wtr_s_ok", None, t.wr_to_rd_s, [("rtw_ok", None)]),
+        "RD to WR": (RD, "rtw_ok", None, t.rd_to_wr, [("wtr_s_ok", None)]),
+        "tRFC": (REF, "rfc_ok", None, t.rfc, [("act_ok", BANK)]),
+        "tRFC before ACT": (REF, "rfc_act_ok", None, t.rfc - a, [("act_ok", BANK)]),
+        "RDA to ACT": (RDA, "act_ok", BANK, t.rtp + t.rp - a, [("act_ok", 0)]),
+        "RDA to REF": (RDA, "ref_ok", BANK, t.rtp + t.rp, [("ref_ok", 0)]),
+        "WRA to ACT": (WRA, "act_ok", BANK, t.wr_to_pre + t.rp - a, [("act_ok", 3)]),
+        "tRFCsb": (REFSB, "act_ok", BANK, t.rfc_sb - a, [("act_ok", 0), ("rfc_ok", None)]),
+        "tRFCsb before REFSB": (REFSB, "ref_ok", BANK, t.rfc_sb, [("ref_ok", 0)]),
+        "REFSB to ACT, other bank": (REFSB, "rrd_s_ok", None, t.rrefd - 1, []),
+        "tRREFD": (REFSB, "refsb_ok", None, t.rrefd, [("refsb_l_ok", 0)]),
+        "ACT to REFSB": (ACT, "refsb_ok", None, t.rrd_s + 1, []),
+        "ACT to REFSB, same group": (ACT, "refsb_l_ok", 0, t.rrd_l + 1, [("refsb_l_ok", 1)]),
+    }
+
+
+@pytest.mark.parametrize("reference", ACT_REFERENCE_CYCLES)
+@pytest.mark.parametrize("name", _constraints(T))
+def test_bank_machines_timing(name, reference):
     """A command in cycle t: the constraint it starts is not met in t + d - 1 and met in
-    t + d; the members of other banks and groups are untouched."""
-    (bus, op), member, index, delay, others = CONSTRAINTS[name]
-    dut = BankMachines(CFG)
+    t + d; the members of other banks and groups are untouched; under either ACT reference
+    cycle."""
+    cfg = CFG.replace(act_reference_cycle=reference)
+    (bus, op), member, index, delay, others = _constraints(cfg.timing)[name]
+    dut = BankMachines(cfg)
 
     def get(ctx, member, index):
         value = ctx.get(getattr(dut.status, member))
@@ -272,7 +287,7 @@ def test_mode_control():
 # Refresher -------------------------------------------------------------------------------------
 
 def _closed_banks(ctx, status):
-    set_fields(ctx, status, open=0, act_ok=(1 << CFG.banks) - 1, pre_ok=(1 << CFG.banks) - 1,
+    set_fields(ctx, status, open=0, ref_ok=(1 << CFG.banks) - 1, pre_ok=(1 << CFG.banks) - 1,
                rfc_ok=1, refsb_ok=1, refsb_l_ok=(1 << CFG.bank_groups) - 1)
 
 
@@ -323,6 +338,30 @@ def test_refresher_early_and_prea():
 
     simulate(dut, bench)
     assert IDLE_REFRESH < T.refi
+
+
+@pytest.mark.parametrize("per_bank", [False, True])
+def test_refresher_waits_for_ref_gate(per_bank):
+    """A REF (REFSB) waits for the banks' refresh gate ``ref_ok`` (tRC from the ACT's
+    reference cycle, tRP, tRFCsb counted in full), not for ``act_ok`` (an ACT may come a
+    cycle sooner): with every ``act_ok`` set and ``ref_ok`` only for bank 0 (which a queued
+    request wants), no REF and no REFSB until the others' are set; then the REF, or the REFSB
+    to bank 1."""
+    cfg = CFG.replace(per_bank_refresh=per_bank)
+    dut = Refresher(cfg)
+    due = cfg.refi_sb if per_bank else cfg.refresh_postpone * T.refi + 1
+    op = RowOp.REFSB if per_bank else RowOp.REF
+
+    async def bench(ctx):
+        _closed_banks(ctx, dut.status)
+        set_fields(ctx, dut.status, act_ok=(1 << cfg.banks) - 1, ref_ok=0b0001)
+        ctx.set(dut.wanted, 0b0001)
+        for cycle in range(due + 5):
+            assert await _issue(ctx, dut) is None, f"cycle {cycle}"
+        ctx.set(dut.status.ref_ok, 0b1111)
+        assert await _issue(ctx, dut) == (op, 1 if per_bank else 0)
+
+    simulate(dut, bench)
 
 
 def test_refresher_per_bank():
