@@ -318,8 +318,9 @@ def test_refresher_forced():
 
 
 def test_refresher_early_and_prea():
-    """Idle queue: an owed refresh starts once the queue has been idle IDLE_REFRESH cycles; with
-    a bank open PREA is asked for when the bank allows its PRE, REF only once all are closed."""
+    """Idle queue: an owed refresh starts early, before it is forced (its delay is timed by
+    ``test_refresher_idle_delay``); with a bank open PREA is asked for when the bank allows its
+    PRE, REF only once all are closed."""
     dut = Refresher(CFG)
 
     async def bench(ctx):
@@ -338,6 +339,37 @@ def test_refresher_early_and_prea():
 
     simulate(dut, bench)
     assert IDLE_REFRESH < T.refi
+
+
+def test_refresher_idle_delay():
+    """An owed all-bank refresh under traffic waits (until forced); once the queue is idle it
+    starts after exactly IDLE_REFRESH idle cycles, counted afresh after any busy cycle: the
+    refresher's ``active`` rises IDLE_REFRESH + 1 cycles after ``idle`` does (the count's
+    register, then ``active``'s), not one sooner or later."""
+    dut = Refresher(CFG)
+
+    async def wait_active(ctx):
+        for cycle in range(4 * IDLE_REFRESH):
+            if ctx.get(dut.active):
+                return cycle
+            await ctx.tick()
+        return None
+
+    async def bench(ctx):
+        _closed_banks(ctx, dut.status)
+        ctx.set(dut.idle, 0)
+        for cycle in range(T.refi + 1):                   # one refresh owed, the queue busy
+            assert not ctx.get(dut.active), f"cycle {cycle}"
+            await ctx.tick()
+        ctx.set(dut.idle, 1)
+        await ctx.tick().repeat(IDLE_REFRESH - 1)         # one idle cycle short, then busy again
+        ctx.set(dut.idle, 0)
+        await ctx.tick()
+        assert not ctx.get(dut.active), "an interrupted idle stretch counted"
+        ctx.set(dut.idle, 1)
+        assert await wait_active(ctx) == IDLE_REFRESH + 1
+
+    simulate(dut, bench)
 
 
 @pytest.mark.parametrize("per_bank", [False, True])
