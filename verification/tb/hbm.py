@@ -323,13 +323,20 @@ async def test_random_mix(dut, flow):
     await tb.finish()
 
 
+ONE_FLOW = {"test_read_after_write": "random_bursty", "test_long_bursts": "none_random",
+            "test_ecc": "random_none", "test_bad_requests": "random_random",
+            "test_refresh_soak": "random_random"}
+"""The flow of each test that runs one (the others run ``SHORT_FLOWS``): together every flow of
+``FLOWS`` runs on the ports' AXI4 channels."""
+
+
 @cocotb.test()
 async def test_read_after_write(dut):
     """Read-after-write on one address from different IDs: IDs share the same few accesses
     (each owns a few bytes of every one, so every write is a partial-word read-modify-write
     racing the others); each writes its bytes and, once the write is answered, another ID
     reads them back and must see the new data."""
-    tb = HBMBench(dut)
+    tb = HBMBench(dut, ONE_FLOW["test_read_after_write"])
     await tb.start()
     cfg = tb.cfg
     ids = min(4, 1 << cfg.id_width)
@@ -356,7 +363,7 @@ async def test_read_after_write(dut):
 async def test_long_bursts(dut):
     """Long INCR bursts (up to 256 beats) written and read back across rows, banks and
     pseudo-channels, with reads of other IDs in between."""
-    tb = HBMBench(dut)
+    tb = HBMBench(dut, ONE_FLOW["test_long_bursts"])
     await tb.start()
     cfg = tb.cfg
     for n in range(3):
@@ -373,7 +380,7 @@ async def test_ecc(dut):
     in a word answer SLVERR on that beat only and are counted; a partial write onto such a word
     is refused with SLVERR and leaves it alone; a full write repairs it. Traffic of another ID
     runs meanwhile and is not disturbed."""
-    tb = HBMBench(dut)
+    tb = HBMBench(dut, ONE_FLOW["test_ecc"])
     await tb.start()
     cfg = tb.cfg
     ab = cfg.access_bytes
@@ -423,7 +430,7 @@ async def test_bad_requests(dut):
     served correctly, and the error counters count every beat."""
     from cocotbext.axi import AxiBurstType
 
-    tb = HBMBench(dut)
+    tb = HBMBench(dut, ONE_FLOW["test_bad_requests"])
     await tb.start()
     cfg = tb.cfg
     background = cocotb.start_soon(_worker(tb, 0, 2, 20))
@@ -458,7 +465,7 @@ async def test_refresh_soak(dut):
     """A soak over 20 x tREFI with light random traffic: the device model fails the run if a
     refresh is ever overdue or breaks a timing rule; the data written early must still read
     back at the end, and the refresh count must match the elapsed time."""
-    tb = HBMBench(dut)
+    tb = HBMBench(dut, ONE_FLOW["test_refresh_soak"])
     await tb.start()
     cfg = tb.cfg
     intervals = env_int("PODIUM_HBM_SOAK", 20)

@@ -90,7 +90,9 @@ class PodHost:
     (``hbm``: with ``memory`` "axi" cocotbext-axi ``AxiRam`` s of ``HBM_BYTES``, with "hbm"
     the device models of its controller, :class:`DeviceHBM`)."""
 
-    def __init__(self, dut, sources=(), sinks=()):
+    def __init__(self, dut, sources=(), sinks=(), *, memory_flows=None):
+        """``memory_flows``: each chip's idle and backpressure on its HBM's AXI4 ports with
+        memory "axi" (``random_random`` on every chip by default)."""
         self.dut = dut
         self.sidecar = load_sidecar()
         self.cfg = PodConfig.from_dict(self.sidecar["parameters"])
@@ -114,11 +116,12 @@ class PodHost:
         # "hbm" the device models behind its controller.
         self.hbm, self.dma_hbm = [], []
         if self.cfg.chip.memory == "axi":
-            self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, "random_random")
+            flows = memory_flows or ["random_random"] * self.chips
+            self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, flows[c])
                         for c in range(self.chips)]
             if self.cfg.tensorcore:
-                self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, "random_random",
-                                        mem=ram.mem) for c, ram in enumerate(self.hbm)]
+                self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, flows[c], mem=ram.mem)
+                                for c, ram in enumerate(self.hbm)]
         elif self.cfg.chip.memory == "hbm":
             self.hbm = [DeviceHBM(dut, self.cfg.chip.hbm, c) for c in range(self.chips)]
 
@@ -157,10 +160,11 @@ class PodHost:
         await FallingEdge(self.dut.clk)
         self.bench.quiesce()
 
-    def flow(self, flow):
-        """Idle and backpressure of every stream for the next operations."""
+    def flow(self, flow, chips=None):
+        """Idle and backpressure of every stream (of ``chips``, by default every chip's) for
+        the next operations."""
         idle, back = flow_pauses(flow)
-        for c in range(self.chips):
+        for c in range(self.chips) if chips is None else chips:
             for s in self.src[c].values():
                 s.set_idle_generator(pause(idle, new_rng()))
             for k in self.snk[c].values():

@@ -19,8 +19,10 @@ from podium.podsim import PodSim
 from podium.spmd import data_parallel_step
 from spec.collectives import all_to_all_table
 from spec.isa import Error
+from spec.pod import PodConfig
 from verification.models.collectives import random_elements
 from verification.tb.bench import FLOWS, new_rng
+from verification.tb.packing import load_sidecar
 from verification.tb.pod import HBM_BYTES, PodHost
 from verification.tb.tensorcore import TensorCoreHost
 
@@ -37,11 +39,18 @@ class TensorPodBench(PodHost):
     """The host of every chip: VMEM through the host port, programs and status over
     AXI4-Lite."""
 
-    def __init__(self, dut, flow="random_random"):
-        super().__init__(dut)
+    def __init__(self, dut, test=0):
+        """Chip ``c`` of the module's test number ``test`` runs flow ``FLOWS[(test x chips + c)
+        mod 6]`` on every stream it has (host port, AXI4-Lite, the HBM's AXI4 ports), so the
+        tests of a pod of four chips together run every flow on every stream."""
+        self.flows = chip_flows(test, PodConfig.from_dict(load_sidecar()["parameters"]).chips)
+        super().__init__(dut, memory_flows=self.flows)
         self.tc = self.cfg.tensorcore
         self.hosts = [TensorCoreHost(dut, f"csr__{c}", self.tc, self.sidecar["csr"], flow)
-                      for c in range(self.chips)]
+                      for c, flow in enumerate(self.flows)]
+        for c, flow in enumerate(self.flows):
+            self.flow(flow, [c])
+        dut._log.info(f"flows, chip by chip: {', '.join(self.flows)}")
 
     async def run(self, programs, images, *, hbm_images=None, budget=200_000, seed=None):
         """Run ``programs`` (assembly, one per chip) on VMEM ``images`` (bytes, one per chip)
@@ -118,8 +127,18 @@ def _li(reg, value):
     return f"li r{reg}, {value & 0xFFFFFFFF}"
 
 
-async def _started(dut):
-    tb = TensorPodBench(dut, FLOWS[new_rng().randrange(len(FLOWS))])
+TESTS = ("test_program_messages", "test_program_hbm", "test_program_collectives",
+         "test_program_errors", "test_training_step")
+"""The module's tests in order: a test's number picks its chips' flows (TensorPodBench)."""
+
+
+def chip_flows(test, chips):
+    """The flow of each chip in the module's test number ``test``: the flows in turn."""
+    return [FLOWS[(test * chips + c) % len(FLOWS)] for c in range(chips)]
+
+
+async def _started(dut, test):
+    tb = TensorPodBench(dut, TESTS.index(test))
     await tb.start()
     return tb, new_rng()
 
@@ -131,7 +150,7 @@ async def test_program_messages(dut):
     and ``ici.read`` (into this chip, signalling it), each message with a landing slot of its
     own, every chip waiting for its arrivals: VMEM, semaphores and registers of every chip as
     the golden pod simulator's."""
-    tb, rng = await _started(dut)
+    tb, rng = await _started(dut, "test_program_messages")
     chips, slot, size_max = tb.chips, 256, 256
     source, landing = 0, 4096
     images = [random_elements(rng, "fp32", tb.tc.vmem_bytes // 4) for _ in range(chips)]
@@ -171,7 +190,7 @@ async def test_program_hbm(dut):
     DMA: every chip's VMEM and HBM, registers and semaphores as the golden pod simulator's.
     Without ``hbm`` the same messages (stores and reads) touch HBM that is not there: counted
     in ``errors`` as the golden simulator counts them (a flit each), zeros read."""
-    tb, rng = await _started(dut)
+    tb, rng = await _started(dut, "test_program_hbm")
     chips, slot, hbm = tb.chips, 256, tb.cfg.chip.has_hbm
     images = [random_elements(rng, "fp32", tb.tc.vmem_bytes // 4) for _ in range(chips)]
     hbm_images = [random_elements(rng, "fp32", HBM_BYTES // 4) for _ in range(chips)] \
@@ -271,7 +290,7 @@ async def test_program_collectives(dut):
     and bfloat16 along every dimension (on a 2-D pod the 2-D all-reduce), some twice in a row
     on one buffer, then a ragged all-to-all, every chip starting when its host starts it:
     every chip's VMEM (but the bfloat16 staging area) as the golden pod simulator's."""
-    tb, rng = await _started(dut)
+    tb, rng = await _started(dut, "test_program_collectives")
     program, images = _collective_programs(tb, rng)
     outcomes, vmems, results = await tb.run([program] * tb.chips, images,
                                             seed=rng.getrandbits(32))
@@ -286,7 +305,7 @@ async def test_program_errors(dut):
     one over ``max_message`` (ICI), a misaligned send (VMEM_RANGE), a collective along a
     dimension of one chip (ICI, on every chip), a DMA transfer with no HBM (DMA_RESPONSE) or,
     with HBM, from an address off the AXI beat (DMA_ALIGN)."""
-    tb, rng = await _started(dut)
+    tb, rng = await _started(dut, "test_program_errors")
     image = [bytes(tb.tc.vmem_bytes)] * tb.chips
     long = tb.cfg.nic.max_message + tb.fb
     flat = len(tb.ici.dims)
@@ -313,7 +332,7 @@ async def test_training_step(dut):
     gradient on its MXU, all-reduced over the pod, the weights updated on its VPU; every
     chip's VMEM as the golden pod simulator's, and (int8: exactly) the new weights
     ``W - sum over chips of X^T dY``, the same on every chip."""
-    tb, rng = await _started(dut)
+    tb, rng = await _started(dut, "test_training_step")
     step = data_parallel_step(tb.cfg, d_in=16, batch=8, d_out=8)
     gen = np.random.default_rng(rng.getrandbits(32))
     xs = [gen.integers(-128, 128, (8, 16)) for _ in range(tb.chips)]

@@ -23,7 +23,7 @@ from verification.models.hbm import (
     HBMDeviceModel,
     Violation,
 )
-from verification.tests.suite import cases
+from verification.tests.suite import cases, cocotb_tests
 
 TB = "verification.tb.hbm"
 
@@ -545,3 +545,13 @@ def test_geometry_by_standard():
     assert (hbm3.access_bytes, hbm3.channels, hbm3.data_width) == (32, 16, 32)
     legacy = HBMConfig(channel_mode="legacy", pseudo_channels=8)
     assert (legacy.access_bytes, legacy.channels, legacy.pcs_per_channel) == (64, 8, 1)
+
+
+def test_every_flow_runs():
+    """The HBM tests together run every idle/backpressure flow: those that run one
+    (``ONE_FLOW``, each naming a test of the module) and ``SHORT_FLOWS``."""
+    from verification.tb.bench import FLOWS, SHORT_FLOWS
+    from verification.tb.hbm import ONE_FLOW
+
+    assert set(ONE_FLOW) <= set(cocotb_tests(TB)), set(ONE_FLOW) - set(cocotb_tests(TB))
+    assert set(ONE_FLOW.values()) | set(SHORT_FLOWS) == set(FLOWS)

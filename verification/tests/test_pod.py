@@ -15,7 +15,7 @@ from spec.nic import NICConfig
 from spec.pod import PodConfig
 from spec.protocol import LOCAL_PORTS
 from spec.tensorcore import TensorCoreConfig
-from verification.tests.suite import cases
+from verification.tests.suite import cases, cocotb_tests
 
 TB = "verification.tb.pod"
 PROGRAMS_TB = "verification.tb.pod_programs"
@@ -77,6 +77,18 @@ def test_pod(cocotb_run, pod, test):
     lambda pod, test: [pytest.mark.slow] if pod in ("1x4-tc", "2x2-tc-hbm") else []))
 def test_pod_programs(cocotb_run, pod, test):
     cocotb_run("pod", PROGRAM_CONFIGS[pod], PROGRAMS_TB, test)
+
+
+@pytest.mark.parametrize("pod", PROGRAM_CONFIGS)
+def test_pod_programs_run_every_flow(pod):
+    """The program tests' chips together run every idle/backpressure flow on every stream:
+    the flow table's test order is the module's, and its rotation covers ``FLOWS``."""
+    from verification.tb.bench import FLOWS
+    from verification.tb.pod_programs import TESTS, chip_flows
+
+    assert list(TESTS) == cocotb_tests(PROGRAMS_TB), "pod_programs.TESTS is out of date"
+    ran = {f for t in range(len(TESTS)) for f in chip_flows(t, PROGRAM_CONFIGS[pod].chips)}
+    assert ran == set(FLOWS), sorted(set(FLOWS) - ran)
 
 
 @pytest.mark.parametrize("change, path", [
