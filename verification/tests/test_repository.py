@@ -1,9 +1,10 @@
 """The repository is self-contained: no tracked file links, imports or cites a path outside it.
 
 Scans every file ``git ls-files`` lists (text files only) for paths that climb out of the
-checkout (``../shared``, ``../../x`` resolving above the root) or name an absolute path of the
-machine it was made on, and every relative Markdown link for a target outside the root or
-missing. Results pages count: a JSON that records ``/home/...`` is as unportable as a link.
+checkout into a sibling ``shared`` directory or name an absolute path of the machine it was
+made on (under /work, /home, ...), and every relative Markdown link for a target outside the
+root or missing. Results pages count: a JSON that records a machine's path is as unportable
+as a link.
 """
 
 import re
@@ -67,9 +68,10 @@ def outside_references(path, text):
 def test_detector_finds_outside_references(tmp_path):
     """The scan itself catches each kind (so an empty result below means something)."""
     doc = ROOT / "docs" / "example.md"
-    text = ("see ../shared/reference/hbm.md\n[a](../../elsewhere.md) [b](missing.md)\n"
+    up, machine = "../" + "shared", "/" + "work/wt-x"  # split: this file is scanned too
+    text = (f"see {up}/reference/hbm.md\n[a](../../elsewhere.md) [b](missing.md)\n"
             "[c](https://example.org/x) [d](#anchor) [e](results/ici.md)\n"
-            '"trace": "/work/wt-x/build/a.trace"\n')
+            f'"trace": "{machine}/build/a.trace"\n')
     found = outside_references(doc, text)
     assert [n for n, _ in found] == [1, 2, 2, 4], found
     assert "leaves the repository" in found[1][1] and "does not exist" in found[2][1]
