@@ -18,7 +18,14 @@ included) is reported beside it and labelled as such.
 import json
 import statistics
 
-from sim.measure import environment, environment_line, measure, results_directory, table
+from sim.measure import (
+    environment,
+    environment_line,
+    measure,
+    results_directory,
+    table,
+    wrote,
+)
 from sim.measure import write_results as _write_results
 from sim.runner import BUILD
 from spec.ici import ICIConfig, ICIHarnessConfig
@@ -162,6 +169,7 @@ def _plot(curves, path):
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 

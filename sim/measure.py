@@ -17,6 +17,7 @@ import re
 import statistics
 import subprocess
 import time
+from pathlib import Path
 
 from sim.runner import BUILD, ROOT, build, generated, run, verilator_env
 
@@ -173,11 +174,24 @@ def results_directory(quick=False):
     return directory
 
 
+def wrote(*paths):
+    """Say where a command wrote its files: one line per file, the path relative to the
+    working directory when it is under it."""
+    for path in paths:
+        path = Path(path).resolve()
+        try:
+            shown = path.relative_to(Path.cwd())
+        except ValueError:
+            shown = path
+        print(f"wrote {shown}", flush=True)
+
+
 def write_results(name, text, tables, env, quick=False):
     """Print ``text`` and write it to ``<name>.md``, and ``tables`` (a dict of lists of row
-    dicts) with ``env`` to ``<name>.json``, in :func:`results_directory`."""
+    dicts) with ``env`` to ``<name>.json``, in :func:`results_directory`; then say where."""
     directory = results_directory(quick)
     (directory / f"{name}.md").write_text(text)
     (directory / f"{name}.json").write_text(json.dumps(
         {"benchmark": name, "environment": env, "tables": tables}, indent=1) + "\n")
     print(text)
+    wrote(directory / f"{name}.md", directory / f"{name}.json")

@@ -38,6 +38,7 @@ from sim.measure import (
     results_directory,
     table,
     write_results,
+    wrote,
 )
 
 __all__ = ["bench", "tables"]
@@ -846,6 +847,7 @@ def _efficiency_plot(plt, t, path):
     axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 
@@ -872,6 +874,7 @@ def _breakdown_plot(plt, t, path):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 
@@ -902,6 +905,7 @@ def _maxtext_plot(plt, t, path):
     axes[1].legend(*axes[0].get_legend_handles_labels(), fontsize=6, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 

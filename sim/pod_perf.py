@@ -29,6 +29,7 @@ from sim.measure import (
     results_directory,
     table,
     write_results,
+    wrote,
 )
 from spec.chip import ChipConfig
 from spec.ici import ICIConfig
@@ -157,6 +158,7 @@ def _plot(rows, a2a, path):
     ax2.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 

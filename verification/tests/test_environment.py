@@ -31,3 +31,12 @@ def test_source_state_ignores_results_and_names_changed_files(tmp_path, monkeypa
     assert measure.source_state() == clean
     (tmp_path / "a.py").write_text("b\n")
     assert measure.source_state() == f"{clean} with uncommitted changes to a.py"
+
+
+def test_write_results_says_where(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(measure, "results_directory", lambda quick=False: tmp_path)
+    monkeypatch.chdir(tmp_path)
+    measure.write_results("x", "# X\n", {"t": []}, {"date": "now"})
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == ["wrote x.md", "wrote x.json"], out
+    assert (tmp_path / "x.md").read_text() == "# X\n" and (tmp_path / "x.json").exists()
