@@ -36,8 +36,8 @@ __all__ = ["bench", "saturation", "bench_config", "run_loads", "stable", "NETWOR
 
 BOOKSIM_8X8_TORUS = {2: "~0.26", 4: "0.50-0.55", 8: "~0.68"}
 """BookSim 2 saturation, 8x8 torus, DOR + dateline, uniform, 1-flit packets, 8-flit VC
-buffers (flits/node/cycle), BookSim 2's published figures (Jiang et al., ISPASS 2013);
-its fastest pipeline with
+buffers (flits/node/cycle): figures of BookSim 2 (Jiang et al., ISPASS 2013), not re-run
+here; its fastest pipeline with
 1-cycle links measured 0.64 with 4 VCs (issue 16)."""
 
 TARGETS = {((8, 8), 4, 1): 0.64, ((8, 8), 4, 4): 0.58, ((8, 8), 2, 4): 0.40}

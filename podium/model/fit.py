@@ -1,8 +1,8 @@
 """The model's two fitted parameters, fitted on Trillium's two published multislice points.
 
 Google reports weak-scaling efficiency of GPT-3 175B pre-training on Trillium of 99% at 12
-pods (3072 chips) and 94% at 24 pods (6144 chips) (Google Cloud blog, "Trillium TPU is GA",
-December 2024). Everything
+pods (3072 chips) and 94% at 24 pods (6144 chips) (Google Cloud's blog post on
+Trillium's general availability, December 2024). Everything
 else in the model is a published figure or a stated assumption; these two terms are not
 published and are fitted so that the model meets both points:
 
