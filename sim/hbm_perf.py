@@ -29,7 +29,7 @@ from sim.measure import (
     table,
     write_results,
 )
-from sim.runner import BUILD, build
+from sim.runner import BUILD, ROOT, build
 from spec.hbm import BENCH_CONFIG, STREAM_CONFIG, HBMConfig
 from verification.traffic.hbm import BLOCK, PATTERNS
 
@@ -143,7 +143,8 @@ def measure_pattern(cfg, pattern, label, *, seed=1):
             "efficiency": busy / (window["cycles"] * pcs),
             "run_efficiency": run_busy / (r["cycles"] * pcs),
             "window_refi": window["cycles"] / t.refi,
-            "refresh_share": refs * t.rfc / window["cycles"], "trace": str(trace),
+            "refresh_share": refs * t.rfc / window["cycles"],
+            "trace": str(trace.relative_to(ROOT)),
             "build_seconds": done["build_seconds"]}
 
 

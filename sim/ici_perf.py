@@ -18,7 +18,14 @@ included) is reported beside it and labelled as such.
 import json
 import statistics
 
-from sim.measure import environment, environment_line, measure, results_directory, table
+from sim.measure import (
+    environment,
+    environment_line,
+    measure,
+    results_directory,
+    table,
+    wrote,
+)
 from sim.measure import write_results as _write_results
 from sim.runner import BUILD
 from spec.ici import ICIConfig, ICIHarnessConfig
@@ -29,7 +36,8 @@ __all__ = ["bench", "saturation", "bench_config", "run_loads", "stable", "NETWOR
 
 BOOKSIM_8X8_TORUS = {2: "~0.26", 4: "0.50-0.55", 8: "~0.68"}
 """BookSim 2 saturation, 8x8 torus, DOR + dateline, uniform, 1-flit packets, 8-flit VC
-buffers (flits/node/cycle), from ../shared/reference/ici.md; its fastest pipeline with
+buffers (flits/node/cycle): figures of BookSim 2 (Jiang et al., ISPASS 2013), not re-run
+here; its fastest pipeline with
 1-cycle links measured 0.64 with 4 VCs (issue 16)."""
 
 TARGETS = {((8, 8), 4, 1): 0.64, ((8, 8), 4, 4): 0.58, ((8, 8), 2, 4): 0.40}
@@ -161,6 +169,7 @@ def _plot(curves, path):
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 

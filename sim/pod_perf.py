@@ -29,6 +29,7 @@ from sim.measure import (
     results_directory,
     table,
     write_results,
+    wrote,
 )
 from spec.chip import ChipConfig
 from spec.ici import ICIConfig
@@ -126,16 +127,28 @@ def _crossover(cfg, op, alpha, bw):
     return latency / per_byte
 
 
+TOPOLOGY_STYLES = ({"ls": "-", "marker": "o", "ms": 9, "lw": 4, "alpha": 0.4},
+                   {"ls": "--", "marker": "s", "ms": 6, "lw": 1.4, "mfc": "none", "mew": 1.4},
+                   {"ls": ":", "marker": "^", "ms": 6, "lw": 1.4, "mfc": "none", "mew": 1.4})
+"""Line and marker per topology in the collectives plot: the first wide and pale under the
+others, which are thin, dashed or dotted, with hollow markers."""
+
+
 def _plot(rows, a2a, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    # The colour says the collective, the line and marker the topology: the topologies' lines
+    # nearly coincide, so each must stay visible under the other (dashed, hollow markers).
+    topologies = sorted({r["topology"] for r in rows + a2a})
+    styles = {t: TOPOLOGY_STYLES[k % len(TOPOLOGY_STYLES)] for k, t in enumerate(topologies)}
+    colours = {op: f"C{k}" for k, op in enumerate(sorted({r["collective"] for r in rows}))}
     for (topo, op) in sorted({(r["topology"], r["collective"]) for r in rows}):
         pts = [r for r in rows if r["topology"] == topo and r["collective"] == op]
-        ax.plot([r["bytes_per_chip"] for r in pts], [r["busbw"] for r in pts], marker="o",
-                label=f"{topo} {op}")
+        ax.plot([r["bytes_per_chip"] for r in pts], [r["busbw"] for r in pts],
+                color=colours[op], label=f"{topo} {op}", **styles[topo])
     bound = rows[0]["link_bound"]
     ax.axhline(bound, color="k", ls="--", lw=1, label=f"link bound ({bound:g} B/cycle)")
     ax.axhline(TARGET * bound, color="gray", ls=":", lw=1, label="90% of the link bound")
@@ -147,7 +160,7 @@ def _plot(rows, a2a, path):
     for topo in sorted({r["topology"] for r in a2a}):
         pts = [r for r in a2a if r["topology"] == topo]
         ax2.plot([r["bytes_per_chip"] for r in pts], [r["of_bisection_bound"] for r in pts],
-                 marker="o", label=f"{topo} all-to-all")
+                 color="C0", label=f"{topo} all-to-all", **styles[topo])
     ax2.axhline(A2A_TARGET, color="gray", ls=":", lw=1, label="80% of the bisection bound")
     ax2.set_xscale("log", base=2)
     ax2.set_ylim(0, 1.05)
@@ -157,6 +170,7 @@ def _plot(rows, a2a, path):
     ax2.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    wrote(path)
     plt.close(fig)
 
 

@@ -66,6 +66,26 @@ def _numeric(values):
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
+def _line_style(n):
+    """The n-th line's style: lines of equal values (the formats' utilization) must not hide
+    each other, so each has its own dash and marker, the first wide and pale under the rest."""
+    if n == 0:
+        return {"ls": "-", "marker": "o", "ms": 9, "lw": 4, "alpha": 0.4}
+    return {"ls": ("--", ":", "-.")[(n - 1) % 3], "marker": "s^Dvp"[(n - 1) % 5], "ms": 6,
+            "lw": 1.4, "mfc": "none", "mew": 1.4}
+
+
+def _ticks(axis, values):
+    """At most a handful of ticks on a numeric axis (long labels such as 0.9875 must not run
+    into each other), whole numbers only when every value is an integer (rows, depths)."""
+    from matplotlib.ticker import MaxNLocator
+
+    values = list(values)
+    integer = bool(values) and all(isinstance(v, int) and not isinstance(v, bool)
+                                   for v in values)
+    axis.set_major_locator(MaxNLocator(nbins=5, integer=integer))
+
+
 def _save(fig, ax, path, xlabel, ylabel, title, legend=True):
     import matplotlib.pyplot as plt
 
@@ -99,12 +119,15 @@ def _plot_metric(outcome, plot, ok, path):
         lines.setdefault(label, []).append((xs.index(point.values[x]),
                                             point.values[x], outcome.records[i]["metrics"][y]))
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    for label, pts in sorted(lines.items()):
+    for n, (label, pts) in enumerate(sorted(lines.items())):
         pts.sort()
-        ax.plot([v if numeric else k for k, v, _ in pts], [m for _, _, m in pts], marker="o",
-                label=label)
-    if not numeric:
+        ax.plot([v if numeric else k for k, v, _ in pts], [m for _, _, m in pts],
+                label=label, **_line_style(n))
+    if numeric:
+        _ticks(ax.xaxis, xs)
+    else:
         ax.set_xticks(range(len(xs)), [_cell(v) for v in xs])
+    _ticks(ax.yaxis, [m for pts in lines.values() for _, _, m in pts])
     _save(fig, ax, path, x, y, f"{outcome.sweep.name}: {y} vs {x}", legend=len(lines) > 1)
 
 
@@ -123,6 +146,8 @@ def _plot_pareto(outcome, plot, ok, path):
         if (u, v) in front:
             ax.annotate(outcome.sweep.points[i].label, (u, v), fontsize=7,
                         textcoords="offset points", xytext=(4, 4))
+    _ticks(ax.xaxis, [u for u, _ in coords.values()])
+    _ticks(ax.yaxis, [v for _, v in coords.values()])
     _save(fig, ax, path, f"{a} ({directions[a]} is better)", f"{b} ({directions[b]} is better)",
           f"{outcome.sweep.name}: Pareto front")
 

@@ -114,16 +114,17 @@ def check_output_dir(path):
 
 
 def write_text(path, text):
-    """Write ``text`` to file ``path``."""
+    """Write ``text`` to file ``path``, making its directory (and parents) if missing."""
     try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
     except OSError as e:
         raise FileError(path, f"cannot write: {e.strerror or e}") from None
 
 
 def check_output_file(path):
-    """Refuse an output file that cannot be written (its directory must exist), before any
-    work is done."""
+    """Refuse an output file that cannot be written (its directory is made on writing if
+    missing, as an output directory is), before any work is done."""
     p = Path(path)
     if p.is_dir():
         raise FileError(path, "cannot write: it is a directory")
@@ -131,4 +132,4 @@ def check_output_file(path):
         if not os.access(p, os.W_OK):
             raise FileError(path, "cannot write: permission denied")
     else:
-        _check_parent(p, made=False)
+        _check_parent(p, made=True)

@@ -9,12 +9,14 @@ of 32 bits), so one access occupies it for two cycles.
 
 Timing presets and their sources (every number is in the tables below, in clock cycles):
 
-* HBM2 1600/2000/2400: the core timings are Ramulator's HBM2 table as the project reference
-  (../shared/reference/hbm.md) gives it; tRRD_S/L 4/6 ns and tFAW 16 ns are the values the
-  reference's tools use (it notes tFAW is vendor-specific, 15-30 ns); tREFI 3.9 us; all-bank
-  tRFC 160/260/350 ns for 2/4/8 Gb dies (the reference); per-bank refresh tRFCsb 160 ns (the
-  low end of the reference's 160-200 ns, and Ramulator 2's ``HBM2.cpp`` nRFCSB) and tRREFD
-  8 ns (Ramulator 2 ``HBM2.cpp`` nRREFD); two idle bus cycles between read and write data
+* HBM2 1600/2000/2400: the core timings are Ramulator 2's HBM2 timing presets
+  (CMU-SAFARI/ramulator2, ``python/ramulator/dram/hbm2.py``); tRRD_S/L 4/6 ns as DRAMsim3's
+  HBM2 configuration has them (umd-memsys/DRAMsim3, ``configs/HBM2_8Gb_x128.ini``); tFAW 16 ns
+  (vendor-specific: published values range 15-30 ns, Ramulator 2's ``hbm2.py`` uses 15 and
+  DRAMsim3 30); tREFI 3.9 us; all-bank tRFC 160/260/350 ns for 2/4/8 Gb dies (Ramulator 2's
+  density table, ``hbm2.py``); per-bank refresh tRFCsb 160 ns (Ramulator 2's ``hbm2.py``:
+  160 ns up to 8 Gb, 200 above; its ``HBM2.cpp`` nRFCSB) and tRREFD 8 ns (Ramulator 2
+  ``HBM2.cpp`` nRREFD); two idle bus cycles between read and write data
   (Ramulator 2 ``HBM2.cpp`` line 325, commit 1fb94b8: RD to WR nCL + nBL + 2 - nCWL, "assuming
   tWPRE = 1 tCK"; one before issue 34, which no source gave; docs/hbm.md, "Conventions").
 * HBM2E 3200/3600: no HBM2E timing table is public (JESD235D is not, and vendors publish the
@@ -101,7 +103,7 @@ for _speed, _tck in (("3200", 0.625), ("3600", 2 / 3.6)):
         **{k: math.ceil(v / _tck - 1e-9) for k, v in {**_base, **_HBM2_NS}.items()
            if k != "refi"}, refi=math.floor(_HBM2_NS["refi"] / _tck + 1e-9))
 RFC_NS = {2: 160.0, 4: 260.0, 8: 350.0}
-"""All-bank refresh time by die density (Gb), every standard (the reference; Ramulator 2)."""
+"""All-bank refresh time by die density (Gb), every standard (Ramulator 2's ``hbm2.py``)."""
 
 MAPPINGS = ("RoBaCoBgPc", "RoCoBaBgPc", "RoBaBgCoPc", "PcRoBaBgCo")
 """Address mappings, fields from the most to the least significant (above the byte offset in

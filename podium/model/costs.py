@@ -130,7 +130,7 @@ def collective_time(kind, segments, volume, system):
     plus (length - 1) x stride hops of latency per axis. ``all_reduce``: twice both terms.
     ``all_to_all``: ``volume`` is the bytes each chip sends; the busiest axis carries
     volume x length x stride / 8 per link direction on a ring (/ 4 on a line), the
-    bisection bound of uniform traffic (../shared/reference/ici.md), at the all-to-all
+    bisection bound of uniform traffic (Dally & Towles), at the all-to-all
     efficiency."""
     if not segments or volume == 0:
         return 0.0

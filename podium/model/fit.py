@@ -1,7 +1,8 @@
 """The model's two fitted parameters, fitted on Trillium's two published multislice points.
 
 Google reports weak-scaling efficiency of GPT-3 175B pre-training on Trillium of 99% at 12
-pods (3072 chips) and 94% at 24 pods (6144 chips) (../shared/reference/tpu.md). Everything
+pods (3072 chips) and 94% at 24 pods (6144 chips) (Google Cloud's blog post on
+Trillium's general availability, December 2024). Everything
 else in the model is a published figure or a stated assumption; these two terms are not
 published and are fitted so that the model meets both points:
 
@@ -27,7 +28,7 @@ __all__ = ["Fit", "BASE_SLICES", "TARGETS", "fit_two_points", "trillium_fit"]
 
 BASE_SLICES = 4
 """Baseline of the efficiencies: 4 slices (1024 chips). Google's chart of these runs uses
-4 x Trillium-256 as its base (as recalled from the blog's figure note; the shared reference
+4 x Trillium-256 as its base (as recalled from the blog's figure note; the blog's text
 gives only the definition), and the Llama-2 70B claim also starts at 4 slices."""
 
 TARGETS = ((12, 0.99), (24, 0.94))

@@ -3,8 +3,10 @@ system of slices joined over the data-center network (DCN), the efficiency terms
 datasheet peaks into achievable rates, and the published presets.
 
 Every preset number carries its source in ``sources``. Where Google's pages disagree the
-preset says which figure it uses. ``../shared/reference/tpu.md`` and ``ici.md`` hold the
-figures quoted here; the Cloud TPU pages are https://cloud.google.com/tpu/docs/<version>.
+preset says which figure it uses. The figures quoted here are from the Cloud TPU pages
+(https://cloud.google.com/tpu/docs/<version>), the TPU v4 paper (arXiv 2304.01433), the JAX
+scaling book ("How to Scale Your Model", https://jax-ml.github.io/scaling-book/) and Google
+Cloud's Trillium blog (December 2024).
 """
 
 import math
@@ -123,7 +125,7 @@ class Slice:
     @classmethod
     def in_pod(cls, dims, pod_dims):
         """A slice of ``dims`` cut from a pod of ``pod_dims``: an axis wraps only if it spans
-        the whole pod (../shared/reference/tpu.md: wraparound only on full axes)."""
+        the whole pod (the JAX scaling book: wraparound only on full axes)."""
         dims = check_dims("slice.dims", dims, lo=1, hi=4096)
         pod = check_dims("slice.pod_dims", pod_dims, lo=1, hi=4096)
         if len(pod) != len(dims) or any(d > q for d, q in zip(dims, pod, strict=True)):
@@ -218,7 +220,7 @@ class System:
         return self.slice.chips * self.slices
 
 
-_SCALING_BOOK = "JAX scaling book via ../shared/reference/tpu.md"
+_SCALING_BOOK = "JAX scaling book (https://jax-ml.github.io/scaling-book/)"
 
 CHIPS = {
     "v6e": Chip(
@@ -228,27 +230,28 @@ CHIPS = {
         vmem_bytes=32 * MIB, hbm_bytes=32 * GB, hbm_bandwidth=1638 * GB, ici_ports=4,
         ici_link_bandwidth=100 * GB, ici_hop_latency=1e-6, dcn_bandwidth=12.5 * GB,
         sources={
-            "mxus": "2 x 256x256 per chip (Cloud TPU v6e page; tpu.md)",
-            "mac_rate": "918 TFLOP/s bf16, 1836 TOP/s int8 (Cloud TPU v6e page; tpu.md); no "
+            "mxus": "2 x 256x256 per chip (Cloud TPU v6e page)",
+            "mac_rate": "918 TFLOP/s bf16, 1836 TOP/s int8 (Cloud TPU v6e page); no "
                         "clock is published: two 256x256 MXUs at 918 TFLOP/s imply 3.5 G "
                         "MAC/s per PE",
-            "vmem_bytes": "assumed: 32 MiB (not published in the reference; it only sets the "
+            "vmem_bytes": "assumed: 32 MiB (not published; it only sets the "
                           "GEMM tile, and the model's GEMMs are compute-bound for any VMEM "
                           "above a few MiB)",
-            "hbm_bandwidth": "1638 GB/s (Cloud TPU v6e page, tpu.md); other versions of "
-                             "Google's pages give 1600 and 1640 GB/s (ici.md): the preset "
+            "hbm_bandwidth": "1638 GB/s (Cloud TPU v6e page); other versions of "
+                             "Google's pages give 1600 and 1640 GB/s: the preset "
                              "uses 1638",
             "hbm_bytes": "32 GB (Cloud TPU v6e page)",
             "ici_link_bandwidth": "100 GB/s per link per direction: 800 GB/s bidirectional "
-                                  "per chip over 4 ports (Cloud TPU v6e page, tpu.md), i.e. "
+                                  "per chip over 4 ports (Cloud TPU v6e page), i.e. "
                                   "3200 Gb/s per chip one way; Google's pages disagree "
-                                  "(3200 vs 3584 Gb/s, ici.md; 3584 would be 112 GB/s per "
+                                  "(3200 vs 3584 Gb/s; 3584 would be 112 GB/s per "
                                   "link) and the scaling book gives 90 GB/s: the preset uses "
                                   "100",
             "ici_hop_latency": f"about 1 us per hop ({_SCALING_BOOK})",
             "dcn_bandwidth": "12.5 GB/s per chip: 4 x 200 Gb/s NICs per 8-chip host "
-                             "(workloads.md); ici.md quotes about 25 GB/s per host for "
-                             "TPUs in general: the preset uses the v6e NIC figure",
+                             "(the v6e host as published); the scaling book quotes about "
+                             "25 GB/s per host for TPUs in general: the preset uses the v6e "
+                             "NIC figure",
         }),
     "v5e": Chip(
         name="TPU v5e", mxus=4, mxu_rows=128, mxu_cols=128,
@@ -257,10 +260,10 @@ CHIPS = {
         vmem_bytes=32 * MIB, hbm_bytes=16 * GB, hbm_bandwidth=819 * GB, ici_ports=4,
         ici_link_bandwidth=50 * GB, ici_hop_latency=1e-6, dcn_bandwidth=3.125 * GB,
         sources={
-            "mxus": "4 x 128x128 (Cloud TPU v5e page; tpu.md)",
+            "mxus": "4 x 128x128 (Cloud TPU v5e page)",
             "mac_rate": "197 TFLOP/s bf16, 393 TOP/s int8 (Cloud TPU v5e page): 1.5 GHz",
             "vmem_bytes": "assumed: 32 MiB (as v6e)",
-            "hbm_bandwidth": "819 GB/s (Cloud TPU v5e page, tpu.md); one version of the page "
+            "hbm_bandwidth": "819 GB/s (Cloud TPU v5e page); one version of the page "
                              "says 800 GiB/s (859 GB/s): the preset uses 819",
             "hbm_bytes": "16 GB (Cloud TPU v5e page)",
             "ici_link_bandwidth": "50 GB/s per link per direction: 400 GB/s bidirectional "
@@ -277,8 +280,7 @@ CHIPS = {
         vmem_bytes=32 * MIB, hbm_bytes=95 * GB, hbm_bandwidth=2765 * GB, ici_ports=6,
         ici_link_bandwidth=100 * GB, ici_hop_latency=1e-6, dcn_bandwidth=6.25 * GB,
         sources={
-            "mxus": "2 TensorCores x 4 MXUs of 128x128 (Cloud TPU v5p page; not in the "
-                    "shared reference)",
+            "mxus": "2 TensorCores x 4 MXUs of 128x128 (Cloud TPU v5p page)",
             "mac_rate": "459 TFLOP/s bf16 (Cloud TPU v5p page): 1.75 GHz; int8 at 2x "
                         "(scaling book)",
             "vmem_bytes": "assumed: 32 MiB (as v6e)",
@@ -289,7 +291,7 @@ CHIPS = {
                                   "GB/s: the preset uses 100",
             "ici_hop_latency": f"about 1 us per hop ({_SCALING_BOOK})",
             "dcn_bandwidth": "assumed: 6.25 GB/s per chip, about 25 GB/s per 4-chip host "
-                             "(ici.md); Google publishes no v5p NIC figure",
+                             "(scaling book); Google publishes no v5p NIC figure",
         }),
     "v4": Chip(
         name="TPU v4", mxus=8, mxu_rows=128, mxu_cols=128,
@@ -298,16 +300,16 @@ CHIPS = {
         vmem_bytes=32 * MIB, hbm_bytes=32 * GIB, hbm_bandwidth=1200 * GB, ici_ports=6,
         ici_link_bandwidth=45 * GB, ici_hop_latency=1e-6, dcn_bandwidth=6.25 * GB,
         sources={
-            "mxus": "2 TensorCores x 4 MXUs of 128x128 (Cloud TPU v4 page; tpu.md)",
-            "mac_rate": "275 TFLOP/s bf16 and int8 (TPU v4 paper, tpu.md): 1.05 GHz",
+            "mxus": "2 TensorCores x 4 MXUs of 128x128 (Cloud TPU v4 page)",
+            "mac_rate": "275 TFLOP/s bf16 and int8 (TPU v4 paper): 1.05 GHz",
             "vmem_bytes": "assumed: 32 MiB (the TPU v4 paper's CMEM is not modelled)",
-            "hbm_bandwidth": "1200 GB/s (tpu.md)",
-            "hbm_bytes": "32 GiB (tpu.md)",
+            "hbm_bandwidth": "1200 GB/s (TPU v4 paper)",
+            "hbm_bytes": "32 GiB (TPU v4 paper)",
             "ici_link_bandwidth": "45 GB/s per link per direction (scaling book); the v4 "
                                   "page's 24 TB/s bisection over 512 links of a 16^3 torus "
                                   "gives 47 GB/s",
             "ici_hop_latency": f"about 1 us per hop ({_SCALING_BOOK})",
-            "dcn_bandwidth": "6.25 GB/s per chip: about 25 GB/s per 4-chip host (ici.md)",
+            "dcn_bandwidth": "6.25 GB/s per chip: about 25 GB/s per 4-chip host (scaling book)",
         }),
 }
 """Published chips. The efficiency terms of these presets are 1.0: datasheet peaks."""
@@ -319,8 +321,8 @@ SLICES = {
     "v4": Slice.in_pod((16, 16, 16), (16, 16, 16)),
 }
 """Default slice per chip: a full 16x16 pod for v5e and v6e (wraparound on both axes: they
-span the pod); the full 4096-chip v4 pod, a 3-D torus (TPU v4 paper, tpu.md); for v5p a
+span the pod); the full 4096-chip v4 pod, a 3-D torus (TPU v4 paper); for v5p a
 4096-chip cube assumed closed into a torus on every axis as v4's optical switches close a
-v4 pod (v5p's pod, 8960 chips, is not in the shared reference). Smaller v4 slices are tori
+v4 pod (an assumption: v5p's pod has 8960 chips). Smaller v4 slices are tori
 only for the shapes of the Cloud TPU v4 page (AxBxC with 2A=B=C or 2A=2B=C, multiples of 4):
 see presets.PALM_SLICE."""

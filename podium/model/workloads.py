@@ -574,11 +574,10 @@ MAXTEXT_V5E = {
     "maxtext-64b": (2, {1: 0.5990, 2: 0.5666, 4: 0.5585, 8: 0.5496, 16: 0.5329, 32: 0.5018}),
 }
 """MaxText on 1 to 32 v5e-256 slices: (sequences per chip, {slices: published MFU}), from
-MaxText's ``MaxText/configs/v5e/README.md`` (AI-Hypercomputer/maxtext; not in
-../shared/reference), run by ``configs/v5e/{16,32,64}b.sh`` (per_device_batch_size 6 / 4 /
-2, remat_policy full, attention flash, FSDP over the slice). Its 128B column is left out:
-that run script offloads activations to host memory and adds 16-way tensor parallelism,
-which the model does not represent."""
+MaxText's ``MaxText/configs/v5e/README.md`` (AI-Hypercomputer/maxtext), run by
+``configs/v5e/{16,32,64}b.sh`` (per_device_batch_size 6 / 4 / 2, remat_policy full, attention
+flash, FSDP over the slice). Its 128B column is left out: that run script offloads activations
+to host memory and adds 16-way tensor parallelism, which the model does not represent."""
 
 
 TRAINING = {
@@ -602,7 +601,7 @@ TRAINING = {
 """Training presets and what they assume."""
 
 PALM_MFU, PALM_HFU = 0.462, 0.578
-"""PaLM 540B on 6144 TPU v4 chips (arXiv 2204.02311, section 4; ../shared/reference)."""
+"""PaLM 540B on 6144 TPU v4 chips (arXiv 2204.02311, section 4)."""
 
 
 def training_preset(name, *, chips, slices):

@@ -1,11 +1,11 @@
 """Golden HBM device model: stores data, returns it after CL, and checks every command.
 
 It stands where the HBM stack would, at the controller's per-channel command/data interface
-(one instance serves every channel), and is written from the JEDEC-style rules in
-../shared/reference/hbm.md, the timing table (spec/hbm.py names the source of every
-number) and Ramulator 2's HBM2/HBM3 constraint lists, not from the RTL. A command that breaks a
-timing constraint or a state rule raises :class:`Violation` at once (the testbench lets it fail
-the test); nothing is only printed.
+(one instance serves every channel), and is written from the JEDEC-style rules of HBM2
+(JESD235 as the published simulators apply it), the timing table (spec/hbm.py names the
+source of every number) and Ramulator 2's HBM2/HBM3 constraint lists, not from the RTL. A
+command that breaks a timing constraint or a state rule raises :class:`Violation` at once (the
+testbench lets it fail the test); nothing is only printed.
 
 Pseudo-channels are numbered globally; pseudo-channels ``c * per_channel ... + per_channel - 1``
 form channel ``c`` and share its row and column command buses. Timings count from a command's

@@ -387,6 +387,19 @@ async def bad_input(tb):
         await tb.check(Op(0, table, good, "mean"))
     out, _ = await tb.check(Op(0, table, Batch([0, 2, 4], [1, 20, 22, 3]), "mean", drop=True))
     assert out.counters["bad_ids"] == 2
+    # offsets[0] need not be 0: the ids before it are never read (bad ones there are no error),
+    # and the ids counter counts the bags' ids, padding and dropped ones included.
+    out, _ = await tb.check(Op(0, table, Batch([2, 4, 5], [1 << 31, 99, 1, 19, 5])))
+    assert out.error == Error.NONE and out.counters["ids"] == 3, out
+    out, _ = await tb.check(Op(0, table, Batch([1, 3, 5], [7, 1, 20, 5, 5]), padding_idx=5,
+                               drop=True))
+    assert (out.counters["ids"], out.counters["gathered"]) == (4, 1), out
+    # Every NaN leaves as the canonical 0x7FC00000: a signalling NaN, a negative NaN with a
+    # payload, inf + -inf.
+    bits = np.zeros((table.rows, table.dim), np.uint32)
+    bits[3], bits[4], bits[5], bits[6] = 0x7F800001, 0xFFC12345, 0x7F800000, 0xFF800000
+    out, want = await tb.check(Op(0, table, Batch([0, 1, 2, 4], [3, 4, 5, 6])), bits)
+    assert (want.out == 0x7FC00000).all(), [hex(v) for v in want.out.ravel()]
     bad_desc = Op(0, Table(0x10000, 20, 4), good)      # 16-byte rows: not whole beats
     tb.place(bad_desc)
     out = await tb.run(bad_desc)

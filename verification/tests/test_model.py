@@ -92,7 +92,7 @@ def test_two_axes_divide_the_bandwidth_term():
 
 def test_all_to_all_bisection_bound():
     sys_ = replace(toy_system(), chip=replace(TOY_CHIP, ici_hop_latency=0.0))
-    # Uniform traffic on a ring of k: 8b/k per chip (../shared/reference/ici.md); a line 4b/k.
+    # Uniform traffic on a ring of k: 8b/k per chip (bisection bound); a line 4b/k.
     assert collective_time("all_to_all", [Segment(8, True)], 1e6, sys_) == pytest.approx(
         1e6 / (8 * 1e10 / 8))
     assert collective_time("all_to_all", [Segment(8, False)], 1e6, sys_) == pytest.approx(

@@ -154,6 +154,33 @@ def test_pareto_front():
     assert pareto_front(pts, ("min", "max")) == [(0.7, 60), (0.9, 120), (0.95, 300)]
 
 
+def test_plot_ticks_and_line_styles():
+    """Integer axes (rows, depths) get whole-number ticks, long decimal ones a handful; lines
+    of equal values stay distinguishable (a dash and marker of their own), here and in the
+    collectives plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sim.pod_perf import TOPOLOGY_STYLES
+    from sim.sweep_report import _line_style, _ticks
+
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    ax.plot([1, 2, 3], [0.9734, 0.9846, 0.9903])    # default ticks: 1.0, 1.25, ...
+    _ticks(ax.xaxis, [1, 2, 3])
+    _ticks(ax.yaxis, [0.9734, 0.9846, 0.9903])
+    lo, hi = ax.get_xlim()
+    xticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+    assert all(float(t).is_integer() for t in xticks), xticks
+    assert len(ax.get_yticks()) <= 7, ax.get_yticks()
+    plt.close(fig)
+    styles = [(_line_style(n)["ls"], _line_style(n)["marker"]) for n in range(4)]
+    assert len(set(styles)) == 4, styles
+    topo = [(s["ls"], s["marker"]) for s in TOPOLOGY_STYLES]
+    assert len(set(topo)) == len(topo), topo
+
+
 def test_report_of_list_valued_parameters(tmp_path):
     """Tables and plots over a parameter whose values are lists (an ICI torus's dims), a
     Pareto front, and a plot of a metric that is not a number left out with the reason."""

@@ -274,3 +274,12 @@ def test_argument_errors_are_one_line():
     assert r.returncode == 2
     assert r.stderr == ("podium generate: error: the following arguments are required: "
                         "-o/--out (see podium generate --help)\n")
+
+
+def test_output_file_directory_is_made(tmp_path):
+    """An output file's missing directories are made (as ``generate -o`` makes its
+    directory): ``podium compile ... -o build/gemm.json`` works in a fresh clone."""
+    r = podium("compile", "gemm", "--m", 8, "--k", 16, "--n", 8, "-o", "new/dir/g.json",
+               cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "new" / "dir" / "g.json").read_text())["words"]
