@@ -40,6 +40,11 @@ class _Outputs:
         raise ValueError(f"{length} bytes at {address:#x} are not an output of the program")
 
 
+def _duration(cycles):
+    seconds = cycles / CYCLES_PER_SECOND
+    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} s"
+
+
 def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=None):
     """Run on the chip (``chip``: a ChipConfig; default: the program's TensorCore with the
     default HBM controller) in Verilator, through the chip's testbench and the golden HBM
@@ -67,7 +72,9 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
         bytes(d)).decode()} for a, d in sorted(image.items())]))
     done = measure("chip", chip, "verification.tb.chip", "run_program",
                    {"program": str(prog_path), "image": str(image_path), "flow": flow,
-                    "budget": max_steps}, tag="programs", seed=seed)
+                    "budget": max_steps}, tag="programs", seed=seed,
+                   note=f"at most {max_steps:,} cycles (about {_duration(max_steps)} at "
+                        f"{CYCLES_PER_SECOND:,} cycles/s)")
     r = done["report"]
     if r.get("timeout"):
         # The testbench aborted the run (its ABORTED error is the testbench's doing, not the

@@ -23,6 +23,7 @@ from sim import measurements
 from sim import sweep as sweep_module
 from sim.sweep import (
     Outcome,
+    Progress,
     ResultStore,
     code_digest,
     parse_spec,
@@ -251,6 +252,22 @@ def _check_tiny(outcome, synthesis):
         m0, m1 = (outcome.records[i]["metrics"] for i in (0, 1))
         assert m1["cells"] > m0["cells"] and m1["flip_flops"] > m0["flip_flops"], \
             "a third row of PEs costs cells and flip-flops"
+
+
+def test_progress_is_a_line_per_point_without_a_terminal(capsys):
+    """Sweep progress goes to standard error (standard output is the tables): without a
+    terminal (CI logs, here pytest's capture) tqdm draws no bar and each finished point is a
+    line."""
+    bar = Progress(2)
+    assert bar.bar.disable
+    bar.update({"status": "ok", "cached": True}, "rows=2")
+    bar.update({"status": "failed"}, "rows=4")
+    bar.close()
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "podium: sweep point 1/2 (1 from the store, 0 failed) ok: rows=2",
+        "podium: sweep point 2/2 (1 from the store, 1 failed) failed: rows=4"]
 
 
 def test_sweep_on_local_cluster(tmp_path):
