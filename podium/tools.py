@@ -78,7 +78,11 @@ def add_parsers(sub):
     c.add_argument("--seed", type=int, default=0, help="random MLP weights / digits split")
     c.add_argument("-o", "--out", required=True, help="program file (.json)")
     c.set_defaults(func=_compile)
-    r = sub.add_parser("run", help="run a program (.json, assembly .s or hex) and report")
+    r = sub.add_parser("run", help="run a program (.json, assembly .s or hex) and report",
+                       description="Run a program (.json, assembly .s or hex) on the golden "
+                       "ISA simulator or the RTL chip and report its status, counters and "
+                       "checks; a run still going after --max-steps stops with status "
+                       "timeout.")
     r.add_argument("program", help="program file (.json), assembly (.s) or hex words")
     r.add_argument("--config", help="assembly and hex: TensorCoreConfig parameters, a JSON "
                    "file or inline JSON (default: the default TensorCore)")

@@ -163,6 +163,16 @@ def test_every_option_shows_its_default():
             assert "default" in text, f"{parser.prog} {action.option_strings[0]}: {text!r}"
 
 
+def test_every_command_has_a_whole_description():
+    """``podium --help`` and every subcommand's open with a description of whole sentences
+    (no docstring markup)."""
+    for parser in _parsers(_parser()):
+        text = parser.description
+        assert text and text.rstrip().endswith(".") and "``" not in text, \
+            f"{parser.prog}: {text!r}"
+        assert text.split("\n\n")[0] in parser.format_help(), parser.prog
+
+
 def test_generate_help_documents_every_block():
     text = podium("generate", "--help", cwd=ROOT).stdout
     for name, block in BLOCKS.items():
