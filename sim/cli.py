@@ -28,7 +28,7 @@ from podium import tools
 from spec.config import ConfigError, parse_assignment, set_path
 from spec.files import check_output_dir
 
-from . import model_cli, programs, sweep_cli  # noqa: F401  (programs: the verilator backend)
+from . import model_cli, programs, progress, sweep_cli  # noqa: F401  (programs: the verilator backend)
 
 __all__ = ["main", "reporting", "Parser", "fill"]
 
@@ -182,6 +182,9 @@ def _generate(args):
     check_output_dir(args.out)
     block, params = _params(args)
     config = make_config(block, params)
+    progress.stage(f"generating the Verilog of {block} (seconds for a block, tens of seconds "
+                   f"for a chip)")
+    progress.first_generation()
     start = time.perf_counter()
     design = generate(block, config)
     path = design.write(args.out)
