@@ -46,7 +46,7 @@ demo: $(STAMP)  ## generate the default chip, run the digits MLP on it in Verila
 verilog: $(STAMP)  ## generate the Verilog of every block's default configuration into build/verilog
 	$(PY) -m sim.generate_all --out build/verilog
 
-lint: $(VENV)/.installed-dev  ## ruff, and Verilator --lint-only of every generated top
+lint: $(VENV)/.installed-dev  ## ruff, and Verilator --lint-only of every generated top (reusing build/verilog-cache)
 	$(VENV)/bin/ruff check .
 	$(PY) -m sim.generate_all --out build/verilog --lint
 

@@ -6,10 +6,12 @@ simulator; ``verilator`` (the RTL chip) is registered by sim/programs.py."""
 
 from .isasim import TensorCoreSim
 
-__all__ = ["BACKENDS", "run", "golden", "register"]
+__all__ = ["BACKENDS", "LIMITS", "run", "golden", "register"]
+
+GOLDEN_MAX_STEPS = 50_000_000
 
 
-def golden(program, image, *, max_steps=50_000_000, seed=None):
+def golden(program, image, *, max_steps=GOLDEN_MAX_STEPS, seed=None):
     """Run on the golden ISA simulator; ``seed`` picks a random fair interleaving."""
     sim = TensorCoreSim(program.config, hbm_capacity=program.hbm_capacity, seed=seed)
     for address, data in image.items():
@@ -34,7 +36,13 @@ BACKENDS = {"golden": golden}
 """Every backend by name; the RTL's register themselves from above (sim/programs.py adds
 ``verilator``), so this software never imports a simulator."""
 
+LIMITS = {"golden": ("steps", f"{GOLDEN_MAX_STEPS:,} steps")}
+"""Each backend's ``max_steps``: its unit and its default, in words. A run that reaches it
+ends with status ``timeout``."""
 
-def register(name, backend):
-    """Make ``backend`` runnable as ``run(..., sim=name)``."""
+
+def register(name, backend, *, unit="cycles", default="the backend's"):
+    """Make ``backend`` runnable as ``run(..., sim=name)``; its ``max_steps`` counts
+    ``unit``, ``default`` says its default in words."""
     BACKENDS[name] = backend
+    LIMITS[name] = (unit, default)

@@ -46,7 +46,7 @@ from spec.tensorcore import TensorCoreConfig
 from .asm import AsmError, assemble, disassemble
 from .compiler import gemm, gemm_reference, mlp, result_bits
 from .program import DTYPES, Program
-from .runner import BACKENDS, run
+from .runner import BACKENDS, LIMITS, run
 
 __all__ = ["add_parsers"]
 
@@ -78,7 +78,11 @@ def add_parsers(sub):
     c.add_argument("--seed", type=int, default=0, help="random MLP weights / digits split")
     c.add_argument("-o", "--out", required=True, help="program file (.json)")
     c.set_defaults(func=_compile)
-    r = sub.add_parser("run", help="run a program (.json, assembly .s or hex) and report")
+    r = sub.add_parser("run", help="run a program (.json, assembly .s or hex) and report",
+                       description="Run a program (.json, assembly .s or hex) on the golden "
+                       "ISA simulator or the RTL chip and report its status, counters and "
+                       "checks; a run still going after --max-steps stops with status "
+                       "timeout.")
     r.add_argument("program", help="program file (.json), assembly (.s) or hex words")
     r.add_argument("--config", help="assembly and hex: TensorCoreConfig parameters, a JSON "
                    "file or inline JSON (default: the default TensorCore)")
@@ -90,8 +94,9 @@ def add_parsers(sub):
     r.add_argument("--outputs", help="directory to write each output to as <name>.npy "
                    "(default: none written)")
     r.add_argument("--seed", type=int, default=0, help="random inputs the program lacks")
-    r.add_argument("--max-steps", type=int, default=50_000_000,
-                   help="steps (golden) or cycles (RTL) before the run stops")
+    limits = "; ".join(f"{name}: {LIMITS[name][1]}" for name in sorted(BACKENDS))
+    r.add_argument("--max-steps", type=int, help="steps (golden) or cycles (RTL) after which "
+                   f"the run stops with status timeout (default: {limits})")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.set_defaults(func=_run)
 
@@ -276,7 +281,17 @@ def _run(args):
     inputs = _inputs(program, args.inputs, args.seed)
     if args.outputs:
         check_output_dir(args.outputs)
-    result, outputs = run(program, inputs, sim=args.sim, max_steps=args.max_steps)
+    if args.max_steps is not None and args.max_steps < 1:
+        raise ConfigError("--max-steps", f"must be at least 1, got {args.max_steps}")
+    options = {} if args.max_steps is None else {"max_steps": args.max_steps}
+    try:
+        result, outputs = run(program, inputs, sim=args.sim, **options)
+    except (RuntimeError, AssertionError) as e:
+        if args.sim == "golden":
+            raise
+        # A failed RTL run (build, simulator, testbench): one line naming the log.
+        print(f"podium: error: the {args.sim} run failed: {e}", file=sys.stderr)
+        return 1
     if args.outputs:
         _save_outputs(args.outputs, outputs)
     report = {"program": args.program, "sim": args.sim, "instructions": len(program.words),
@@ -290,6 +305,11 @@ def _run(args):
         for key, value in report.items():
             print(f"{key:>18}: {value:.4f}" if isinstance(value, float)
                   else f"{key:>18}: {value}")
+    if result.status == "timeout":
+        unit = LIMITS[args.sim][0]
+        print(f"podium: timeout: {args.program} was still running after {result.steps:,} "
+              f"{unit} on {args.sim} (--max-steps; default: {LIMITS[args.sim][1]})",
+              file=sys.stderr)
     ok = result.status == "done" and all(
         report.get(k, True) for k in ("matches_reference", "matches_numpy"))
     return 0 if ok else 1

@@ -28,7 +28,7 @@ from podium import tools
 from spec.config import ConfigError, parse_assignment, set_path
 from spec.files import check_output_dir
 
-from . import model_cli, programs, sweep_cli  # noqa: F401  (programs: the verilator backend)
+from . import model_cli, programs, progress, sweep_cli  # noqa: F401  (programs: the verilator backend)
 
 __all__ = ["main", "reporting", "Parser", "fill"]
 
@@ -51,13 +51,27 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
+class _Subparsers(argparse._SubParsersAction):
+    """Subcommands whose ``--help`` opens with a description: their own, else their one-line
+    ``help`` as a sentence."""
+
+    def add_parser(self, name, **kwargs):
+        text = kwargs.get("help")
+        if text and not kwargs.get("description"):
+            kwargs["description"] = text[0].upper() + text[1:].rstrip(".") + "."
+        if "\n" not in kwargs.get("description", "\n"):
+            kwargs["description"] = fill(kwargs["description"])
+        return super().add_parser(name, **kwargs)
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (and exit status 2), with the shared
-    help formatter."""
+    help formatter; its subcommands all have a description."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Subparsers)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -168,6 +182,9 @@ def _generate(args):
     check_output_dir(args.out)
     block, params = _params(args)
     config = make_config(block, params)
+    progress.stage(f"generating the Verilog of {block} (seconds for a block, tens of seconds "
+                   f"for a chip)")
+    progress.first_generation()
     start = time.perf_counter()
     design = generate(block, config)
     path = design.write(args.out)

@@ -1,14 +1,16 @@
 """``make verilog`` / ``make lint``: generate (and optionally lint) the Verilog of every block
 of the registry (hdl/generate.py ``BLOCKS``): its default configuration and its examples, one
-file and sidecar per configuration."""
+file and sidecar per configuration. A configuration generated before by the same generator
+sources is read back from the generation cache (sim/runner.py ``generated``,
+build/verilog-cache/) instead of generated again."""
 
 import argparse
 import sys
 import time
 from pathlib import Path
 
-from hdl.generate import BLOCKS, generate
-from sim.runner import lint
+from hdl.generate import BLOCKS
+from sim.runner import generated, lint
 
 __all__ = ["main"]
 
@@ -22,7 +24,7 @@ def main(argv=None):
     for block, entry in BLOCKS.items():
         for config in entry.configurations():
             start = time.perf_counter()
-            design = generate(block, config)
+            design = generated(block, config)
             path = design.write(Path(args.out))
             status = f"{time.perf_counter() - start:5.1f} s"
             if args.lint:

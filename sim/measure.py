@@ -19,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from sim import progress
 from sim.runner import BUILD, ROOT, build, generated, run, verilator_env
 
 __all__ = ["measure", "write_results", "environment", "environment_line", "median_seconds",
@@ -29,7 +30,8 @@ REPEATS = 3
 """Wall times are medians of this many runs: build machines are shared and noisy."""
 
 
-def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse=False):
+def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse=False,
+            note=""):
     """Run measurement ``testcase`` of testbench ``module`` on ``block``/``config`` with the
     measurement parameters ``spec`` (a dict); return the testbench's report (a dict, or what the
     testbench wrote) in ``{"report": ..., "build_seconds": ..., "run_seconds": ...,
@@ -41,6 +43,9 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
     same spec and seed instead of simulating again (simulation is deterministic; use it for
     measurements that take many minutes); its ``run_seconds`` is then None, since the wall
     time of that run was measured in another environment than this one's.
+
+    Each stage that takes long (generation, a first build, the simulation) is a line on
+    standard error (sim/progress.py); ``note`` is added to the simulation's.
     """
     start = time.perf_counter()
     built = build(generated(block, config))
@@ -56,6 +61,8 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
                     "setup_seconds": setup_seconds}
     report = test_dir.parent / f"{test_dir.name}.report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
+    progress.stage(f"simulating {built.design.name}: {module.rsplit('.', 1)[-1]}.{testcase}"
+                   + (f", {note}" if note else ""))
     start = time.perf_counter()
     passed, _ = run(built, module, test_dir=test_dir, testcase=rf"\.{testcase}$", seed=seed,
                     extra_env={"PODIUM_PERF": json.dumps({**spec, "report": str(report)})})

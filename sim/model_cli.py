@@ -45,7 +45,8 @@ WORKLOADS = (*TRAINING, *INFERENCE_WORKLOADS, "sdxl")
 def add_parser(subparsers):
     """Add ``model`` and its subcommands to an argparse ``subparsers`` object."""
     p = subparsers.add_parser("model", help="performance model from one chip to many slices",
-                              description=__doc__.splitlines()[0])
+                              description="The performance model on the command line: "
+                              "a preset's step time, its calibration, the scaling report.")
     p.set_defaults(func=run)
     sub = p.add_subparsers(dest="model_command", required=True)
     r = sub.add_parser("run", help="one preset and workload: the step-time breakdown")

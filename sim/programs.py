@@ -16,7 +16,14 @@ from sim.runner import BUILD
 from spec.chip import ChipConfig
 from spec.isa import Error
 
-__all__ = ["verilator"]
+__all__ = ["verilator", "MAX_CYCLES", "CYCLES_PER_SECOND"]
+
+CYCLES_PER_SECOND = 3_000
+"""The chip's simulated speed in Verilator, roughly: 2,500-3,500 cycles/s measured by the
+TensorCore benchmark (docs/results/tensorcore.md) on a shared 2-core machine."""
+MAX_CYCLES = 1_000_000
+"""The default cycle budget of an RTL run: about 6 minutes at :data:`CYCLES_PER_SECOND`
+(the 512 x 512 x 512 GEMM of the benchmark takes 536,000 cycles, the digits demo 19,956)."""
 
 
 class _Outputs:
@@ -33,17 +40,27 @@ class _Outputs:
         raise ValueError(f"{length} bytes at {address:#x} are not an output of the program")
 
 
-def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=10_000_000):
+def _duration(cycles):
+    seconds = cycles / CYCLES_PER_SECOND
+    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=None):
     """Run on the chip (``chip``: a ChipConfig; default: the program's TensorCore with the
     default HBM controller) in Verilator, through the chip's testbench and the golden HBM
-    device model; ``max_steps`` bounds the run in cycles. The result's ``hbm`` holds the
-    program's outputs; its counters are the TensorCore's (cycles, MXU, DMA, ...)."""
+    device model; ``max_steps`` bounds the run in cycles (default :data:`MAX_CYCLES`): a
+    program still running then is aborted and its result's status is ``timeout``, as the
+    golden simulator's is. The result's ``hbm`` holds the program's outputs; its counters are
+    the TensorCore's (cycles, MXU, DMA, ...)."""
     chip = chip or ChipConfig(tensorcore=program.config)
     if chip.tensorcore != program.config:
         raise ValueError("the chip's TensorCore configuration differs from the program's")
     if program.hbm_capacity > chip.hbm.capacity:
         raise ValueError(f"the program needs {program.hbm_capacity} bytes of HBM, the chip "
                          f"has {chip.hbm.capacity}")
+    max_steps = MAX_CYCLES if max_steps is None else max_steps
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     files = BUILD / "programs"
     files.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(json.dumps([program.to_dict(), sorted(
@@ -55,9 +72,17 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
         bytes(d)).decode()} for a, d in sorted(image.items())]))
     done = measure("chip", chip, "verification.tb.chip", "run_program",
                    {"program": str(prog_path), "image": str(image_path), "flow": flow,
-                    "budget": max_steps}, tag="programs", seed=seed)
+                    "budget": max_steps}, tag="programs", seed=seed,
+                   note=f"at most {max_steps:,} cycles (about {_duration(max_steps)} at "
+                        f"{CYCLES_PER_SECOND:,} cycles/s)")
     r = done["report"]
-    return Result(status="done" if r["done"] else "error", error=Error[r["error"]],
+    if r.get("timeout"):
+        # The testbench aborted the run (its ABORTED error is the testbench's doing, not the
+        # program's): a timeout without an error, as the golden simulator reports it.
+        status, error = "timeout", Error.NONE
+    else:
+        status, error = ("done" if r["done"] else "error"), Error[r["error"]]
+    return Result(status=status, error=error, steps=r["counters"].get("cycles", 0),
                   error_pc=r["error_pc"], pc=0, registers=r["registers"],
                   semaphores=r["semaphores"], vmem=None, hbm=_Outputs(program, r["outputs"]),
                   counters={**r["counters"], "build_seconds": done["build_seconds"],
@@ -65,4 +90,6 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
                             "run_seconds": done["run_seconds"]})
 
 
-register("verilator", verilator)
+register("verilator", verilator, unit="cycles",
+         default=f"{MAX_CYCLES:,} cycles, about {_duration(MAX_CYCLES)} at the chip's "
+                 f"{CYCLES_PER_SECOND:,} simulated cycles/s")

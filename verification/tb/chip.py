@@ -104,9 +104,10 @@ async def test_sparsecore(dut):
 @measurement
 @cocotb.test()
 async def run_program(dut):
-    """Run a compiled program (``podium run --sim verilator``; not in the regression): the
-    spec names the program file and an HBM image file; the report holds the outcome, every
-    counter and the bytes of the program's outputs."""
+    """Run a compiled program (``podium run --sim verilator``): the spec names the program
+    file and an HBM image file and the ``budget`` in cycles; the report holds the outcome
+    (``timeout``: still running after the budget, then aborted), every counter and the bytes
+    of the program's outputs."""
     spec = perf_spec()
     program = Program.load(spec["program"])
     image = json.loads(open(spec["image"]).read())
@@ -114,9 +115,9 @@ async def run_program(dut):
     await tb.start()
     for entry in image:
         tb.write_hbm(entry["address"], base64.b64decode(entry["data"]))
-    out = await tb.run(program.words, budget=spec.get("budget", 10_000_000))
+    out = await tb.run(program.words, budget=spec["budget"], abort=True)
     outputs = {name: base64.b64encode(tb.read_hbm(t.address, t.nbytes)).decode()
                for name, t in program.outputs.items()}
-    write_report(spec, {"done": out.done, "error": out.error.name, "error_pc": out.error_pc,
-                        "registers": out.regs, "semaphores": out.sems,
+    write_report(spec, {"done": out.done, "timeout": out.timed_out, "error": out.error.name,
+                        "error_pc": out.error_pc, "registers": out.regs, "semaphores": out.sems,
                         "counters": out.counters, "outputs": outputs})

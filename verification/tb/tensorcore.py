@@ -27,13 +27,16 @@ from verification.traffic.tensorcore import random_program
 __all__ = ["TensorCoreHost", "TensorCoreBench", "Outcome"]
 
 HBM_BYTES = 1 << 20
+ABORT_CYCLES = 100_000
+"""How long an aborted run may take to drain (its DMA transfers in flight finish)."""
 
 
 class Outcome:
     """What a run left: status, error, registers, semaphores, counters."""
 
-    def __init__(self, status, error, error_pc, regs, sems, counters):
+    def __init__(self, status, error, error_pc, regs, sems, counters, timed_out=False):
         self.done = bool(status & 2)
+        self.timed_out = timed_out
         self.error = Error(error) if status & 4 else Error.NONE
         self.error_pc = error_pc
         self.regs, self.sems, self.counters = regs, sems, counters
@@ -65,22 +68,35 @@ class TensorCoreHost:
             await self.write(self.reg["IMEM"] + 8 * (at + i), w & 0xFFFFFFFF)
             await self.write(self.reg["IMEM"] + 8 * (at + i) + 4, w >> 32)
 
-    async def run(self, running, *, start_pc=0, budget=200_000):
+    async def run(self, running, *, start_pc=0, budget=200_000, abort=False):
         """Start at ``start_pc``, wait (at most ``budget`` cycles) for ``running`` (the
         TensorCore's pin) to fall, and return the :class:`Outcome`."""
         await self.write(self.reg["START_PC"], start_pc)
         await self.write(self.reg["CONTROL"], 1)
-        return await self.run_to_end(running, budget=budget)
+        return await self.run_to_end(running, budget=budget, abort=abort)
 
-    async def run_to_end(self, running, *, budget=200_000):
-        """Wait for a started run to end; its :class:`Outcome`."""
-        for _ in range(budget):
+    async def run_to_end(self, running, *, budget=200_000, abort=False):
+        """Wait for a started run to end; its :class:`Outcome`. A run still going after
+        ``budget`` cycles fails the test, or with ``abort`` is aborted (CONTROL bit 1: the
+        TensorCore flushes and drains) and its outcome returned with ``timed_out`` set."""
+        if await self._wait(running, budget):
+            return await self.outcome()
+        if not abort:
+            raise AssertionError(f"still running after {budget} cycles")
+        await self.write(self.reg["CONTROL"], 2)
+        if not await self._wait(running, ABORT_CYCLES):
+            raise AssertionError(f"still running {ABORT_CYCLES} cycles after the abort")
+        out = await self.outcome()
+        out.timed_out = True
+        return out
+
+    async def _wait(self, running, cycles):
+        """Whether ``running`` falls within ``cycles`` clock cycles."""
+        for _ in range(cycles):
             await RisingEdge(self.dut.clk)
             if not running.value:
-                break
-        else:
-            raise AssertionError(f"still running after {budget} cycles")
-        return await self.outcome()
+                return True
+        return False
 
     async def outcome(self):
         cfg = self.config

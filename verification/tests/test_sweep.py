@@ -23,6 +23,7 @@ from sim import measurements
 from sim import sweep as sweep_module
 from sim.sweep import (
     Outcome,
+    Progress,
     ResultStore,
     code_digest,
     parse_spec,
@@ -280,13 +281,32 @@ def _check_tiny(outcome, synthesis):
             "a third row of PEs costs cells and flip-flops"
 
 
-def test_sweep_on_local_cluster(tmp_path):
+def test_progress_is_a_line_per_point_without_a_terminal(capsys):
+    """Sweep progress goes to standard error (standard output is the tables): without a
+    terminal (CI logs, here pytest's capture) tqdm draws no bar and each finished point is a
+    line."""
+    bar = Progress(2)
+    assert bar.bar.disable
+    bar.update({"status": "ok", "cached": True}, "rows=2")
+    bar.update({"status": "failed"}, "rows=4")
+    bar.close()
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "podium: sweep point 1/2 (1 from the store, 0 failed) ok: rows=2",
+        "podium: sweep point 2/2 (1 from the store, 1 failed) failed: rows=4"]
+
+
+def test_sweep_on_local_cluster(tmp_path, capfd):
     """Two tiny MXUs as Dask tasks on a LocalCluster (loopback, two worker processes), with
-    synthesis; then again: both points come from the result store."""
+    synthesis; then again: both points come from the result store. Progress: a line per
+    point from the sweep, none from the workers' measurements."""
     sweep = parse_spec(tiny(32))
     start = time.monotonic()
     outcome = run_sweep(sweep, out_dir=tmp_path / "out", store_dir=tmp_path / "store",
                         workers=2)
+    err = capfd.readouterr().err
+    assert err.count("podium: sweep point ") == 2 and "podium: simulating" not in err, err
     print(f"sweep of 2 points on a LocalCluster: {time.monotonic() - start:.0f} s")
     _check_tiny(outcome, synthesis=True)
     assert {r["pid"] for r in outcome.records.values()} != {os.getpid()}, "ran on workers"

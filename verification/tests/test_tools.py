@@ -5,6 +5,7 @@ status 2)."""
 import argparse
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 
@@ -23,10 +24,12 @@ from spec.tensorcore import TensorCoreConfig
 ROOT = __file__.rsplit("/verification/", 1)[0]
 
 
-def podium(*args, cwd):
+def podium(*args, cwd, timeout=300):
+    # PATH and HOME: an RTL run builds (make, a C++ compiler) and generates (Yosys's
+    # compiled WebAssembly is cached under HOME).
+    env = {"PYTHONPATH": ROOT, **{k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}}
     return subprocess.run([sys.executable, "-m", "sim.cli", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, env={"PYTHONPATH": ROOT},
-                          timeout=300)
+                          capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def test_asm_disasm(tmp_path):
@@ -95,6 +98,43 @@ def test_run_assembly_hex_and_npy_files(tmp_path):
     assert c.dtype == np.int32 and np.array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
 
 
+@pytest.mark.parametrize("sim, unit, budget", [("golden", "steps", 1000),
+                                               ("verilator", "cycles", 3000)])
+def test_a_program_that_never_ends_times_out_cleanly(tmp_path, sim, unit, budget):
+    """``loop: jmp loop`` never deadlocks: at --max-steps the run stops with status timeout on
+    the golden simulator and on the RTL alike (the testbench aborts the chip), exit status 1,
+    one line on standard error and no traceback. The RTL run is on the default chip, which
+    the regression builds anyway (test_chip); a cold build takes minutes."""
+    (tmp_path / "loop.s").write_text("loop: jmp loop\n")
+    r = podium("run", "loop.s", "--sim", sim, "--max-steps", budget, "--json", cwd=tmp_path,
+               timeout=1800)
+    assert r.returncode == 1, r.stderr
+    report = json.loads(r.stdout)
+    assert report["status"] == "timeout" and report["error"] == "NONE", report
+    assert budget <= report["steps"] < budget + 100, report
+    # Standard error: the stages of an RTL run (generation, build, simulation), each a line
+    # "podium: ...", then the one line of the timeout.
+    lines = r.stderr.splitlines()
+    assert all(line.startswith("podium: ") for line in lines), r.stderr
+    assert [line for line in lines if "timeout" in line] == lines[-1:], r.stderr
+    assert lines[-1].startswith(f"podium: timeout: loop.s was still running after "
+                                f"{report['steps']:,} {unit} on {sim} (--max-steps; default: ")
+    if sim == "verilator":
+        assert f"at most {budget:,} cycles" in r.stderr
+
+
+def test_the_rtl_default_budget_is_minutes():
+    """The RTL's default cycle budget ends a run in minutes at the chip's simulated speed,
+    and ``podium run --help`` says so."""
+    from sim.programs import CYCLES_PER_SECOND, MAX_CYCLES
+
+    assert 60 <= MAX_CYCLES / CYCLES_PER_SECOND <= 600
+    text = " ".join(podium("run", "--help", cwd=ROOT).stdout.split())
+    assert (f"verilator: {MAX_CYCLES:,} cycles, about "
+            f"{round(MAX_CYCLES / CYCLES_PER_SECOND / 60)} minutes") in text
+    assert "golden: 50,000,000 steps" in text
+
+
 def test_version_and_help():
     r = podium("--version", cwd=ROOT)
     assert r.returncode == 0 and r.stdout == f"podium {importlib.metadata.version('podium')}\n"
@@ -121,6 +161,16 @@ def test_every_option_shows_its_default():
                 continue
             text = formatter._get_help_string(action)
             assert "default" in text, f"{parser.prog} {action.option_strings[0]}: {text!r}"
+
+
+def test_every_command_has_a_whole_description():
+    """``podium --help`` and every subcommand's open with a description of whole sentences
+    (no docstring markup)."""
+    for parser in _parsers(_parser()):
+        text = parser.description
+        assert text and text.rstrip().endswith(".") and "``" not in text, \
+            f"{parser.prog}: {text!r}"
+        assert text.split("\n\n")[0] in parser.format_help(), parser.prog
 
 
 def test_generate_help_documents_every_block():
