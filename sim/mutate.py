@@ -27,14 +27,14 @@ only. Only a run of the whole list writes docs/results/; a partial one writes bu
 """
 
 import argparse
-import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -134,7 +134,9 @@ MUTATIONS = [
         "hdl/nic/collective.py",
         "m.d.comb += [start.eq(first + (lower if half else 0)),",
         "m.d.comb += [start.eq(first + (lower - 1 if half else 0)),",
-        (f"{PU}::test_collective",)),
+        (f"{PU}::test_collective[1x4-ALL_GATHER-int32]",
+         f"{PU}::test_collective[1x4-REDUCE_SCATTER-fp32]",
+         f"{PU}::test_collective[3x2-ALL_REDUCE_2D-int32]"), fast=True),
     Mutation(
         "pod bfloat16 chunk address", "pod",
         "a piece of a bfloat16 buffer starts at twice its element offset in bytes: at four "
@@ -142,7 +144,8 @@ MUTATIONS = [
         "hdl/nic/collective.py",
         "Mux(ctx.bf16, offset << 1, offset << 2)",
         "Mux(ctx.bf16, offset << 2, offset << 2)",
-        (f"{PU}::test_collective",)),
+        (f"{PU}::test_collective[1x4-ALL_REDUCE-bfloat16]",
+         f"{PU}::test_collective[2x2-x-ALL_GATHER-bfloat16]"), fast=True),
     # AXI ---------------------------------------------------------------------------------------
     Mutation(
         "AXI wlast one beat early at a 4 KiB split", "AXI",
@@ -158,7 +161,8 @@ MUTATIONS = [
         "hdl/tensorcore/dma.py",
         "inflight_last.eq(last_beat)",
         "inflight_last.eq(beat == cur.beats - 2)",
-        (TC,)),
+        (f"{TC}::test_tensorcore[8x8-int8-test_dma_round_trip]",
+         f"{TC}::test_tensorcore[8x8-int8-test_matmul_from_hbm]")),
     # TensorCore --------------------------------------------------------------------------------
     Mutation(
         "TensorCore semaphore released early", "TensorCore",
@@ -167,7 +171,10 @@ MUTATIONS = [
         "hdl/tensorcore/dma.py",
         "Array(count)[head] == 0)",
         "Array(count)[head] <= 1)",
-        (TC,)),
+        (f"{TC}::test_tensorcore[8x8-int8-test_dma_round_trip]",
+         f"{TC}::test_tensorcore[8x8-int8-test_matmul_from_hbm]",
+         f"{TC}::test_tensorcore[8x8-int8-test_compiled_gemms]",
+         f"{TC}::test_tensorcore[8x8-int8-test_random_programs]")),
     Mutation(
         "TensorCore DMA stride", "TensorCore",
         "a DMA's outer dimension steps its VMEM address by the vertical stride: by the "
@@ -175,7 +182,8 @@ MUTATIONS = [
         "hdl/tensorcore/dma.py",
         "nh, nv = hb[d] + cmd.hstride[d], vb[d] + cmd.vstride[d]",
         "nh, nv = hb[d] + cmd.hstride[d], vb[d] + cmd.hstride[d]",
-        (TC,)),
+        (f"{TC}::test_tensorcore[8x8-int8-test_dma_round_trip]",
+         f"{TC}::test_tensorcore[8x8-int8-test_matmul_from_hbm]")),
     # MXU ---------------------------------------------------------------------------------------
     Mutation(
         "MXU accumulate ignores overwrite", "MXU",
@@ -184,7 +192,7 @@ MUTATIONS = [
         "hdl/mxu/accumulator.py",
         "total[c].eq(Mux(s1.overwrite, s1.data[c],",
         "total[c].eq(Mux(0, s1.data[c],",
-        (f"{MX}::test_mxu[4x4-test_gemm_random]", f"{MX}::test_mxu[2x3-bf16-test_gemm_random]")),
+        (f"{MX}::test_mxu[4x4-test_gemm_random]", f"{MX}::test_mxu[4x4-test_accumulate]")),
     Mutation(
         "MXU bfloat16 output rounding", "MXU",
         "a bfloat16 output is the fp32 sum rounded to nearest even: ties always rounded up",
@@ -200,7 +208,15 @@ MUTATIONS = [
         "hdl/lib/fp.py",
         "up = guard & (round_ | sticky | lsb)",
         "up = guard & (round_ | sticky)",
-        (f"{VP}::test_vpu[4l-test_float_ops]", FP)),
+        (f"{VP}::test_vpu[4l-test_vop_matrix]", f"{VP}::test_vpu[4l-test_special_values]",
+         f"{FP}::test_fp_units[bfloat16]")),
+    Mutation(
+        "VPU requantize rounding", "VPU",
+        "a cast of int32 to int8 rounds (x * scale) >> shift half up: it truncates",
+        "hdl/tensorcore/vpu_lane.py",
+        "total.eq(product + half),",
+        "total.eq(product),",
+        (f"{VP}::test_vpu[4l-test_casts]",)),
     # SparseCore --------------------------------------------------------------------------------
     Mutation(
         "SparseCore dedup merges distinct ids", "SparseCore",
@@ -209,7 +225,15 @@ MUTATIONS = [
         "hdl/sparsecore/sorter.py",
         "m.d.comb += same.eq(Cat(*[pend[k] & (ids[k] == lowest) for k in range(n)]))",
         "m.d.comb += same.eq(Cat(*[pend[k] & (ids[k][1:] == lowest[1:]) for k in range(n)]))",
-        (SC,)),
+        (f"{SC}::test_sparsecore[axi-test_scatter_duplicates]",
+         f"{SC}::test_sparsecore[axi-test_edges_duplicates_tables]")),
+    Mutation(
+        "SparseCore sqrtn denominator", "SparseCore",
+        "the sqrtn combiner's denominator adds the squares of a bag's weights: the weights",
+        "hdl/sparsecore/scale.py",
+        'Mux(kind == Combine.SQRTN, mul_fp32(m, self.weight, self.weight, "w2"),',
+        "Mux(kind == Combine.SQRTN, self.weight,",
+        (f"{SC}::test_scale_unit_matches_model",), fast=True),
     # Golden models -----------------------------------------------------------------------------
     Mutation(
         "HBM device model without its tFAW rule", "golden model",
@@ -234,7 +258,8 @@ MUTATIONS = [
         "verification/models/mxu.py",
         "                for r in range(R):\n",
         "                for r in reversed(range(R)):\n",
-        (f"{MX}::test_mxu[8x8-bf16-test_gemm_random]", f"{MX}::test_mxu[2x3-bf16-test_gemm_random]")),
+        (f"{MX}::test_mxu[8x8-bf16-test_gemm_random]",
+         f"{MX}::test_mxu[4x4-bf16-to-bf16-test_gemm_random]")),
     Mutation(
         "SparseCore model dedup merges distinct ids", "golden model",
         "the SparseCore model's scatter combines duplicates of one id: ids that differ in "
@@ -309,27 +334,34 @@ def apply(scratch, mutation):
 
 def _pytest(scratch, tests, junit, timeout, first_failure=True):
     """Run pytest on ``tests`` in ``scratch``; returns (exit code or None on timeout, seconds,
-    failed test ids, errored test ids)."""
+    failed test ids, errored test ids, the first failure's message, the output's tail)."""
     env = dict(os.environ, PYTHONPATH=str(scratch), PYTHONDONTWRITEBYTECODE="1")
     env.pop("PODIUM_SEED", None)            # the tests' fixed seeds: a catch is replayable
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
            "--junitxml", str(junit), *(["-x"] if first_failure else []), *tests]
+    Path(junit).unlink(missing_ok=True)
     start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=scratch, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, time.perf_counter() - start, [], [], ""
+        os.killpg(proc.pid, signal.SIGKILL)     # pytest and the simulators it started
+        proc.communicate()
+        return None, time.perf_counter() - start, [], [], "", ""
     seconds = time.perf_counter() - start
-    failed, errors = [], []
+    failed, errors, messages = [], [], []
     if Path(junit).exists():
         for case in ElementTree.parse(junit).iter("testcase"):
             ident = f"{case.get('classname', '')}::{case.get('name', '')}"
-            if case.find("failure") is not None:
+            failure = case.find("failure")
+            if failure is not None:
                 failed.append(ident)
+                messages.append(" ".join((failure.get("message") or "").split())[:200])
             if case.find("error") is not None:
                 errors.append(ident)
-    return proc.returncode, seconds, failed, errors, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return (proc.returncode, seconds, failed, errors, messages[0] if messages else "",
+            out[-4000:])
 
 
 def _short(ident):
@@ -352,7 +384,7 @@ def run_mutation(scratch, mutation, *, timeout=3600, baseline=True, log=None, ba
         if mutation.tests not in baselines:
             baselines[mutation.tests] = _pytest(scratch, mutation.tests, junit, timeout,
                                                 first_failure=False)
-        code, seconds, failed, errors, out = baselines[mutation.tests]
+        code, seconds, failed, errors, _, out = baselines[mutation.tests]
         row["baseline_seconds"] = round(seconds, 1)
         if code != 0:
             row.update(status="invalid", detail=f"the tests do not pass without the mutation "
@@ -362,7 +394,8 @@ def run_mutation(scratch, mutation, *, timeout=3600, baseline=True, log=None, ba
             return row
     original = apply(scratch, mutation)
     try:
-        code, seconds, failed, errors, out = _pytest(scratch, mutation.tests, junit, timeout)
+        code, seconds, failed, errors, message, out = _pytest(scratch, mutation.tests, junit,
+                                                              timeout)
     finally:
         (Path(scratch) / mutation.path).write_text(original)
     row["seconds"] = round(seconds, 1)
@@ -371,7 +404,7 @@ def run_mutation(scratch, mutation, *, timeout=3600, baseline=True, log=None, ba
     elif code == 0:
         row.update(status="survived", detail="every test passed")
     elif code == 1 and failed and not errors:
-        row.update(status="caught", caught_by=[_short(f) for f in failed])
+        row.update(status="caught", caught_by=[_short(f) for f in failed], detail=message)
     else:
         row.update(status="invalid", detail=f"pytest exit {code}, failed "
                    f"{[_short(f) for f in failed]}, errors {[_short(e) for e in errors]} "
@@ -392,7 +425,8 @@ def render(data):
         f"Measured by `make mutate` on {environment_line(data['environment'])}.", "",
         "Each mutation (sim/mutate.py) breaks one rule of a block's Amaranth source or of a "
         "golden model in a scratch copy of the repository and runs the tests paired with it "
-        "(stopping at the first failure); it is caught when one of them fails. Time to catch: "
+        "(stopping at the first failure); it is caught when one of them fails (result: how). "
+        "Time to catch: "
         "wall time of that pytest run, builds of the mutated design included. Baseline: the "
         "same tests without the mutation, which must pass. Fast mutations also run in "
         "`make test` (verification/tests/test_mutations.py).", "",
@@ -403,7 +437,8 @@ def render(data):
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        result = r["status"] + (f": {r['detail']}" if r["status"] != "caught" else "")
+        result = r["status"] + (f": {r['detail']}" if r["detail"] else "")
+        result = result.replace("|", "\\|")
         lines.append(
             f"| {r['block']} | {r['name']}{' (fast)' if r['fast'] else ''} | {r['rule']} | "
             f"`{r['path']}` | {result} | "
