@@ -5,6 +5,8 @@ models' own tests within seconds) are caught, each in a scratch copy of the repo
 others run in ``make mutate``, which writes docs/results/mutations.md."""
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -38,6 +40,19 @@ def test_mutation_applies(mutation):
     assert mutated_text(ROOT, mutation) != text
     for arg in mutation.tests:
         assert (ROOT / arg.split("::")[0]).is_file(), f"{arg}: no such test file"
+
+
+def test_mutation_tests_collect():
+    """Every test a mutation names is collected (a renamed test or parameter would otherwise
+    make its mutation invalid only in ``make mutate``)."""
+    args = sorted({t for m in MUTATIONS for t in m.tests})
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                          "-p", "no:cacheprovider", *args], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    collected = out.stdout
+    for arg in args:
+        assert arg in collected or f"{arg}[" in collected, f"{arg}: not collected"
 
 
 def test_every_block_has_two_mutations():
