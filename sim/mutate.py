@@ -127,6 +127,15 @@ MUTATIONS = [
         "cls = Mux(in_port == 2 * d + ~plus, in_class | wrap_hop,",
         "cls = Mux(in_port == 2 * d + ~plus, in_class,",
         (f"{IU}::test_input_unit",), fast=True),
+    Mutation(
+        "ICI checker stuck at no error", "ICI",
+        "the traffic harness's Checker counts every flit with a wrong, lost, duplicated, "
+        "reordered or corrupted packet: it counts none (what the traffic, soak and benchmark "
+        "runs trust)",
+        "hdl/ici/harness.py",
+        "error = beat & (code != CheckError.NONE)",
+        "error = beat & 0",
+        (f"{IU}::test_checker_flags_every_fault",), fast=True),
     # pod ---------------------------------------------------------------------------------------
     Mutation(
         "pod collective chunk offset", "pod",
@@ -349,6 +358,9 @@ def _pytest(scratch, tests, junit, timeout, first_failure=True):
         os.killpg(proc.pid, signal.SIGKILL)     # pytest and the simulators it started
         proc.communicate()
         return None, time.perf_counter() - start, [], [], "", ""
+    except BaseException:                       # interrupted: leave no simulator behind
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     seconds = time.perf_counter() - start
     failed, errors, messages = [], [], []
     if Path(junit).exists():
@@ -479,6 +491,9 @@ def main(argv=None):
             return 2
 
     from sim.measure import environment, write_results
+
+    # A terminated run still removes its scratch copy and the tests it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     env = environment()
     rows, baselines = [], {}
