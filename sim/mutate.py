@@ -8,8 +8,8 @@ mutations.json). A mutation no test catches is a failing result: the command exi
 
 A mutation is an exact snippet of one file (``old``, which must occur exactly once, so the list
 fails loudly when the code it mutates changes) and its replacement (``new``). Its ``tests`` are
-pytest arguments (node ids or files, ``-k`` expressions allowed as a ``("-k", expr)`` pair) run
-with ``-x`` in the scratch copy: the mutation is
+pytest node ids (or files), run with ``-x`` in the scratch copy, in order (the likeliest catcher
+first): the mutation is
 
 * ``caught`` when pytest ends with a failed test (not an error: a mutation that breaks the
   import or the collection of the tests proves nothing and is ``invalid``),
@@ -414,7 +414,9 @@ def run_mutation(scratch, mutation, *, timeout=3600, baseline=True, log=None, ba
     elif code == 0:
         row.update(status="survived", detail="every test passed")
     elif code == 1 and failed and not errors:
-        row.update(status="caught", caught_by=[_short(f) for f in failed], detail=message)
+        # The scratch copy is gone after the run: its paths mean nothing on the page.
+        row.update(status="caught", caught_by=[_short(f) for f in failed],
+                   detail=message.replace(str(scratch), "<scratch copy>"))
     else:
         row.update(status="invalid", detail=f"pytest exit {code}, failed "
                    f"{[_short(f) for f in failed]}, errors {[_short(e) for e in errors]} "
