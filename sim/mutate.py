@@ -5,6 +5,7 @@ caught it and how long that took, and writes the table to docs/results/mutations
 mutations.json). A mutation no test catches is a failing result: the command exits 1.
 
     python -m sim.mutate [name ...] [--fast] [--no-baseline] [--timeout SECONDS]
+    python -m sim.mutate --render      # docs/results/mutations.md again from its JSON
 
 A mutation is an exact snippet of one file (``old``, which must occur exactly once, so the list
 fails loudly when the code it mutates changes) and its replacement (``new``). Its ``tests`` are
@@ -27,7 +28,9 @@ only. Only a run of the whole list writes docs/results/; a partial one writes bu
 """
 
 import argparse
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -426,8 +429,17 @@ def run_mutation(scratch, mutation, *, timeout=3600, baseline=True, log=None, ba
     return row
 
 
+def _brief(detail, limit=140):
+    """A failure message short enough for a table cell: pytest's ``+ where`` explanations,
+    the pointer to the test directory and object addresses left out."""
+    text = re.sub(r" at 0x[0-9a-f]+", "", detail.split(" + where")[0].split("; see ")[0])
+    text = text.replace("|", "\\|")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def render(data):
-    """The results page (markdown) of a run's JSON ``data``."""
+    """The results page (markdown) of a run's JSON ``data`` (a pure function of it: the page
+    is re-rendered from the JSON, ``python -m sim.mutate --render``)."""
     from sim.measure import environment_line
 
     rows = data["tables"]["mutations"]
@@ -449,8 +461,7 @@ def render(data):
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        result = r["status"] + (f": {r['detail']}" if r["detail"] else "")
-        result = result.replace("|", "\\|")
+        result = r["status"] + (f": {_brief(r['detail'])}" if r["detail"] else "")
         lines.append(
             f"| {r['block']} | {r['name']}{' (fast)' if r['fast'] else ''} | {r['rule']} | "
             f"`{r['path']}` | {result} | "
@@ -470,7 +481,15 @@ def main(argv=None):
                    help="do not first check that the paired tests pass without the mutation")
     p.add_argument("--timeout", type=float, default=3600,
                    help="seconds a mutation's tests may take (default 3600)")
+    p.add_argument("--render", action="store_true",
+                   help="write docs/results/mutations.md again from mutations.json and exit")
     args = p.parse_args(argv)
+    if args.render:
+        from sim.measure import RESULTS
+
+        data = json.loads((RESULTS / "mutations.json").read_text())
+        (RESULTS / "mutations.md").write_text(render(data))
+        return 0
     if args.list:
         for m in MUTATIONS:
             print(f"{m.block:12} {'fast' if m.fast else '    '}  {m.name}")
