@@ -370,7 +370,10 @@ def _pytest(scratch, tests, junit, timeout, first_failure=True):
             failure = case.find("failure")
             if failure is not None:
                 failed.append(ident)
-                messages.append(" ".join((failure.get("message") or "").split())[:200])
+                text = " ".join((failure.get("message") or "").split())
+                # The scratch copy is gone after the run: its paths mean nothing on the page.
+                text = text.replace(str(scratch), "<scratch copy>").split("; see ")[0]
+                messages.append(text[:300])
             if case.find("error") is not None:
                 errors.append(ident)
     return (proc.returncode, seconds, failed, errors, messages[0] if messages else "",
@@ -417,9 +420,7 @@ def run_mutation(scratch, mutation, *, timeout=3600, baseline=True, log=None, ba
     elif code == 0:
         row.update(status="survived", detail="every test passed")
     elif code == 1 and failed and not errors:
-        # The scratch copy is gone after the run: its paths mean nothing on the page.
-        row.update(status="caught", caught_by=[_short(f) for f in failed],
-                   detail=message.replace(str(scratch), "<scratch copy>"))
+        row.update(status="caught", caught_by=[_short(f) for f in failed], detail=message)
     else:
         row.update(status="invalid", detail=f"pytest exit {code}, failed "
                    f"{[_short(f) for f in failed]}, errors {[_short(e) for e in errors]} "
@@ -451,8 +452,11 @@ def render(data):
         "golden model in a scratch copy of the repository and runs the tests paired with it "
         "(stopping at the first failure); it is caught when one of them fails (result: how). "
         "Time to catch: "
-        "wall time of that pytest run, builds of the mutated design included. Baseline: the "
-        "same tests without the mutation, which must pass. Fast mutations also run in "
+        "wall time of that pytest run, with the Verilator build of a mutated design when it "
+        "was not cached yet (builds are kept in build/sim, keyed by the Verilog text, so a "
+        "later run reuses them and a first run takes minutes longer per cocotb mutation). "
+        "Baseline: the same tests without the mutation, which must pass (seconds: the "
+        "pytest run; tests shared by mutations run once). Fast mutations also run in "
         "`make test` (verification/tests/test_mutations.py).", "",
         f"**{caught} of {len(rows)} mutations caught.**"
         + ("" if caught == len(rows) else " Every other one is a failing result."), "",
