@@ -11,7 +11,7 @@ TEST       ?= verification/tests/test_mxu.py::test_mxu[4x4-test_gemm_random]
 CONFIG     ?=
 ARGS       ?=
 
-GOALS := help venv demo verilog lint test test-all bench waves clean
+GOALS := help venv demo verilog lint test test-all mutate bench waves clean
 .PHONY: $(GOALS)
 
 # `make bench mxu hbm`: the words after bench that are no target are the benchmarks to run.
@@ -24,7 +24,8 @@ help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 	@echo "  variables: SIM=verilator|icarus  JOBS=$(JOBS)  TEST=<pytest node id> (for waves)"
 	@echo "             CONFIG=<chip JSON file> (for demo: {\"block\": \"chip\", \"parameters\": {...}})"
-	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick)"
+	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick;"
+	@echo "             mutate: --fast, --list, mutation names)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON_SYS) -m venv $(VENV)
@@ -55,6 +56,9 @@ test: $(VENV)/.installed-test  ## the regression (parallel; measured 25 minutes 
 
 test-all: $(VENV)/.installed-test  ## the regression plus long sweeps and large configurations
 	$(PY) -m pytest -n $(JOBS) verification/tests
+
+mutate: $(VENV)/.installed-test  ## mutation tests: break rules on purpose, check tests fail; docs/results/mutations.md
+	$(PY) -m sim.mutate $(ARGS)
 
 bench: $(STAMP)  ## benchmarks (all, or some: make bench mxu hbm): tables, docs/results/
 	$(PY) -m sim.bench $(BENCHES) $(ARGS)

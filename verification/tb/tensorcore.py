@@ -8,6 +8,8 @@ The tests are written against a small bench interface (``cfg``, ``rng``, ``write
 same programs run on the TensorCore alone and on the chip with the HBM controller.
 """
 
+import itertools
+
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
@@ -170,6 +172,38 @@ async def dma_round_trip(tb):
     assert out.counters["bytes_read"] == out.counters["bytes_written"] == rows * run, out
     assert out.counters["retired"] == len(program), out
     assert out.sems[:2] == [0, 0], out
+
+
+async def semaphore_after_last_burst(tb):
+    """A DMA's semaphore is signalled when its last burst is answered, not before: a load of
+    many rows, its WAIT, and at once a store of the load's last row (the end of its last
+    burst) back to HBM store the loaded bytes. Read data comes one beat in 16 cycles, so a
+    semaphore signalled a burst early lets the store read the row from VMEM long before it
+    lands."""
+    tb.ram.read_if.r_channel.set_pause_generator(itertools.cycle([False] + [True] * 15))
+    beat = tb.cfg.beat_bytes
+    rows, run = 24, 2 * beat           # contiguous: bursts of max_burst beats, the last row
+    src, dst = 0x2000, 0x9000           # the end of the last burst
+    data = bytes(tb.rng.getrandbits(8) for _ in range(rows * run))
+    tb.write_hbm(src, data)
+    last = (rows - 1) * run
+    program = [
+        li(1, src), li(2, 0), li(3, dst), li(4, run), li(5, rows), li(6, run), li(7, run),
+        li(8, 1), li(9, last),
+        encode(Op.DMA_SHAPE, dim=0, b=4),
+        encode(Op.DMA_SHAPE, dim=1, b=5, c=6, d=7),
+        encode(Op.DMA_LOAD, b=1, c=2, sem=0),
+        encode(Op.WAIT, queue=Queue.DMA, sem=0),
+        encode(Op.DMA_SHAPE, dim=1, b=8, c=6, d=7),
+        encode(Op.DMA_STORE, b=3, c=9, sem=1),
+        encode(Op.WAIT, queue=Queue.DMA, sem=1),
+        encode(Op.HALT),
+    ]
+    out = await tb.run(program)
+    assert out.done and out.error == Error.NONE, out
+    assert tb.read_hbm(dst, run) == data[last:], "the last row was stored before it was loaded"
+    assert out.counters["bytes_read"] == rows * run, out
+    assert out.counters["bytes_written"] == run, out
 
 
 async def matmul_from_hbm(tb):
@@ -394,4 +428,5 @@ def cocotb_tests(bench, bodies, flows, module):
     return tests
 
 
-globals().update(cocotb_tests(TensorCoreBench, TESTS, FLOWS, __name__))
+globals().update(cocotb_tests(TensorCoreBench, [*TESTS, semaphore_after_last_burst], FLOWS,
+                             __name__))
