@@ -26,7 +26,7 @@ help:  ## list the targets
 	@echo "  variables: SIM=verilator|icarus  JOBS=$(JOBS)  TEST=<pytest node id> (for waves)"
 	@echo "             SHARD=k/N (for test-shard; default: this commit's shard)"
 	@echo "             CONFIG=<chip JSON file> (for demo: {\"block\": \"chip\", \"parameters\": {...}})"
-	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick)"
+	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick, --render)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON_SYS) -m venv $(VENV)

@@ -3,9 +3,12 @@
 ``measure`` builds a block's configuration (through the shared build cache), runs one
 measurement of its testbench (a cocotb test marked ``measurement``, told what to measure through
 ``PODIUM_PERF``) and returns the report the testbench wrote, with the build's and the run's wall
-times. ``write_results`` prints a benchmark's tables and writes them to ``docs/results/<name>.md``
-for people and ``docs/results/<name>.json`` for tools (the scaling model and the sweeps read
-it), with the environment measured at run time, never typed.
+times. ``write_results`` writes a benchmark's measurements with the environment measured at run
+time (never typed: the machine, the tools, the commit and whether the tree was clean) to
+``docs/results/<name>.json`` for tools (the scaling model and the sweeps read it), and renders
+``docs/results/<name>.md`` for people from that JSON alone, by the benchmark's ``render``: a
+page is the rendering of its JSON, never edited (verification/tests/test_results.py re-renders
+every page and compares).
 """
 
 import hashlib
@@ -19,7 +22,7 @@ import time
 from sim.runner import BUILD, ROOT, build, generated, run, verilator_env
 
 __all__ = ["measure", "write_results", "environment", "environment_line", "median_seconds",
-           "table", "results_directory", "RESULTS", "REPEATS"]
+           "table", "results_directory", "dumps", "RESULTS", "REPEATS"]
 
 RESULTS = ROOT / "docs" / "results"
 REPEATS = 3
@@ -101,14 +104,18 @@ def _cpu_model():
 
 
 def environment():
-    """Where and with what a benchmark runs, measured now."""
+    """Where and with what a benchmark runs, measured now: the machine and its load, the
+    tools' versions, the commit and whether the tree was clean (``clean``; the commit then
+    reads "<hash> with uncommitted changes" on the page)."""
     import amaranth
     import cocotb
     import numpy
 
     commit = _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    # Clean: no tracked file differs from the commit (untracked files are not looked at).
     status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
                              "--untracked-files=no"], capture_output=True, text=True)
+    clean = status.returncode == 0 and not status.stdout.strip()
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": platform.machine(),
@@ -124,7 +131,8 @@ def environment():
         "numpy": numpy.__version__,
         "verilator": _first_line(["verilator", "--version"], env=verilator_env()),
         "cxx": _first_line(["g++", "--version"]),
-        "commit": commit + (" with uncommitted changes" if status.stdout.strip() else ""),
+        "commit": commit + ("" if clean else " with uncommitted changes"),
+        "clean": clean,
     }
 
 
@@ -145,11 +153,19 @@ def results_directory(quick=False):
     return directory
 
 
-def write_results(name, text, tables, env, quick=False):
-    """Print ``text`` and write it to ``<name>.md``, and ``tables`` (a dict of lists of row
-    dicts) with ``env`` to ``<name>.json``, in :func:`results_directory`."""
+def dumps(data):
+    """A results JSON file's text."""
+    return json.dumps(data, indent=1) + "\n"
+
+
+def write_results(name, tables, env, render, quick=False, **extra):
+    """Write ``tables`` (a dict of lists of row dicts), ``env`` and ``extra`` (more of what
+    the page shows) to ``<name>.json`` in :func:`results_directory`, then ``render(data)`` of
+    that file's contents to ``<name>.md``, and print the page."""
     directory = results_directory(quick)
-    (directory / f"{name}.md").write_text(text)
-    (directory / f"{name}.json").write_text(json.dumps(
-        {"benchmark": name, "environment": env, "tables": tables}, indent=1) + "\n")
-    print(text)
+    text = dumps({"benchmark": name, "environment": env, "tables": tables,
+                  **({"quick": True} if quick else {}), **extra})
+    (directory / f"{name}.json").write_text(text)
+    page = render(json.loads(text))
+    (directory / f"{name}.md").write_text(page)
+    print(page)

@@ -1,0 +1,49 @@
+"""Every results page (docs/results/<page>.md) is its benchmark's rendering of the JSON the
+benchmark wrote beside it (each bench module's ``render``, sim/bench.py), byte for byte: pages
+are written by their bench, never edited, and a page whose text no longer matches its
+renderer or its data fails here (``python -m sim.bench <name> --render`` rewrites a page from
+its JSON after a change of the page's text; new data needs the bench re-run)."""
+
+import pytest
+
+from sim.bench import BENCHES, page_name, render
+from sim.measure import RESULTS
+
+STALE = {
+    "mxu": "mxu.json has no generation run times (the page's 'runs, s' column of the 256x256 "
+           "generation), and the page cites a file outside the repository: re-run "
+           "`python -m sim.bench mxu`",
+    "ici": "ici.json has no accepted rate at saturation of the switch_stage rows, and the page "
+           "predates the 8x8 harness's speed runs at offered 0.1-0.5 (README's 3,272 / 4,896 / "
+           "8,750 cycles/s): re-run `python -m sim.bench ici`",
+    "sparsecore": "sparsecore.json has no build and run wall times, table rows, golden-model "
+                  "row writes or configuration, which the page shows: re-run "
+                  "`python -m sim.bench sparsecore`",
+    "tensorcore": "tensorcore.json has no HBM bandwidth (and its source) that the roofline "
+                  "used, nor the MXU size: re-run `python -m sim.bench tensorcore`",
+}
+"""Pages that cannot be rendered from their current JSON (by benchmark), with why: each needs
+its benchmark re-run."""
+
+PAGES = {page_name(name): name for name in BENCHES}
+
+
+def test_every_page_has_its_json_and_bench():
+    jsons = {p.stem for p in RESULTS.glob("*.json")}
+    pages = {p.stem for p in RESULTS.glob("*.md")}
+    assert pages == jsons, "a results page without its JSON, or the reverse"
+    assert jsons <= set(PAGES), f"no benchmark renders {sorted(jsons - set(PAGES))}"
+    assert set(STALE) <= set(BENCHES)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=(KeyError, AssertionError),
+                                               reason=STALE[name]))
+    if name in STALE else name
+    for name in sorted(BENCHES)])
+def test_page_is_its_json_rendered(name):
+    page = page_name(name)
+    assert (RESULTS / f"{page}.json").exists(), f"docs/results/{page}.json: never run"
+    text, rendering = render(name)
+    assert rendering == text, (f"docs/results/{page}.md is not the rendering of "
+                               f"{page}.json (python -m sim.bench {name} --render)")
