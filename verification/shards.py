@@ -13,7 +13,8 @@ since CI runs the shard after it). A group is never split, so a configuration is
 
 CI's shard is the number of first-parent commits of HEAD (one per landing on main) modulo
 ``SHARDS``: consecutive landings take consecutive shards, so every ``SHARDS`` landings run every
-slow test. ``make test-shard SHARD=k/N`` runs another.
+slow test (a shallow clone, which cannot count, takes the commit hash modulo ``SHARDS``).
+``make test-shard SHARD=k/N`` runs another.
 
 Exit status: pytest's; 2 for a bad ``--shard`` (nothing run).
 """
@@ -148,13 +149,20 @@ def minutes(shard, jobs=JOBS):
     return shard["seconds"] / jobs / 60
 
 
+def _git(*args):
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
 def shard_of_commit(shards=SHARDS):
     """``(k, how)``: CI's shard (1-based) for HEAD: its first-parent commit count modulo
-    ``shards``, plus one."""
+    ``shards``, plus one; in a shallow clone (no count to take) its hash modulo ``shards``."""
     try:
-        count = int(subprocess.run(["git", "rev-list", "--count", "--first-parent", "HEAD"],
-                                   cwd=ROOT, check=True, capture_output=True,
-                                   text=True).stdout)
+        if _git("rev-parse", "--is-shallow-repository") == "true":
+            head = _git("rev-parse", "HEAD")
+            return (int(head[:8], 16) % shards + 1,
+                    f"shallow clone: HEAD {head[:8]} (hex) mod {shards} + 1")
+        count = int(_git("rev-list", "--count", "--first-parent", "HEAD"))
     except (OSError, subprocess.CalledProcessError, ValueError):
         return 1, "shard 1 (no git history here to choose from)"
     return count % shards + 1, f"HEAD is first-parent commit {count}: {count} mod {shards} + 1"

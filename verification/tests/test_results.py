@@ -47,3 +47,28 @@ def test_page_is_its_json_rendered(name):
     text, rendering = render(name)
     assert rendering == text, (f"docs/results/{page}.md is not the rendering of "
                                f"{page}.json (python -m sim.bench {name} --render)")
+
+
+def test_write_results_renders_the_json_it_wrote(tmp_path, monkeypatch):
+    """A bench's page is written from the JSON file's contents (what the test above
+    re-renders), which records the commit and whether the tree was clean."""
+    import json
+
+    from sim import measure
+
+    monkeypatch.setattr(measure, "results_directory", lambda quick=False: tmp_path)
+    env = measure.environment()
+    assert isinstance(env["clean"], bool)
+    assert env["commit"].endswith(" with uncommitted changes") != env["clean"]
+    seen = []
+
+    def render(data):
+        seen.append(data)
+        line = measure.environment_line(data["environment"])
+        return f"{data['tables']['t'][0]['x']:.3f} {line}\n"
+
+    measure.write_results("demo", {"t": [{"x": 1 / 3}]}, env, render, extra=[1, 2])
+    data = json.loads((tmp_path / "demo.json").read_text())
+    assert seen == [data] and data["extra"] == [1, 2] and data["environment"] == env
+    assert (tmp_path / "demo.md").read_text() == render(data)
+    assert f"commit {env['commit']};" in render(data)
