@@ -7,11 +7,12 @@ PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 JOBS       ?= 2
 SIM        ?= verilator
+SHARD      ?=
 TEST       ?= verification/tests/test_mxu.py::test_mxu[4x4-test_gemm_random]
 CONFIG     ?=
 ARGS       ?=
 
-GOALS := help venv demo verilog lint test test-all mutate bench waves clean
+GOALS := help venv demo verilog lint test test-shard test-all mutate bench waves clean
 .PHONY: $(GOALS)
 
 # `make bench mxu hbm`: the words after bench that are no target are the benchmarks to run.
@@ -23,8 +24,9 @@ endif
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 	@echo "  variables: SIM=verilator|icarus  JOBS=$(JOBS)  TEST=<pytest node id> (for waves)"
+	@echo "             SHARD=k/N (for test-shard; default: this commit's shard)"
 	@echo "             CONFIG=<chip JSON file> (for demo: {\"block\": \"chip\", \"parameters\": {...}})"
-	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick;"
+	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick, --render;"
 	@echo "             mutate: --fast, --list, mutation names)"
 
 $(STAMP): pyproject.toml
@@ -53,6 +55,9 @@ lint: $(VENV)/.installed-dev  ## ruff, and Verilator --lint-only of every genera
 
 test: $(VENV)/.installed-test  ## the regression (parallel; measured 25 minutes on 2 cores, most builds fresh)
 	$(PY) -m pytest -n $(JOBS) --durations=25 -m "not slow" verification/tests
+
+test-shard: $(VENV)/.installed-test  ## one shard of the slow tests (SHARD=k/N; default this commit's), as CI runs after test
+	$(PY) -m verification.shards run --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD))
 
 test-all: $(VENV)/.installed-test  ## the regression plus long sweeps and large configurations
 	$(PY) -m pytest -n $(JOBS) verification/tests

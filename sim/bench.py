@@ -2,23 +2,43 @@
 JSON, see sim/measure.py).
 
     python -m sim.bench [name ...] [--quick]
+    python -m sim.bench [name ...] --render     (rewrite the pages from their JSON, run nothing)
 
 The benchmarks are those the block registry names (hdl/generate.py ``BLOCKS``: a block's
 ``bench``, run by ``sim/<bench>_perf.py``) and the performance model's report, which measures
-no block (sim/model_report.py).
+no block (sim/model_report.py). Each module's ``render(data)`` makes its results page from the
+JSON it wrote (``PAGE``, default the benchmark's name, names the files): pages are never edited.
 """
 
 import argparse
 import importlib
+import json
 import sys
 
 from hdl.generate import BLOCKS
 
-__all__ = ["BENCHES", "main"]
+__all__ = ["BENCHES", "page_name", "render", "main"]
 
 BENCHES = {**{b.bench: f"sim.{b.bench}_perf" for b in BLOCKS.values() if b.bench},
            "model": "sim.model_report"}
 """Each benchmark's module, whose ``bench(quick=...)`` runs it."""
+
+
+def page_name(name):
+    """The results files' name (docs/results/<page>.json and .md) of benchmark ``name``."""
+    return getattr(importlib.import_module(BENCHES[name]), "PAGE", name)
+
+
+def render(name, directory=None):
+    """``(page, rendering)``: the results page of benchmark ``name`` as it stands and as its
+    module renders it from its JSON, in ``directory`` (default docs/results)."""
+    from sim.measure import RESULTS
+
+    directory = directory or RESULTS
+    page = page_name(name)
+    data = json.loads((directory / f"{page}.json").read_text())
+    text = importlib.import_module(BENCHES[name]).render(data)
+    return (directory / f"{page}.md").read_text(), text
 
 
 def main(argv=None):
@@ -27,7 +47,25 @@ def main(argv=None):
                    help=f"benchmarks to run (default: all): {', '.join(BENCHES)}")
     p.add_argument("--quick", action="store_true",
                    help="small sizes only, results under build/results (a smoke run)")
+    p.add_argument("--render", action="store_true",
+                   help="rewrite the results pages from their JSON (after a change of the page's "
+                   "text in a bench's render), running nothing")
     args = p.parse_args(argv)
+    if args.render:
+        from sim.measure import RESULTS
+
+        for name in args.names or BENCHES:
+            page = RESULTS / f"{page_name(name)}.md"
+            try:
+                old, new = render(name)
+            except KeyError as e:
+                print(f"{page.relative_to(RESULTS.parent.parent)}: not rendered, its JSON has "
+                      f"no {e} (re-run the benchmark: python -m sim.bench {name})")
+                continue
+            page.write_text(new)
+            print(f"{page.relative_to(RESULTS.parent.parent)}: "
+                  f"{'unchanged' if old == new else 'rendered anew'}")
+        return 0
     for name in args.names or BENCHES:
         print(f"== {name} benchmark", flush=True)
         importlib.import_module(BENCHES[name]).bench(quick=args.quick)

@@ -16,6 +16,7 @@ after it. The whole run's figure is reported beside it, never as the headline.
 import json
 import math
 import statistics
+from pathlib import Path
 
 from hdl.generate import generate
 from sim.measure import (
@@ -33,7 +34,7 @@ from sim.runner import BUILD, ROOT, build
 from spec.hbm import BENCH_CONFIG, STREAM_CONFIG, HBMConfig
 from verification.traffic.hbm import BLOCK, PATTERNS
 
-__all__ = ["measure_pattern", "measured_rate", "bound", "bench", "TRACES"]
+__all__ = ["measure_pattern", "measured_rate", "bound", "bench", "render", "TRACES"]
 
 LITEDRAM = {"seq_read": "96.5%", "row_walk": "47.6%"}
 """LiteDRAM's published efficiencies, set beside the HBM2 rows only (not the other presets')."""
@@ -170,33 +171,38 @@ def _preset(cfg):
 
 
 def _row(cfg, pattern, r):
-    """A table row (markdown) and a JSON row of one measurement."""
+    """The JSON row of one measurement."""
     b, why = bound(cfg, "seq_read" if pattern == "seq_read_refsb" else pattern,
                    r["refresh_share"])
     peak = r["pcs"] * cfg.access_bytes / cfg.timing.burst_cycles
-    of_bound = r["efficiency"] / b
-    target = TARGETS.get(pattern)
+    trace = Path(r["trace"])
+    return {"pattern": pattern, "preset": _preset(cfg),
+            "refresh": "per-bank" if cfg.per_bank_refresh else "all-bank",
+            "pseudo_channels": r["pcs"], "ports": cfg.ports, "accesses": r["accesses"],
+            "cycles": r["window"]["cycles"],
+            "window_refi": r["window_refi"], "efficiency": r["efficiency"], "bound": b,
+            "of_bound": r["efficiency"] / b, "bound_from": why, "run_cycles": r["cycles"],
+            "run_efficiency": r["run_efficiency"], "peak_bytes_per_cycle": peak,
+            "bytes_per_cycle": r["efficiency"] * peak, "refresh_share": r["refresh_share"],
+            "refs": r["window"]["refs"], "refsbs": r["window"]["refsbs"],
+            "acts": r["run"]["acts"], "auto_pres": r["run"]["auto_pres"],
+            "pres": r["run"]["pres"],
+            "trace": str(trace.relative_to(ROOT)) if trace.is_relative_to(ROOT) else trace.name}
+
+
+def _md_row(js):
+    """A table row (markdown) of a JSON row."""
+    target = TARGETS.get(js["pattern"])
     verdict = ""
     if target:
-        value = r["efficiency"] if target[0] == "efficiency" else of_bound
+        value = js["efficiency"] if target[0] == "efficiency" else js["of_bound"]
         verdict = (f">= {100 * target[1]:.0f}%{' of bound' if target[0] == 'of_bound' else ''}"
                    f": {'met' if value >= target[1] else 'NOT met'}")
-    md = [pattern, f"{r['accesses']}", f"{r['window']['cycles']}", f"{r['window_refi']:.0f}",
-          f"{100 * r['efficiency']:.1f}%", f"{100 * b:.1f}%",
-          f"{100 * of_bound:.1f}%", f"{100 * r['run_efficiency']:.1f}%", verdict,
-          LITEDRAM.get(pattern, "") if cfg.standard == "HBM2" else "", why]
-    js = {"pattern": pattern, "preset": _preset(cfg),
-          "refresh": "per-bank" if cfg.per_bank_refresh else "all-bank",
-          "pseudo_channels": r["pcs"], "ports": cfg.ports, "accesses": r["accesses"],
-          "cycles": r["window"]["cycles"],
-          "window_refi": r["window_refi"], "efficiency": r["efficiency"], "bound": b,
-          "of_bound": of_bound, "bound_from": why, "run_cycles": r["cycles"],
-          "run_efficiency": r["run_efficiency"], "peak_bytes_per_cycle": peak,
-          "bytes_per_cycle": r["efficiency"] * peak, "refresh_share": r["refresh_share"],
-          "refs": r["window"]["refs"], "refsbs": r["window"]["refsbs"],
-          "acts": r["run"]["acts"], "auto_pres": r["run"]["auto_pres"],
-          "pres": r["run"]["pres"], "trace": r["trace"]}
-    return md, js
+    return [js["pattern"], f"{js['accesses']}", f"{js['cycles']}", f"{js['window_refi']:.0f}",
+            f"{100 * js['efficiency']:.1f}%", f"{100 * js['bound']:.1f}%",
+            f"{100 * js['of_bound']:.1f}%", f"{100 * js['run_efficiency']:.1f}%", verdict,
+            LITEDRAM.get(js["pattern"], "") if js["preset"].startswith("HBM2-") else "",
+            js["bound_from"]]
 
 
 HEADER = ["pattern", "accesses", "window, cycles", "window, tREFI", "efficiency (steady)",
@@ -229,44 +235,45 @@ def _runs(quick):
 def _tool_cost(quick, repeats):
     """``repeats`` forced builds of each configuration (the benchmark one alone with
     ``quick``)."""
-    rows, data = [], []
+    data = []
     for cfg in ([BENCH_CONFIG] if quick else [HBMConfig(), STREAM_CONFIG, BENCH_CONFIG]):
         gen = median_seconds(lambda cfg=cfg: generate("hbm", cfg))
         design = generate("hbm", cfg)
         builds = [build(design, force=True).seconds for _ in range(repeats)]
-        rows.append([f"{cfg.pseudo_channels} PC, {cfg.ports} port, queue {cfg.queue_depth}",
-                     f"{gen:.1f}", f"{statistics.median(builds):.1f}",
-                     " / ".join(f"{b:.1f}" for b in builds)])
         data.append({"config": cfg.to_dict(), "generate_seconds": gen,
                      "build_seconds": statistics.median(builds), "builds_seconds": builds})
-        print(rows[-1], flush=True)
-    return rows, data
+        print(data[-1], flush=True)
+    return data
 
 
 def bench(quick=False, repeats=REPEATS):
     """Every run of :func:`_runs`, and tool cost (``repeats`` forced builds); writes
-    docs/results/hbm.md and hbm.json."""
+    docs/results/hbm.json and its page hbm.md."""
     env = environment()
-    md, js = {}, {}
+    js = {}
     for tab, cfg, pattern, label in _runs(quick):
         if quick:
             cfg = cfg.replace(refresh_postpone=1)
         r = measure_pattern(cfg, "seq_read" if pattern == "seq_read_refsb" else pattern, label)
-        m, j = _row(cfg, pattern, r)
-        if tab == "presets":
-            m.insert(0, _preset(cfg) + (" (derived timing)" if cfg.standard == "HBM2E" else ""))
-        md.setdefault(tab, []).append(m)
-        js.setdefault(tab, []).append(j)
-        print(m, flush=True)
+        js.setdefault(tab, []).append(_row(cfg, pattern, r))
+        print(js[tab][-1], flush=True)
     repeats = 1 if quick else repeats
-    cost_rows, cost_data = _tool_cost(quick, repeats)
-    text = _text(env, md, cost_rows, repeats, quick)
-    write_results("hbm", text, {**js, "tool_cost": cost_data}, env, quick)
+    write_results("hbm", {**js, "tool_cost": _tool_cost(quick, repeats)}, env, render, quick)
 
 
-def _text(env, md, cost_rows, repeats, quick):
+def render(data):
+    """The results page (markdown) of the benchmark's JSON ``data``."""
     t = BENCH_CONFIG.timing
-    presets = table(["preset", *HEADER], md.get("presets", []))
+    tables, quick = data["tables"], data.get("quick", False)
+    repeats = len(tables["tool_cost"][0]["builds_seconds"])
+    presets = table(["preset", *HEADER], [
+        [r["preset"] + (" (derived timing)" if r["preset"].startswith("HBM2E") else ""),
+         *_md_row(r)] for r in tables.get("presets", [])])
+    cost_rows = [[f"{c['pseudo_channels']} PC, {c['ports']} port, queue {c['queue_depth']}",
+                  f"{r['generate_seconds']:.1f}", f"{r['build_seconds']:.1f}",
+                  " / ".join(f"{b:.1f}" for b in r["builds_seconds"])]
+                 for r in tables["tool_cost"] for c in [r["config"]]]
+    env = data["environment"]
     return f"""# HBM controller benchmark results
 
 Measured by `make bench` on {environment_line(env)}.{" Quick (smoke) run." if quick else ""}
@@ -296,7 +303,7 @@ included (see `sim/hbm_perf.py:bound` and docs/hbm.md), less the tRFC of the all
 refreshes in the window. Command traces of every run: `build/bench/hbm/<run>.trace` (format in
 docs/hbm.md).
 
-{table(HEADER, md.get("patterns", []))}
+{table(HEADER, [_md_row(r) for r in tables.get("patterns", [])])}
 
 ## HBM2E and HBM3
 

@@ -24,14 +24,14 @@ from sim.measure import (
     measure,
     results_directory,
     table,
+    write_results,
     wrote,
 )
-from sim.measure import write_results as _write_results
 from sim.runner import BUILD
 from spec.ici import ICIConfig, ICIHarnessConfig
 from verification.models.ici import average_hops, ideal_throughput, zero_load_latency
 
-__all__ = ["bench", "saturation", "bench_config", "run_loads", "stable", "NETWORKS",
+__all__ = ["bench", "render", "saturation", "bench_config", "run_loads", "stable", "NETWORKS",
            "BOOKSIM_8X8_TORUS", "LATENCY_BOUND", "SOURCE_QUEUE"]
 
 BOOKSIM_8X8_TORUS = {2: "~0.26", 4: "0.50-0.55", 8: "~0.68"}
@@ -178,32 +178,35 @@ def _net(dims):
 
 
 def _saturation_rows(curves):
-    rows, data = [], []
-    for c in curves:
+    return [{"dims": list(c["dims"]), "vcs": c["vcs"], "alloc_iters": c["iters"],
+             "packet_flits": c["length"],
+             "saturation": c["saturation"],
+             "saturation_accepted": c["saturation_accepted"], "peak": c["peak"],
+             "ideal": c["ideal"],
+             "zero_load_latency": c["zero_load_latency"],
+             "zero_load_model": c["zero_load_model"], "latency_bound": c["bound"],
+             "link_latency": 1, "target": TARGETS.get((c["dims"], c["vcs"], c["length"])),
+             "points": c["points"]} for c in curves]
+
+
+def _saturation_md(data):
+    rows = []
+    for c in data:
         # BookSim's figures are of its default allocator: beside one iteration only.
         booksim = BOOKSIM_8X8_TORUS[c["vcs"]] \
-            if c["dims"] == (8, 8) and c["length"] == 1 and c["iters"] == 1 else "-"
-        target = TARGETS.get((c["dims"], c["vcs"], c["length"]))
-        rows.append([f"{_net(c['dims'])} torus", c["vcs"], c["iters"], c["length"],
+            if c["dims"] == [8, 8] and c["packet_flits"] == 1 and c["alloc_iters"] == 1 else "-"
+        rows.append([f"{_net(c['dims'])} torus", c["vcs"], c["alloc_iters"], c["packet_flits"],
                      f"{c['zero_load_latency']:.1f}", f"{c['zero_load_model']:.1f}",
                      f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
                      f"{c['peak']:.3f}", f"{c['ideal']:.2f}",
-                     f">= {target}" if target else "-", booksim])
-        data.append({"dims": list(c["dims"]), "vcs": c["vcs"], "alloc_iters": c["iters"],
-                     "packet_flits": c["length"],
-                     "saturation": c["saturation"],
-                     "saturation_accepted": c["saturation_accepted"], "peak": c["peak"],
-                     "ideal": c["ideal"],
-                     "zero_load_latency": c["zero_load_latency"],
-                     "zero_load_model": c["zero_load_model"], "latency_bound": c["bound"],
-                     "link_latency": 1, "target": target, "points": c["points"]})
-    return rows, data
+                     f">= {c['target']}" if c["target"] else "-", booksim])
+    return rows
 
 
 def _link_latency(quick):
     """Saturation of the 8x8 torus (4 VCs, 1-flit packets) against link latency, with 8-flit
     VC buffers and with buffers sized to the credit round trip."""
-    rows, data = [], []
+    data = []
     latencies = [1, 4] if quick else LINK_LATENCIES
     dims = (4, 4) if quick else (8, 8)
     for latency in latencies:
@@ -211,49 +214,68 @@ def _link_latency(quick):
         for depth in sorted({8, max(8, 1 << (rtt - 1).bit_length())}):
             cfg = bench_config(dims, 4, link_latency=latency, buffer_depth=depth)
             c = saturation(cfg, 1)
-            rows.append([_net(dims), latency, rtt, depth, f"{c['zero_load_latency']:.1f}",
-                         f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
-                         f"{c['peak']:.3f}"])
             data.append({"dims": list(dims), "vcs": 4, "packet_flits": 1,
                          "link_latency": latency, "credit_round_trip": rtt,
                          "buffer_depth": depth, "saturation": c["saturation"],
+                         "saturation_accepted": c["saturation_accepted"],
                          "peak": c["peak"], "zero_load_latency": c["zero_load_latency"],
                          "points": c["points"]})
-            print(rows[-1], flush=True)
-    return rows, data
+            print(data[-1]["saturation"], flush=True)
+    return data
+
+
+def _link_md(data):
+    return [[_net(r["dims"]), r["link_latency"], r["credit_round_trip"], r["buffer_depth"],
+             f"{r['zero_load_latency']:.1f}",
+             f"**{r['saturation']:.2f}** ({r['saturation_accepted']:.3f})", f"{r['peak']:.3f}"]
+            for r in data]
 
 
 def _stage_rows(quick):
     """The router with and without switch_stage: zero-load latency and saturation."""
     dims = (4, 4) if quick else (8, 8)
-    rows, data = [], []
+    data = []
     for stage in (False, True):
         cfg = bench_config(dims, 4, switch_stage=stage)
         for length in ([1] if quick else [1, 4]):
             c = saturation(cfg, length)
-            rows.append([_net(dims), "yes" if stage else "no", length,
-                         f"{c['zero_load_latency']:.1f}", f"{c['zero_load_model']:.1f}",
-                         f"**{c['saturation']:.2f}** ({c['saturation_accepted']:.3f})",
-                         f"{c['peak']:.3f}"])
             data.append({"dims": list(dims), "vcs": 4, "packet_flits": length,
                          "switch_stage": stage, "saturation": c["saturation"],
-                         "peak": c["peak"], "zero_load_latency": c["zero_load_latency"]})
-            print(rows[-1], flush=True)
-    return rows, data
+                         "saturation_accepted": c["saturation_accepted"],
+                         "peak": c["peak"], "zero_load_latency": c["zero_load_latency"],
+                         "zero_load_model": c["zero_load_model"]})
+            print(data[-1], flush=True)
+    return data
+
+
+def _stage_md(data):
+    return [[_net(r["dims"]), "yes" if r["switch_stage"] else "no", r["packet_flits"],
+             f"{r['zero_load_latency']:.1f}", f"{r['zero_load_model']:.1f}",
+             f"**{r['saturation']:.2f}** ({r['saturation_accepted']:.3f})", f"{r['peak']:.3f}"]
+            for r in data]
 
 
 def _tool_rows(cost):
-    rows, data = [], []
+    data = []
     for name, (build_s, (speed, lo, hi), cpu) in sorted(cost.items(),
                                                         key=lambda kv: len(kv[0])):
         verilate, compile_ = cpu if cpu else (None, None)
-        rows.append([name, f"{speed:,.0f}", f"{lo:,.0f} - {hi:,.0f}", f"{build_s:.0f}",
-                     f"{verilate:.0f} + {compile_:.0f}" if cpu else "-",
-                     f"{verilate + compile_ / 2:.0f}" if cpu else "-"])
         data.append({"top": name, "cycles_per_second": speed,
                      "cycles_per_second_range": [lo, hi], "build_seconds": build_s,
                      "build_cpu_verilator": verilate, "build_cpu_compiler": compile_})
-    return rows, data
+    return data
+
+
+def _tool_md(data):
+    rows = []
+    for r in data:
+        verilate, compile_ = r["build_cpu_verilator"], r["build_cpu_compiler"]
+        lo, hi = r["cycles_per_second_range"]
+        rows.append([r["top"], f"{r['cycles_per_second']:,.0f}", f"{lo:,.0f} - {hi:,.0f}",
+                     f"{r['build_seconds']:.0f}",
+                     "-" if verilate is None else f"{verilate:.0f} + {compile_:.0f}",
+                     "-" if verilate is None else f"{verilate + compile_ / 2:.0f}"])
+    return rows
 
 
 def _speed_runs(quick):
@@ -283,21 +305,17 @@ def bench(quick=False, networks=None):
     env = environment()
     curves, cost = _saturation_curves(networks or ([((4, 4), 4, 1)] if quick else NETWORKS),
                                       quick)
-    sat_rows, sat_data = _saturation_rows(curves)
-    link_rows, link_data = _link_latency(quick)
-    stage_rows, stage_data = _stage_rows(quick)
+    sat_data = _saturation_rows(curves)
+    link_data = _link_latency(quick)
+    stage_data = _stage_rows(quick)
     cost.update(_speed_runs(quick))
-    tool_rows, tool_data = _tool_rows(cost)
     depth = _logic_depths()
-    out_dir = results_directory(quick)
-    _plot(curves, out_dir / "ici_latency.png")
-    text = _markdown(env, sat_rows, link_rows, stage_rows, _depth_rows(depth), tool_rows,
-                     _point_rows(curves))
+    _plot(curves, results_directory(quick) / "ici_latency.png")
     tables = {"saturation": sat_data, "link_latency": link_data, "switch_stage": stage_data,
-              "tool_cost": tool_data,
+              "tool_cost": _tool_rows(cost),
               "logic_depth": [{"switch_stage": stage, "alloc_iters": iters, **v}
                               for (stage, iters), v in depth.items()]}
-    _write_results("ici", text, tables, env, quick)
+    write_results("ici", tables, env, render, quick)
 
 
 def _saturation_curves(networks, quick):
@@ -330,22 +348,27 @@ def _logic_depths():
 
 
 def _depth_rows(depth):
-    """Table rows of :func:`_logic_depths`: the path shown by its two ends."""
-    return [["yes" if stage else "no", iters, d["depth"], f"{d['cells']:,}",
-             f"{d['flip_flops']:,}", " -> ".join(d["path"][:1] + d["path"][-1:])]
-            for (stage, iters), d in depth.items()]
+    """Table rows of the logic depths: the path shown by its two ends."""
+    return [["yes" if d["switch_stage"] else "no", d["alloc_iters"], d["depth"],
+             f"{d['cells']:,}", f"{d['flip_flops']:,}",
+             " -> ".join(d["path"][:1] + d["path"][-1:])] for d in depth]
 
 
 def _point_rows(curves):
     """Table rows of every measured point of the saturation curves, with its stability."""
-    return [[f"{c['net']}", c["vcs"], c["iters"], c["length"], f"{p['load']:.2f}",
+    return [[_net(c["dims"]), c["vcs"], c["alloc_iters"], c["packet_flits"], f"{p['load']:.2f}",
              f"{p['offered']:.3f}", f"{p['accepted']:.3f}", f"{p['latency']:.1f}", p["refused"],
-             "yes" if stable(p, c["bound"]) else "no"]
+             "yes" if stable(p, c["latency_bound"]) else "no"]
             for c in curves for p in c["points"]]
 
 
-def _markdown(env, sat_rows, link_rows, stage_rows, depth_rows, tool_rows, points):
-    """docs/results/ici.md from the rows of its tables."""
+def render(data):
+    """The results page (markdown) of the benchmark's JSON ``data``."""
+    t, env = data["tables"], data["environment"]
+    sat_rows, link_rows, stage_rows = (_saturation_md(t["saturation"]),
+                                       _link_md(t["link_latency"]), _stage_md(t["switch_stage"]))
+    depth_rows, tool_rows = _depth_rows(t["logic_depth"]), _tool_md(t["tool_cost"])
+    points = _point_rows(t["saturation"])
     return f"""# ICI benchmark results
 
 Measured by `sim/ici_perf.py` (`make bench`) on {environment_line(env)}.

@@ -3,9 +3,12 @@
 ``measure`` builds a block's configuration (through the shared build cache), runs one
 measurement of its testbench (a cocotb test marked ``measurement``, told what to measure through
 ``PODIUM_PERF``) and returns the report the testbench wrote, with the build's and the run's wall
-times. ``write_results`` prints a benchmark's tables and writes them to ``docs/results/<name>.md``
-for people and ``docs/results/<name>.json`` for tools (the scaling model and the sweeps read
-it), with the environment measured at run time, never typed.
+times. ``write_results`` writes a benchmark's measurements with the environment measured at run
+time (never typed: the machine, the tools, the commit and whether the tree was clean) to
+``docs/results/<name>.json`` for tools (the scaling model and the sweeps read it), and renders
+``docs/results/<name>.md`` for people from that JSON alone, by the benchmark's ``render``: a
+page is the rendering of its JSON, never edited (verification/tests/test_results.py re-renders
+every page and compares).
 """
 
 import hashlib
@@ -23,7 +26,7 @@ from sim import progress
 from sim.runner import BUILD, ROOT, build, generated, run, verilator_env
 
 __all__ = ["measure", "write_results", "environment", "environment_line", "median_seconds",
-           "table", "results_directory", "RESULTS", "REPEATS"]
+           "table", "results_directory", "dumps", "RESULTS", "REPEATS"]
 
 RESULTS = ROOT / "docs" / "results"
 REPEATS = 3
@@ -140,11 +143,14 @@ def source_state():
 
 
 def environment():
-    """Where and with what a benchmark runs, measured now."""
+    """Where and with what a benchmark runs, measured now: the machine and its load, the
+    tools' versions, the commit and whether the tree was clean (``clean``; the commit then
+    reads "<hash> with uncommitted changes" on the page)."""
     import amaranth
     import cocotb
     import numpy
 
+    commit = source_state()
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": platform.machine(),
@@ -160,7 +166,8 @@ def environment():
         "numpy": numpy.__version__,
         "verilator": verilator_version(),
         "cxx": _first_line(["g++", "--version"]),
-        "commit": source_state(),
+        "commit": commit,
+        "clean": " with uncommitted changes" not in commit,
     }
 
 
@@ -193,12 +200,20 @@ def wrote(*paths):
         print(f"wrote {shown}", flush=True)
 
 
-def write_results(name, text, tables, env, quick=False):
-    """Print ``text`` and write it to ``<name>.md``, and ``tables`` (a dict of lists of row
-    dicts) with ``env`` to ``<name>.json``, in :func:`results_directory`; then say where."""
+def dumps(data):
+    """A results JSON file's text."""
+    return json.dumps(data, indent=1) + "\n"
+
+
+def write_results(name, tables, env, render, quick=False, **extra):
+    """Write ``tables`` (a dict of lists of row dicts), ``env`` and ``extra`` (more of what
+    the page shows) to ``<name>.json`` in :func:`results_directory`, then ``render(data)`` of
+    that file's contents to ``<name>.md``; print the page and say where both went."""
     directory = results_directory(quick)
-    (directory / f"{name}.md").write_text(text)
-    (directory / f"{name}.json").write_text(json.dumps(
-        {"benchmark": name, "environment": env, "tables": tables}, indent=1) + "\n")
-    print(text)
+    text = dumps({"benchmark": name, "environment": env, "tables": tables,
+                  **({"quick": True} if quick else {}), **extra})
+    (directory / f"{name}.json").write_text(text)
+    page = render(json.loads(text))
+    (directory / f"{name}.md").write_text(page)
+    print(page)
     wrote(directory / f"{name}.md", directory / f"{name}.json")

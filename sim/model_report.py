@@ -41,7 +41,10 @@ from sim.measure import (
     wrote,
 )
 
-__all__ = ["bench", "tables"]
+__all__ = ["bench", "render", "tables", "PAGE"]
+
+PAGE = "scaling"
+"""The results files' name: docs/results/scaling.json and .md."""
 
 LLAMA_CLAIM = (36, 0.99)
 """Llama-2 70B on Trillium: 99% weak-scaling efficiency from 4 to 36 slices (Google Cloud's
@@ -807,6 +810,15 @@ def _markdown(t, plots, env):
     return "\n".join(line for section in sections for line in section)
 
 
+PLOTS = ("scaling_efficiency.png", "scaling_breakdown.png", "scaling_maxtext.png")
+"""The plots' files, beside the page."""
+
+
+def render(data):
+    """The results page (markdown) of the report's JSON ``data``."""
+    return _markdown(data["tables"], PLOTS, data["environment"])
+
+
 def _plots(t, directory):
     """Efficiency vs chips, the GPT-3 step breakdown and MaxText on v5e, as PNG files in
     ``directory``; returns their names."""
@@ -814,7 +826,7 @@ def _plots(t, directory):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = ("scaling_efficiency.png", "scaling_breakdown.png", "scaling_maxtext.png")
+    names = PLOTS
     _efficiency_plot(plt, t, directory / names[0])
     _breakdown_plot(plt, t, directory / names[1])
     _maxtext_plot(plt, t, directory / names[2])
@@ -915,8 +927,8 @@ def bench(quick=False, results=None):
     directory of measured results to calibrate on (default docs/results)."""
     env = environment()
     t = tables(results=results, quick=quick)
-    plots = _plots(t, results_directory(quick))
+    _plots(t, results_directory(quick))
     env["efficiency_terms"] = {r["term"]: r["source"] for r in t["podium_terms"]}
     env["datasheet_efficiency"] = {n: 1.0 for n in Efficiency.TERMS}
-    write_results("scaling", _markdown(t, plots, env), t, env, quick)
+    write_results(PAGE, t, env, render, quick)
     return t

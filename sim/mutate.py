@@ -531,8 +531,7 @@ def main(argv=None):
                   + (f": {row['detail']}" if row["detail"] else ""), flush=True)
             rows.append(row)
     whole = len(chosen) == len(MUTATIONS)
-    data = {"benchmark": "mutations", "environment": env, "tables": {"mutations": rows}}
-    write_results("mutations", render(data), data["tables"], env, quick=not whole)
+    write_results("mutations", {"mutations": rows}, env, render, quick=not whole)
     survivors = [r["name"] for r in rows if r["status"] != "caught"]
     if survivors:
         print(f"not caught: {', '.join(survivors)}", file=sys.stderr)

@@ -18,7 +18,8 @@ from sim.measure import (
 from sim.runner import BUILD, build, lint
 from spec.mxu import MXUConfig, MXUHarnessConfig
 
-__all__ = ["measure_gemm", "measure_sim_speed", "scalesim_cycles", "streaming_cycles", "bench"]
+__all__ = ["measure_gemm", "measure_sim_speed", "scalesim_cycles", "streaming_cycles", "bench",
+           "render"]
 
 
 def scalesim_cycles(rows, cols, m, k, n):
@@ -84,75 +85,86 @@ def _generate_and_lint(config, repeats):
 
 
 def _utilization(formats, sizes):
-    rows, data = [], []
+    data = []
     for fmt in formats:
         for size in sizes:
             cfg = MXUConfig(rows=size, cols=size, fmt=fmt)
-            m, k, n = 256, 4 * size, 4 * size
-            r = measure_gemm(cfg, m, k, n)
-            rows.append([
-                fmt, f"{size}x{size}", f"{m}x{k}x{n}", r["cycles"],
-                f"{100 * r['utilization']:.1f}%", r["scalesim_cycles"],
-                f"{100 * r['scalesim_utilization']:.1f}%", r["streaming_cycles"],
-                r["weight_wait"], r["stall"]])
+            r = measure_gemm(cfg, 256, 4 * size, 4 * size)
             data.append({"format": fmt, **{key: r[key] for key in (
                 "rows", "cols", "m", "k", "n", "cycles", "utilization", "scalesim_cycles",
                 "scalesim_utilization", "streaming_cycles", "weight_wait", "stall")}})
-            print(rows[-1], flush=True)
-    return rows, data
+            print(data[-1], flush=True)
+    return data
 
 
 def _costs(plan, repeats):
-    rows, data = [], []
+    data = []
     for fmt, size in plan:
         gen, median_build, peak, builds = _tool_cost(MXUConfig(rows=size, cols=size, fmt=fmt),
                                                      repeats)
-        rows.append([fmt, f"{size}x{size}", f"{gen:.1f}", f"{median_build:.1f}",
-                     f"{peak / 2**30:.2f}", " / ".join(f"{b:.1f}" for b in builds)])
         data.append({"format": fmt, "rows": size, "cols": size, "generate_seconds": gen,
                      "build_seconds": median_build, "builds_seconds": builds,
                      "peak_build_bytes": peak})
-        print(rows[-1], flush=True)
-    return rows, data
+        print(data[-1], flush=True)
+    return data
 
 
 def _speeds(formats, sizes, repeats):
-    rows, data = [], []
+    data = []
     for fmt in formats:
         for size in sizes:
             cfg = MXUConfig(rows=size, cols=size, fmt=fmt, acc_depth=8192)
             m, k, n = 2048, 4 * size, 4 * size
             r = measure_sim_speed(cfg, m, k, n, runs=repeats)
-            rows.append([fmt, f"{size}x{size}", f"{m}x{k}x{n}", r["cycles"],
-                         f"{r['seconds']:.3f}", f"{r['cycles_per_second']:,.0f}"])
             data.append({"format": fmt, "rows": size, "cols": size, "m": m, "k": k, "n": n,
                          "cycles": r["cycles"], "seconds": r["seconds"],
                          "cycles_per_second": r["cycles_per_second"]})
-            print(rows[-1], flush=True)
-    return rows, data
+            print(data[-1], flush=True)
+    return data
 
 
 def bench(quick=False):
     """Utilization, tool cost and simulation speed by format and size; writes
-    docs/results/mxu.md and mxu.json."""
+    docs/results/mxu.json and its page mxu.md."""
     env = environment()
     formats = ["int8", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
     cost_plan = ([("int8", 4)] if quick else
                  [("int8", 8), ("int8", 16), ("int8", 32), ("int8", 64)]
                  + [(f, s) for f in formats[1:] for s in (8, 16)])
     repeats = 1 if quick else REPEATS
-    util_rows, util_data = _utilization(formats, [4] if quick else [8, 16])
-    cost_rows, cost_data = _costs(cost_plan, repeats)
-    speed_rows, speed_data = _speeds(formats, [4] if quick else [16], repeats)
-    big, big_data = [], []
+    util_data = _utilization(formats, [4] if quick else [8, 16])
+    cost_data = _costs(cost_plan, repeats)
+    speed_data = _speeds(formats, [4] if quick else [16], repeats)
+    big_data = []
     if not quick:
         gen, lint_s, size, times = _generate_and_lint(MXUConfig(rows=256, cols=256), repeats)
-        big = [["int8", "256x256", f"{gen:.0f}", " / ".join(f"{t:.0f}" for t in times),
-                f"{size / 2**20:.0f} MiB", f"{lint_s:.0f}"]]
         big_data = [{"format": "int8", "rows": 256, "cols": 256, "generate_seconds": gen,
-                     "verilog_bytes": size, "lint_seconds": lint_s}]
-        print(big[-1], flush=True)
+                     "generate_runs_seconds": times, "verilog_bytes": size,
+                     "lint_seconds": lint_s}]
+        print(big_data[-1], flush=True)
+    write_results("mxu", {"utilization": util_data, "tool_cost": cost_data,
+                          "sim_speed": speed_data, "generation": big_data}, env, render, quick,
+                  repeats=repeats)
 
+
+def render(data):
+    """The results page (markdown) of the benchmark's JSON ``data``."""
+    t = data["tables"]
+    repeats = data.get("repeats") or len(t["tool_cost"][0]["builds_seconds"])
+    util_rows = [[r["format"], f"{r['rows']}x{r['cols']}", f"{r['m']}x{r['k']}x{r['n']}",
+                  r["cycles"], f"{100 * r['utilization']:.1f}%", r["scalesim_cycles"],
+                  f"{100 * r['scalesim_utilization']:.1f}%", r["streaming_cycles"],
+                  r["weight_wait"], r["stall"]] for r in t["utilization"]]
+    cost_rows = [[r["format"], f"{r['rows']}x{r['cols']}", f"{r['generate_seconds']:.1f}",
+                  f"{r['build_seconds']:.1f}", f"{r['peak_build_bytes'] / 2**30:.2f}",
+                  " / ".join(f"{b:.1f}" for b in r["builds_seconds"])] for r in t["tool_cost"]]
+    speed_rows = [[r["format"], f"{r['rows']}x{r['cols']}", f"{r['m']}x{r['k']}x{r['n']}",
+                   r["cycles"], f"{r['seconds']:.3f}", f"{r['cycles_per_second']:,.0f}"]
+                  for r in t["sim_speed"]]
+    big = [[r["format"], f"{r['rows']}x{r['cols']}", f"{r['generate_seconds']:.0f}",
+            " / ".join(f"{s:.0f}" for s in r["generate_runs_seconds"]),
+            f"{r['verilog_bytes'] / 2**20:.0f} MiB", f"{r['lint_seconds']:.0f}"]
+           for r in t["generation"]]
     util = table(["format", "array", "M x K x N", "cycles", "utilization", "SCALE-Sim cycles",
                   "SCALE-Sim util.", "streaming bound", "weight_wait", "stall"], util_rows)
     cost = table(["format", "array", "generate, s", "Verilator build, s", "peak build memory, GiB",
@@ -163,7 +175,7 @@ def bench(quick=False):
                        "verilator --lint-only, s"], big) if big else "(not run with --quick)"
     text = f"""# MXU benchmark results
 
-Measured by `make bench` on {environment_line(env)}.
+Measured by `make bench` on {environment_line(data["environment"])}.
 
 ## Utilization over whole GEMMs
 
@@ -198,5 +210,4 @@ median of {repeats} runs.
 
 {big_table}
 """
-    write_results("mxu", text, {"utilization": util_data, "tool_cost": cost_data,
-                                "sim_speed": speed_data, "generation": big_data}, env, quick)
+    return text

@@ -42,7 +42,10 @@ from verification.models.collectives import (
     reduce_scatter_schedule,
 )
 
-__all__ = ["bench", "pod_config", "TOPOLOGIES", "SIZES", "fit_alpha_beta"]
+__all__ = ["bench", "render", "pod_config", "TOPOLOGIES", "SIZES", "fit_alpha_beta", "PAGE"]
+
+PAGE = "collectives"
+"""The results files' name: docs/results/collectives.json and .md."""
 
 SIZES = [1 << k for k in range(10, 21, 2)]
 """Bytes per chip: 1 KiB to 1 MiB."""
@@ -217,9 +220,8 @@ def bench(quick=False):
                          "worst_error": round(max((abs(e) for _, e in errors), default=0), 4),
                          "errors": {str(s): round(e, 4) for s, e in errors},
                          "crossover_bytes": round(_crossover(cfg, op, alpha, bw))})
-    text = _report(rows, fits, a2a, cost, env, sizes)
-    write_results("collectives", text, {"busbw": rows, "alpha_beta": fits, "all_to_all": a2a,
-                                        "cost": cost}, env, quick=quick)
+    write_results(PAGE, {"busbw": rows, "alpha_beta": fits, "all_to_all": a2a, "cost": cost},
+                  env, render, quick)
     _plot(rows, a2a, results_directory(quick) / "collectives.png")
 
 
@@ -252,8 +254,13 @@ def _a2a_verdict(a2a):
                else ". **Target not met**."))
 
 
-def _report(rows, fits, a2a, cost, env, sizes):
-    large = [r for r in rows if r["bytes_per_chip"] == max(sizes)]
+def render(data):
+    """The results page (markdown) of the benchmark's JSON ``data``."""
+    rows, fits, a2a, cost = (data["tables"][k] for k in ("busbw", "alpha_beta", "all_to_all",
+                                                          "cost"))
+    env = data["environment"]
+    largest = max(r["bytes_per_chip"] for r in rows)
+    large = [r for r in rows if r["bytes_per_chip"] == largest]
     lines = [
         "# Collectives on the RTL pod",
         "",
@@ -282,7 +289,7 @@ def _report(rows, fits, a2a, cost, env, sizes):
                 f"{100 * r['efficiency']:.1f}%", "yes" if r["checked"] else "timed"]
                for r in rows]),
         "",
-        f"Largest messages ({max(sizes) // 1024} KiB per chip) against the target of "
+        f"Largest messages ({largest // 1024} KiB per chip) against the target of "
         f"{TARGET:.0%} of the link bound: "
         + "; ".join(f"{r['topology']} {r['collective']} {100 * r['efficiency']:.1f}%"
                     for r in large) + ". "
@@ -328,9 +335,9 @@ def _report(rows, fits, a2a, cost, env, sizes):
                 "(read back)" if c["run_seconds"] is None else c["run_seconds"], c["cycles"]]
                for c in cost]),
         "",
-        "(read back): the simulation was measured before on the same build and read back; its "
-        "wall time is not reported, since it was measured in another environment.",
-        "",
+        *(["(read back): the simulation was measured before on the same build and read back; "
+           "its wall time is not reported, since it was measured in another environment.", ""]
+          if any(c["run_seconds"] is None for c in cost) else []),
         "![busbw](collectives.png)",
         "",
     ]

@@ -21,7 +21,7 @@ from spec.hbm import BENCH_CONFIG
 from spec.sparsecore import SparseCoreConfig, SparseCoreSystemConfig
 from verification.models.sparsecore import Batch, Limits, minibatches
 
-__all__ = ["bench", "BENCH", "PEAK"]
+__all__ = ["bench", "render", "BENCH", "PEAK"]
 
 BENCH = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(inflight_beats=256, row_ids=2,
                                                            list_beats=16, max_burst=8),
@@ -104,11 +104,11 @@ def dlrm(quick):
 
 def gather(quick):
     """Sum lookups of 64 B, 128 B and 512 B rows for bags of 8 and 32 ids (16 bags of 4 with
-    ``quick``), against the HBM benchmark's random 512 B reads; table rows and JSON rows."""
+    ``quick``), against the HBM benchmark's random 512 B reads: JSON rows, the anchor and the
+    runs' wall times."""
     anchor, anchor_from = measured_rate("rand_read_512", quick, "sparsecore")
-    rows, tables, runs = [], [], []
-    bag_sizes = [4] if quick else [8, 32]
-    for ids_per_bag in bag_sizes:
+    tables, runs = [], []
+    for ids_per_bag in [4] if quick else [8, 32]:
         spec = {"row_bytes": [64, 128, 512], "rows": 512 if quick else 2048,
                 "bags": 16 if quick else 64, "ids_per_bag": ids_per_bag}
         result = measure("sparsecore", BENCH, "verification.tb.sparsecore", "measure_gather",
@@ -117,23 +117,36 @@ def gather(quick):
         for r in result["report"]["gather"]:
             rate = r["row_bytes_read"] / r["cycles"]
             bus = (r["bytes_read"] + r["bytes_written"]) / r["cycles"]
-            verdict = (f">= {100 * TARGET:.0f}%: {'met' if rate >= TARGET * anchor else 'NOT met'}"
-                       if r["row_bytes"] == 512 else "")
             tables.append({**r, "ids_per_bag": ids_per_bag, "bags": spec["bags"],
+                           "table_rows": spec["rows"],
                            "bytes_per_cycle": round(rate, 2), "of_peak": round(rate / PEAK, 3),
                            "of_random_512": round(rate / anchor, 3),
                            "bus_bytes_per_cycle": round(bus, 2)})
-            rows.append([ids_per_bag, r["row_bytes"], r["rows_read"], r["cycles"],
-                         f"{rate:.2f}", f"{100 * rate / anchor:.0f}%", verdict,
-                         f"{100 * rate / PEAK:.0f}%", f"{bus:.2f}", r["stalls"]])
-    text = "\n".join([
-        f"A sum lookup of {spec['bags']} bags of {' or '.join(map(str, bag_sizes))} uniformly "
-        "random ids over "
-        f"{spec['rows']} fp32 rows per row size, bit-exact with the golden model. Rate = row "
-        "bytes read / cycles of the whole operation (both checking passes and the output "
-        f"writes included). Anchor: the HBM benchmark's random 512 B reads ({anchor:.1f} "
-        f"B/cycle, {anchor_from}), the issue's target being {100 * TARGET:.0f}% of it for 512 B "
-        "rows; peak: "
+    seconds = {"build_seconds": runs[0]["build_seconds"],
+               "run_seconds": [r["run_seconds"] for r in runs]}
+    return tables, {"bytes_per_cycle": anchor, "from": anchor_from}, seconds
+
+
+def _gather_text(tables, anchor, seconds):
+    rows = []
+    for r in tables:
+        rate = r["row_bytes_read"] / r["cycles"]
+        bus = (r["bytes_read"] + r["bytes_written"]) / r["cycles"]
+        verdict = (f">= {100 * TARGET:.0f}%: "
+                   f"{'met' if rate >= TARGET * anchor['bytes_per_cycle'] else 'NOT met'}"
+                   if r["row_bytes"] == 512 else "")
+        rows.append([r["ids_per_bag"], r["row_bytes"], r["rows_read"], r["cycles"],
+                     f"{rate:.2f}", f"{100 * rate / anchor['bytes_per_cycle']:.0f}%", verdict,
+                     f"{100 * rate / PEAK:.0f}%", f"{bus:.2f}", r["stalls"]])
+    bag_sizes = list(dict.fromkeys(r["ids_per_bag"] for r in tables))
+    return "\n".join([
+        f"A sum lookup of {tables[-1]['bags']} bags of {' or '.join(map(str, bag_sizes))} "
+        "uniformly random ids over "
+        f"{tables[-1]['table_rows']} fp32 rows per row size, bit-exact with the golden model. "
+        "Rate = row bytes read / cycles of the whole operation (both checking passes and the "
+        "output writes included). Anchor: the HBM benchmark's random 512 B reads "
+        f"({anchor['bytes_per_cycle']:.1f} B/cycle, {anchor['from']}), the issue's target "
+        f"being {100 * TARGET:.0f}% of it for 512 B rows; peak: "
         f"the data buses busy every cycle, {PEAK:g} B/cycle. Data bus = all bytes read and "
         "written (lists and output rows too) / cycles: the output rows share the data bus "
         "with the gather (one row per bag: 1 / (ids per bag) of the row traffic).",
@@ -141,27 +154,39 @@ def gather(quick):
         table(["ids per bag", "row bytes", "rows read", "cycles", "B/cycle",
                "of random 512 B reads", "target", "of peak", "data bus B/cycle", "stalls"],
               rows), "",
-        f"Build {runs[0]['build_seconds']:.0f} s, runs "
-        + " / ".join(f"{r['run_seconds']:.0f}" for r in runs) + " s."])
-    return text, tables, {"bytes_per_cycle": anchor, "from": anchor_from}
+        f"Build {seconds['build_seconds']:.0f} s, runs "
+        + " / ".join(f"{s:.0f}" for s in seconds["run_seconds"]) + " s."])
 
 
 def bench(quick=False):
-    gather_text, tables, anchor = gather(quick)
+    """Gather, dedup and the DLRM-shaped batch; writes docs/results/sparsecore.json and its
+    page sparsecore.md."""
+    tables, anchor, seconds = gather(quick)
     dedup_rows, rtl, rtl_ids = dedup(quick)
+    dspec, d = dlrm(quick)
+    env = environment()
+    write_results("sparsecore", {"gather": tables, "dedup": dedup_rows,
+                                 "dedup_rtl": {**rtl["counters"], "ids": rtl_ids,
+                                               "golden_row_writes": rtl["golden"]["row_writes"]},
+                                 "dlrm": {**dspec, **d}, "anchor": anchor}, env, render, quick,
+                  gather_seconds=seconds, config=BENCH.sparsecore.to_dict())
+    return tables
+
+
+def render(data):
+    """The results page (markdown) of the benchmark's JSON ``data``."""
+    t = data["tables"]
     dedup_table = table(
         ["minibatch (ids)", "batches", "ids", "rows updated", "HBM row traffic saved"],
         [[r["minibatch_ids"] if r["minibatch_ids"] < 1 << 20 else "whole batch", r["batches"],
-          r["ids"], r["rows_updated"], f"{100 * r['saved']:.0f}%"] for r in dedup_rows])
-    c = rtl["counters"]
-    dspec, d = dlrm(quick)
-    env = environment()
-    text = "\n".join([
+          r["ids"], r["rows_updated"], f"{100 * r['saved']:.0f}%"] for r in t["dedup"]])
+    c, d = t["dedup_rtl"], t["dlrm"]
+    return "\n".join([
         "# SparseCore benchmark results", "",
-        f"Measured by `make bench` on {environment_line(env)}.", "",
-        f"Configuration (`sim/sparsecore_perf.py`): {BENCH.sparsecore.to_dict()}, HBM: the "
+        f"Measured by `make bench` on {environment_line(data['environment'])}.", "",
+        f"Configuration (`sim/sparsecore_perf.py`): {data['config']}, HBM: the "
         "controller's benchmark configuration.", "",
-        "## Gather", "", gather_text, "",
+        "## Gather", "", _gather_text(t["gather"], t["anchor"], data["gather_seconds"]), "",
         "## Dedup on MovieLens-100k", "",
         "Batches of 128 consecutive ratings in time order (the recbole wheel's ml-100k); a "
         f"sample's bag is its user's previous {HISTORY} items. A scatter without dedup reads "
@@ -169,19 +194,15 @@ def bench(quick=False):
         "hardware's minibatch is `max_ids` = 16 ids; larger ones for comparison, counted with "
         "the golden model's minibatch rule).", "",
         dedup_table, "",
-        f"On the RTL, the last batch ({rtl_ids} ids, 64 B rows): {c['unique_ids']} rows "
+        f"On the RTL, the last batch ({c['ids']} ids, 64 B rows): {c['unique_ids']} rows "
         f"updated in {c['minibatches']} minibatches (golden model: "
-        f"{rtl['golden']['row_writes']}), {c['cycles']} cycles, the whole table equal to the "
+        f"{c['golden_row_writes']}), {c['cycles']} cycles, the whole table equal to the "
         "golden model's afterwards.", "",
         "## DLRM DCNv2-shaped batch", "",
-        f"{dspec['tables']} tables of dim {dspec['dim']} (fp32, 512 B rows; row counts scaled "
-        f"down to {dspec['rows']}), {dspec['samples']} samples, each with a multi-hot bag of "
-        f"1..{dspec['max_hot']} uniformly random ids per table; one sum lookup per table in "
+        f"{d['tables']} tables of dim {d['dim']} (fp32, 512 B rows; row counts scaled "
+        f"down to {d['rows']}), {d['samples']} samples, each with a multi-hot bag of "
+        f"1..{d['max_hot']} uniformly random ids per table; one sum lookup per table in "
         "turn, each bit-exact with the golden model.", "",
         table(["ids", "cycles", "cycles per sample", "row B/cycle"],
               [[d["ids"], d["cycles"], f"{d['cycles_per_sample']:.0f}",
                 f"{d['row_bytes_per_cycle']:.1f}"]]), ""])
-    write_results("sparsecore", text, {"gather": tables, "dedup": dedup_rows,
-                                       "dedup_rtl": {**c, "ids": rtl_ids},
-                                       "dlrm": {**dspec, **d}, "anchor": anchor}, env, quick)
-    return tables

@@ -34,7 +34,7 @@ from spec.isa import Op
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 
-__all__ = ["bench", "bench_chip", "measure_gemm", "FIRST_BEAT"]
+__all__ = ["bench", "render", "bench_chip", "measure_gemm", "FIRST_BEAT"]
 
 FIRST_BEAT = 60
 """The model's first-beat latency of a DMA transfer, in cycles: AR through the controller's
@@ -129,7 +129,7 @@ def bench(quick=False, sizes=(512, 1024), formats=("int8", "bfloat16"), epilogue
     """GEMMs of every size in ``sizes`` cubed in every format of ``formats`` (128^3 int8 with
     ``quick``) on a 16 x 16 MXU (8 x 8 with ``quick``), the epilogue's cost on an
     ``epilogue_n`` layer, tool cost (``repeats`` forced builds of each format's chip, none with
-    0); writes docs/results/tensorcore.md and tensorcore.json."""
+    0); writes docs/results/tensorcore.json and its page tensorcore.md."""
     env = environment()
     rng = np.random.default_rng(1)
     bw, bw_source = measured_rate("seq_read", quick, "tensorcore")
@@ -148,7 +148,16 @@ def bench(quick=False, sizes=(512, 1024), formats=("int8", "bfloat16"), epilogue
              for fmt in (["int8"] if quick else formats if repeats else [])]
     for c in costs:
         print(f"tool cost: {c}", flush=True)
+    write_results("tensorcore", {"gemm": gemms, "epilogue": epilogue, "tool_cost": costs},
+                  env, render, quick, hbm_bandwidth={"bytes_per_cycle": bw, "from": bw_source},
+                  mxu={"rows": size, "cols": size})
 
+
+def render(data):
+    """The results page (markdown) of the benchmark's JSON ``data``."""
+    gemms, epilogue, costs = (data["tables"][k] for k in ("gemm", "epilogue", "tool_cost"))
+    bw, bw_source = data["hbm_bandwidth"]["bytes_per_cycle"], data["hbm_bandwidth"]["from"]
+    size, env = data["mxu"]["rows"], data["environment"]
     gemm_table = table(
         ["M=K=N", "format", "tiling tm x tk x tn", "cycles", "MXU utilization", "roofline",
          "of roofline", "MXU busy", "exposed DMA", "model cycles", "RTL vs model",
@@ -205,5 +214,4 @@ Chip generation (Python + Yosys) and Verilator build (verilate + C++ compile), b
 
 {cost_table if costs else "Not measured in this run (no forced builds were asked for)."}
 """
-    write_results("tensorcore", text, {"gemm": gemms, "epilogue": epilogue, "tool_cost": costs},
-                  env, quick)
+    return text

@@ -36,7 +36,7 @@ def test_source_state_ignores_results_and_names_changed_files(tmp_path, monkeypa
 def test_write_results_says_where(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(measure, "results_directory", lambda quick=False: tmp_path)
     monkeypatch.chdir(tmp_path)
-    measure.write_results("x", "# X\n", {"t": []}, {"date": "now"})
+    measure.write_results("x", {"t": []}, {"date": "now"}, lambda data: "# X\n")
     out = capsys.readouterr().out.splitlines()
     assert out[-2:] == ["wrote x.md", "wrote x.json"], out
     assert (tmp_path / "x.md").read_text() == "# X\n" and (tmp_path / "x.json").exists()
