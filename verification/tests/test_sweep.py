@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -371,9 +372,17 @@ def test_ctrl_c_on_local_cluster(tmp_path):
     while not list((tmp_path / "store").glob("*.json")):
         assert sweep.poll() is None and time.monotonic() < deadline, sweep.communicate()
         time.sleep(0.5)
+    # Seen once in a CI shard: every point finished and the sweep exited 0, as if the SIGINT
+    # were ignored (not reproduced in four runs, with and without xdist, builds fresh or
+    # cached). The sweep's signal masks and the points stored at the signal say which.
+    status = Path(f"/proc/{sweep.pid}/status")
+    masks = [line for line in status.read_text().splitlines()
+             if line.startswith(("SigIgn", "SigCgt", "SigBlk"))] if status.exists() else []
+    at_signal = len(list((tmp_path / "store").glob("*.json")))
     os.killpg(sweep.pid, signal.SIGINT)
     out, err = sweep.communicate(timeout=300)
-    assert sweep.returncode == 130, out + err
+    assert sweep.returncode == 130, (f"{at_signal} point(s) stored at the SIGINT; {masks}\n"
+                                     + out + err)
     stored = len(list((tmp_path / "store").glob("*.json")))
     assert 1 <= stored < 3
     assert f"{stored} of 3 points finished (0 from the result store, 0 failed); interrupted." \
