@@ -53,7 +53,7 @@ lint: $(VENV)/.installed-dev  ## ruff, and Verilator --lint-only of every genera
 	$(VENV)/bin/ruff check .
 	$(PY) -m sim.generate_all --out build/verilog --lint
 
-test: $(VENV)/.installed-test  ## the regression (parallel; measured 25 minutes on 2 cores, most builds fresh)
+test: $(VENV)/.installed-test  ## the regression (parallel; 25 minutes on a fresh clone, 2 cores)
 	$(PY) -m pytest -n $(JOBS) --durations=25 -m "not slow" verification/tests
 
 test-shard: $(VENV)/.installed-test  ## one shard of the slow tests (SHARD=k/N; default this commit's), as CI runs after test
