@@ -72,10 +72,11 @@ def test_pod(cocotb_run, pod, test):
 
 KNOWN_FAILURES = {
     ("1x4-tc", "test_program_messages"):
-        "open (found 2026-12-05 when each chip got its own flow): chip 3 (flow random_none) "
-        "stops with DEADLOCK at pc 37 after 65,596 cycles, 38 instructions retired, while the "
-        "golden pod simulator finishes every chip (seed 944088221); not yet analysed: "
-        "docs/pod.md, 'Limits and decisions still open'",
+        "open (found 2026-12-05 when each chip got its own flow): chip 3 (flow random_none, "
+        "started last) stops with DEADLOCK at pc 37 after 65,596 cycles while the golden pod "
+        "simulator finishes every chip (seed 944088221); likely an arrival that landed before "
+        "its start, cleared with the semaphores: docs/pod.md, 'Limits and decisions still "
+        "open'",
 }
 """Program tests that fail on the current RTL, with what is known (strict: a fix shows)."""
 
