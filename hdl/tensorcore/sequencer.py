@@ -119,8 +119,11 @@ class Sequencer(wiring.Component):
                          sems.give[k].eq(q.give), sems.give_sem[k].eq(q.give_sem)]
         for k, (give, sem, _) in enumerate(others):
             m.d.comb += [sems.give[n + k].eq(give), sems.give_sem[n + k].eq(sem)]
+        # The semaphores are cleared by ``clear``, not by ``start``: on a pod the host clears
+        # every chip, then starts them, and a message that lands before its chip's start
+        # keeps its signal (docs/tensorcore.md, "Control and status").
         m.d.comb += [self.go.eq(self.start & ~self.running),
-                     sems.clear.eq(self.go),
+                     sems.clear.eq(self.clear & ~self.running),
                      *[self.sems[s].eq(sems.values[s]) for s in range(cfg.semaphores)],
                      *[self.regs[r].eq(front.regs[r]) for r in range(REGISTERS)],
                      front.start.eq(self.go), front.start_pc.eq(self.start_pc),

@@ -67,7 +67,8 @@ class TensorPodBench(PodHost):
         await self.drained()
         for host, w in zip(self.hosts, words, strict=True):
             await host.load(w)
-        for host in self.hosts:
+        for host in self.hosts:     # every chip cleared before any starts: a message that
+            await host.clear()      # lands before its chip's start keeps its semaphore signal
             await host.write(host.reg["START_PC"], 0)
         for host in self.hosts:
             await host.write(host.reg["CONTROL"], 1)
@@ -82,8 +83,6 @@ class TensorPodBench(PodHost):
         await self.settle_hbm()
         outcomes = [await host.outcome() for host in self.hosts]
         vmems = [await self.read(c, 0, self.tc.vmem_bytes) for c in range(self.chips)]
-        for host in self.hosts:
-            await host.clear()
         sim = PodSim(self.cfg, seed=seed, hbm_capacity=self.hbm_capacity)
         for chip, w, image in zip(sim.chips, words, images, strict=True):
             chip.load(w)

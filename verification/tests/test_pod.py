@@ -70,22 +70,8 @@ def test_pod(cocotb_run, pod, test):
     cocotb_run("pod", CONFIGS[pod], TB, test)
 
 
-KNOWN_FAILURES = {
-    ("1x4-tc", "test_program_messages"):
-        "open (found 2026-12-05 when each chip got its own flow): chip 3 (flow random_none, "
-        "started last) stops with DEADLOCK at pc 37 after 65,596 cycles while the golden pod "
-        "simulator finishes every chip (seed 944088221); likely an arrival that landed before "
-        "its start, cleared with the semaphores: docs/pod.md, 'Limits and decisions still "
-        "open'",
-}
-"""Program tests that fail on the current RTL, with what is known (strict: a fix shows)."""
-
-
 def _program_marks(pod, test):
-    marks = [pytest.mark.slow] if pod in ("1x4-tc", "2x2-tc-hbm") else []
-    if (pod, test) in KNOWN_FAILURES:
-        marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[pod, test]))
-    return marks
+    return [pytest.mark.slow] if pod in ("1x4-tc", "2x2-tc-hbm") else []
 
 
 # The 2x2 pod of TensorCores (rings of two along both dimensions, the 2-D all-reduce) in
