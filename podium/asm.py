@@ -19,7 +19,7 @@ low 32 bits); branch targets as labels or instruction indices; queues ``dma``, `
 signals nothing); the ICI's ``store|add|add_final``, ``int32|fp32|bf16`` and the collective
 (``all_reduce``, ...) by name, the destination chip as its node number; ``vop`` and
 ``vred`` take ``op.dtype`` (``add.fp32``, ``max.int32``); ``vcast`` its kind (``i32_i8``);
-``src2=rows|broadcast|scalar`` (default ``rows``), the ICI's memories ``lspace=`` /
+``src2=rows|broadcast|scalar|stat`` (default ``rows``), the ICI's memories ``lspace=`` /
 ``rspace=`` (``ici.send``, ``ici.read``: this chip's and the other chip's operand) and
 ``cspace=`` (``ici.coll``), each ``vmem|hbm`` (default ``vmem``), and the flags ``relu``,
 ``accumulate`` and ``emit`` are optional. ``.word <value>`` places a raw 64-bit word, which

@@ -231,7 +231,8 @@ class TensorCoreSim:
         return self.result(steps, timed_out=steps >= max_steps)
 
     def begin(self, start_pc=0):
-        """Reset the machine state (not memory) and set the PC: ``start`` of the host."""
+        """Reset the machine state (not memory) and set the PC: the host's ``clear`` and ``start``
+        (semaphores zero, as after ``clear``; on a pod every chip is cleared before any starts)."""
         self._reset()
         self.pc = start_pc
         self.undefined, self.hbm_undefined = [], []
@@ -441,8 +442,18 @@ class TensorCoreSim:
         args = {"count": count, "scalar": scalar, "shift": shift, "f": f,
                 "dst": self._rows(r(f["b"]), count, "dst")}
         if op == Op.VOP:
-            args["src1"] = self._rows(r(f["c"]), count, "src1")
             unary = VOPS[VOp(f["vop"])].unary
+            if not unary and f["src2"] == Src2.STAT.value:
+                # count groups of `scalar` rows, each with its statistic row
+                if not 1 <= scalar <= self.config.vmem_rows:
+                    raise _Fault(Error.VMEM_RANGE, f"vop src2=stat: scalar (rows per group) "
+                                                   f"must be 1..{self.config.vmem_rows}, got "
+                                                   f"{scalar}")
+                args["src2"] = self._rows(r(f["d"]), count, "src2")
+                args["group"] = scalar
+                args["dst"] = self._rows(r(f["b"]), count * scalar, "dst")
+                args["count"] = count * scalar
+            args["src1"] = self._rows(r(f["c"]), args["count"], "src1")
             if not unary and f["src2"] == Src2.ROWS.value:
                 args["src2"] = self._rows(r(f["d"]), count, "src2")
             elif not unary and f["src2"] == Src2.BROADCAST.value:
@@ -565,12 +576,13 @@ class TensorCoreSim:
         if op == Op.VOP:
             src2 = None
             if "src2" in a:
-                span = 1 if f["src2"] == Src2.BROADCAST.value else count
+                span = {Src2.BROADCAST.value: 1,
+                        Src2.STAT.value: count // a.get("group", 1)}.get(f["src2"], count)
                 src2 = rows[a["src2"]:a["src2"] + span].copy()
             scalar = a["scalar"] if f["src2"] == Src2.SCALAR.value else None
             out = vop_rows(f["vop"], f["dtype"], src, src2,
                            broadcast=f["src2"] == Src2.BROADCAST.value, scalar=scalar,
-                           relu=bool(f["relu"]))
+                           group=a.get("group"), relu=bool(f["relu"]))
         elif op == Op.VCAST:
             out = vcast_rows(f["cast"], src, scalar=a["scalar"], shift=a["shift"])
         else:

@@ -112,6 +112,8 @@ class Src2(Code, width=2):
     ROWS = 0        # row i of src2 for row i of src1
     BROADCAST = 1   # the row at src2 for every row (a bias row)
     SCALAR = 2      # the VPU.CFG scalar in every lane (a scale)
+    STAT = 3        # word 0 of row g of src2 over the rows of group g: count groups of
+                    # `scalar` rows (a per-row statistic of VRED broadcast back over its row)
 
 
 class Cast(Code, width=2):

@@ -409,22 +409,28 @@ class FrontEnd(wiring.Component):
 
         mode = _imm(word, "src2")
         unary = _imm(word, "vop").matches(*[v.op.value for v in VOPS.values() if v.unary])
-        span = rd
+        # vred: count reductions of span = rD rows; vop src2=stat: count groups of span =
+        # scalar rows, each with its statistic row
+        stat = (op == Op.VOP.value) & ~unary & (mode == Src2.STAT.value)
+        span = Mux(stat, scalar, rd)
         too_many = count > cfg.vmem_rows
         bad_span = (span == 0) | (span > cfg.vmem_rows)
+        spanned = Signal(range(cfg.vmem_rows ** 2 + 1))     # count x span, once both are checked
+        m.d.comb += spanned.eq(count[:22] * span[:22])
         with m.Switch(op):
             with m.Case(Op.VOP):
+                rows = Mux(stat, spanned, count)
                 src2 = Mux(mode == Src2.ROWS.value, outside(rd, count),
-                           Mux(mode == Src2.BROADCAST.value, outside(rd, 1), 0))
-                bad = too_many | outside(rb, count) | outside(rc, count) | (~unary & src2)
+                           Mux(mode == Src2.BROADCAST.value, outside(rd, 1),
+                               Mux(stat, bad_span | outside(rd, count), 0)))
+                bad = too_many | outside(rb, rows) | outside(rc, rows) | (~unary & src2)
                 with m.If(bad):
                     m.d.comb += check.eq(Error.VMEM_RANGE)
             with m.Case(Op.VCAST):
                 with m.If(too_many | outside(rb, count) | outside(rc, count)):
                     m.d.comb += check.eq(Error.VMEM_RANGE)
             with m.Case(Op.VRED):
-                with m.If(too_many | bad_span | outside(rb, count)
-                          | outside(rc, count[:22] * span[:22])):
+                with m.If(too_many | bad_span | outside(rb, count) | outside(rc, spanned)):
                     m.d.comb += check.eq(Error.VMEM_RANGE)
         c = self.vpu.payload.cmd
         m.d.comb += [
@@ -432,7 +438,7 @@ class FrontEnd(wiring.Component):
                           Mux(op == Op.VCAST.value, VPUKind.VCAST, VPUKind.VRED))),
             c.vop.eq(_imm(word, "vop")), c.dtype.eq(_imm(word, "dtype")), c.src2_mode.eq(mode),
             c.relu.eq(_imm(word, "relu")), c.cast.eq(_imm(word, "cast")),
-            c.rop.eq(_imm(word, "rop")), c.count.eq(count), c.span.eq(span),
+            c.rop.eq(_imm(word, "rop")), c.count.eq(Mux(stat, spanned, count)), c.span.eq(span),
             c.dst.eq(rb >> row_shift), c.src1.eq(rc >> row_shift), c.src2.eq(rd >> row_shift),
             c.scalar.eq(scalar), c.shift.eq(Mux(shift > 62, 62, shift)),
         ]

@@ -85,8 +85,9 @@ class VPUDatapath(wiring.Component):
 
         wb_pack = Signal(Pack)
         operands = u.operands.as_value()
-        need1 = operands.matches(Operands.ROWS, Operands.BCAST, Operands.SCALAR, Operands.ACC)
-        need2 = operands.matches(Operands.ROWS, Operands.LOAD)
+        need1 = operands.matches(Operands.ROWS, Operands.BCAST, Operands.SCALAR, Operands.ACC,
+                                 Operands.STAT)
+        need2 = operands.matches(Operands.ROWS, Operands.LOAD, Operands.STAT)
         have = (~need1 | self.rows1.valid) & (~need2 | self.rows2.valid)
         room = out_q.level + (wb_pack != Pack.NONE) < self._out_depth
         fire = Signal()
@@ -144,6 +145,8 @@ class VPUDatapath(wiring.Component):
                     m.d.comb += y.eq(element(row_b[k], u.half))
                 with m.Case(Operands.SCALAR):
                     m.d.comb += y.eq(element(u.scalar, 0))
+                with m.Case(Operands.STAT):     # int32 or fp32, bfloat16 rows too: no widening
+                    m.d.comb += y.eq(row2[0])
                 with m.Case(Operands.ACC):
                     m.d.comb += y.eq(Mux(u.bf16, Mux(u.half, acc[2 * k + 1], acc[2 * k]),
                                          acc[k]))

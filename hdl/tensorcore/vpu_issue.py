@@ -40,6 +40,7 @@ class Operands(enum.Enum, shape=3):
     ACC = 3         # x: the src1 row, y: accumulator element; the result replaces it
     TREE = 4        # x, y: accumulator elements 2k, 2k+1; the result replaces element k
     LOAD = 5        # no lane result: the src2 row becomes the broadcast row
+    STAT = 6        # x: the src1 row, y: word 0 of the src2 row (a group's statistic)
 
 
 class Pack(enum.Enum, shape=4):
@@ -233,8 +234,9 @@ class VPUIssue(wiring.Component):
                     m.d.sync += [st.half.eq(0), st.step.eq(Mux(ctl.last_step, 0, st.step + 1))]
                     with m.If(ctl.last_step):
                         m.d.sync += st.phase.eq(_Phase.TREE)
-                with m.Else():
-                    m.d.sync += [st.half.eq(0), *next_row]
+                with m.Else():      # a row; step counts the rows of a src2=stat group
+                    m.d.sync += [st.half.eq(0), *next_row,
+                                 st.step.eq(Mux(ctl.last_step, 0, st.step + 1))]
             with m.Case(_Phase.TREE):
                 with m.If(ctl.last_level):
                     m.d.sync += [st.level.eq(0), st.phase.eq(_Phase.STEPS), *next_row]
@@ -258,7 +260,8 @@ class VPUIssue(wiring.Component):
 
         vop2 = (cmd.kind == VPUKind.VOP) & ctl.binary
         n1 = Mux(cmd.kind == VPUKind.VRED, cmd.count * cmd.span, cmd.count)
-        n2 = Mux(vop2 & (cmd.src2_mode == Src2.ROWS), cmd.count,
+        # src2=stat reads count / span rows: count is a bound that needs no divider
+        n2 = Mux(vop2 & cmd.src2_mode.as_value().matches(Src2.ROWS, Src2.STAT), cmd.count,
                  Mux(vop2 & (cmd.src2_mode == Src2.BROADCAST), 1, 0))
         m.d.comb += self.hazard.eq(starting & ~quiet & (overlaps(cmd.src1, n1)
                                                               | overlaps(cmd.src2, n2)))
@@ -305,12 +308,16 @@ def _vop_pass(m, cmd, st, ctl, u, read1, read2, last):
     mode = cmd.src2_mode
     operands = Mux(~ctl.binary, Operands.SCALAR,
                    Mux(mode == Src2.ROWS, Operands.ROWS,
-                       Mux(mode == Src2.BROADCAST, Operands.BCAST, Operands.SCALAR)))
+                       Mux(mode == Src2.BROADCAST, Operands.BCAST,
+                           Mux(mode == Src2.STAT, Operands.STAT, Operands.SCALAR))))
     rows2 = ctl.binary & (mode == Src2.ROWS)
+    stat = ctl.binary & (mode == Src2.STAT)     # a group's row read at its first row
     m.d.comb += [
         u.operands.eq(operands), u.alu.eq(_alu_op(m, cmd.vop)), u.bf16.eq(ctl.bf16),
-        u.pop1.eq(ctl.last_half), u.pop2.eq(rows2 & ctl.last_half),
+        u.pop1.eq(ctl.last_half),
+        u.pop2.eq((rows2 | (stat & ctl.last_step)) & ctl.last_half),
         u.pack.eq(Mux(ctl.bf16, Mux(st.half, Pack.BF16, Pack.LOW), Pack.WORDS)),
-        u.relu.eq(cmd.relu), read1.eq(~st.half), read2.eq(rows2 & ~st.half),
+        u.relu.eq(cmd.relu), read1.eq(~st.half),
+        read2.eq((rows2 | (stat & (st.step == 0))) & ~st.half),
         last.eq(ctl.last_half & ctl.last_row),
     ]

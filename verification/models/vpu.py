@@ -72,9 +72,13 @@ def _wrap32(values):
     return np.where(v >= 1 << 31, v - (1 << 32), v)
 
 
-def vop_rows(op, dtype, src1, src2=None, *, broadcast=False, scalar=None, relu=False):
+def vop_rows(op, dtype, src1, src2=None, *, broadcast=False, scalar=None, group=None,
+             relu=False):
     """``vop op.dtype``: the destination rows for ``src1`` (rows) and ``src2`` (rows, one row
-    with ``broadcast``, or None with ``scalar``, a 32-bit pattern of the dtype's bits)."""
+    with ``broadcast``, or None with ``scalar``, a 32-bit pattern of the dtype's bits). With
+    ``group`` (``src2=stat``), row ``i`` of ``src1`` takes word 0 of row ``i // group`` of
+    ``src2`` in every element: an int32 for int32, an fp32 for fp32 and bfloat16 (a ``vred``
+    statistic, fp32 also for bfloat16 rows: the operation is the fp32 one, then rounded)."""
     op, dtype = VOp(op), DType(dtype)
     src1 = np.asarray(src1, dtype=np.uint8)
     row_bytes = src1.shape[1]
@@ -87,6 +91,10 @@ def vop_rows(op, dtype, src1, src2=None, *, broadcast=False, scalar=None, relu=F
                         dtype=_BITS[dtype])
         y = np.broadcast_to(_elements(bits.view(np.uint8).reshape(1, -1), dtype)[0, 0],
                             x.shape)
+    elif group is not None:
+        words = np.ascontiguousarray(np.asarray(src2, dtype=np.uint8)[:, :4])
+        stat = _elements(words, DType.INT32 if integer else DType.FP32)[:, 0]
+        y = np.broadcast_to(np.repeat(stat, group)[:x.shape[0], None], x.shape)
     else:
         y = _elements(np.asarray(src2, dtype=np.uint8), dtype)
         if broadcast:

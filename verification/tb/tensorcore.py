@@ -18,7 +18,7 @@ from podium import compiler
 from podium.isasim import TensorCoreSim
 from podium.program import DTYPES
 from podium.runner import golden
-from spec.isa import SEM_NONE, DType, Error, Op, Queue, VOp, encode
+from spec.isa import SEM_NONE, DType, Error, Op, Queue, Src2, VOp, encode
 from spec.tensorcore import TensorCoreConfig
 from verification.models.mxu import MXUModel
 from verification.tb.axi import axi_ram, axil_master
@@ -74,7 +74,7 @@ class TensorCoreHost:
         """Start at ``start_pc``, wait (at most ``budget`` cycles) for ``running`` (the
         TensorCore's pin) to fall, and return the :class:`Outcome`."""
         await self.write(self.reg["START_PC"], start_pc)
-        await self.write(self.reg["CONTROL"], 1)
+        await self.write(self.reg["CONTROL"], 5)        # clear (the semaphores) and start
         return await self.run_to_end(running, budget=budget, abort=abort)
 
     async def run_to_end(self, running, *, budget=200_000, abort=False):
@@ -112,6 +112,7 @@ class TensorCoreHost:
         return Outcome(status, error, error_pc, regs, sems, counters)
 
     async def clear(self):
+        """CONTROL.clear: error, done and semaphores cleared for the next program."""
         await self.write(self.reg["CONTROL"], 4)
 
 
@@ -385,6 +386,13 @@ async def errors(tb):
                            encode(Op.VOP, vop=VOp.COPY, dtype=DType.FP32, b=2, c=0)],
         "matmul misaligned": [li(1, 1), encode(Op.MXU_SHAPE, b=1, c=1, d=1), li(2, 1),
                               encode(Op.MATMUL, b=2, c=0, d=0, emit=1)],
+        "vop stat group 0": [li(1, 1), encode(Op.VPU_CFG, b=1),
+                             encode(Op.VOP, vop=VOp.SUB, dtype=DType.FP32, b=0, c=0, d=0,
+                                    src2=Src2.STAT)],
+        "vop stat rows past the end": [li(1, 2), li(2, cfg.vmem_rows),
+                                       encode(Op.VPU_CFG, b=1, c=2),
+                                       encode(Op.VOP, vop=VOp.SUB, dtype=DType.FP32, b=0, c=0,
+                                              d=0, src2=Src2.STAT)],
         "dma past the end": [li(1, cfg.beat_bytes), encode(Op.DMA_SHAPE, dim=0, b=1),
                              li(2, cfg.vmem_bytes), encode(Op.DMA_LOAD, b=0, c=2, sem=SEM_NONE)],
     }

@@ -75,8 +75,9 @@ class Command:
     def reads2(self):
         if not self.binary or self.count == 0 or self.src2_mode == Src2.SCALAR:
             return []
-        return [self.src2] if self.src2_mode == Src2.BROADCAST else list(
-            range(self.src2, self.src2 + self.count))
+        rows = {Src2.BROADCAST: 1, Src2.STAT: self.count // self.span}.get(self.src2_mode,
+                                                                            self.count)
+        return list(range(self.src2, self.src2 + rows))
 
     def passes(self, lanes):
         """Passes through the lanes (docs/tensorcore.md, VPU hardware)."""
@@ -100,9 +101,11 @@ class Command:
             return vred_rows(self.rop, self.dtype, src1, self.span)
         if self.src2_mode == Src2.SCALAR or not self.binary:
             return vop_rows(self.vop, self.dtype, src1, scalar=self.scalar, relu=self.relu)
-        rows = 1 if self.src2_mode == Src2.BROADCAST else self.count
-        return vop_rows(self.vop, self.dtype, src1, mem[self.src2:self.src2 + rows],
-                        broadcast=self.src2_mode == Src2.BROADCAST, relu=self.relu)
+        rows = self.reads2()
+        return vop_rows(self.vop, self.dtype, src1, mem[rows[0]:rows[-1] + 1],
+                        broadcast=self.src2_mode == Src2.BROADCAST,
+                        group=self.span if self.src2_mode == Src2.STAT else None,
+                        relu=self.relu)
 
     def safe(self):
         """Whether the destination rows avoid every source row a later pass of the same
@@ -111,7 +114,9 @@ class Command:
         sources = [self.reads1()]
         if self.binary and self.src2_mode == Src2.ROWS:
             sources.append(self.reads2())
-        return all(not src or self.dst <= src[0] or not set(dst) & set(src) for src in sources)
+        stats = self.reads2() if self.binary and self.src2_mode == Src2.STAT else []
+        return not set(dst) & set(stats) and all(
+            not src or self.dst <= src[0] or not set(dst) & set(src) for src in sources)
 
 
 def elements(rng, dtype, kind, n):
@@ -264,6 +269,12 @@ class VPUBench:
                      span=int(rng.integers(1, min(9, self.rows // max_count) + 1)),
                      scalar=int(rng.integers(0, 1 << 32)), shift=int(rng.integers(0, 63)))
             f.update(fields)
+            if kind == "VOP" and f["src2_mode"] == Src2.STAT and "span" not in fields:
+                if "count" in fields:           # groups of span rows: a divisor of count
+                    f["span"] = int(rng.choice([d for d in range(1, max(1, f["count"]) + 1)
+                                                if f["count"] % d == 0] or [1]))
+                else:                           # count groups (the frontend's product)
+                    f["count"] *= f["span"]
             n1 = f["count"] * (f["span"] if kind == "VRED" else 1)
             if n1 > self.rows:
                 continue
@@ -318,8 +329,8 @@ async def test_vop_matrix(dut, flow):
                                           relu=relu, count=int(tb.rng.integers(1, 4)))
                     if tb.rng.integers(0, 2) and c.src1 + c.count <= half:
                         c = tb.random_command("VOP", vop=op, dtype=dtype, src2_mode=mode,
-                                              relu=relu, count=c.count, src1=c.src1,
-                                              src2=c.src1 + half)
+                                              relu=relu, count=c.count, span=c.span,
+                                              src1=c.src1, src2=c.src1 + half)
                     tb.submit(c)
         await tb.drain()
     tb.log_summary()

@@ -291,6 +291,24 @@ def test_vred_sum_max(seed):
     assert list(maxs[:, 0]) == [x[:3].max(), x[3:].max()]
 
 
+def test_row_statistics_broadcast(seed):
+    """The shift of a numerically stable softmax: ``vred max`` over groups of 3 rows (one
+    logical row of 24 fp32 elements each), then ``vop sub`` with ``src2=stat`` (``scalar`` =
+    3 rows per group) subtracts each group's maximum from its own rows."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((6, 8)).astype(np.float32) * 10
+    image = np.zeros(1024, dtype=np.uint8)
+    image[:192] = _rows_image(x, np.float32)
+    text = (_load_all(1024).replace("wait mxu", "wait vpu") + _vpu_setup(2, scalar=3)
+            + li(4, 0) + li(5, 512) + li(7, 3)
+            + "vred max.fp32 r5, r4, r7\nvop sub.fp32 r4, r4, r5, src2=stat\nhalt\n")
+    r = done(text, hbm={0: image.tobytes()})
+    want = x.reshape(2, 24) - x.reshape(2, 24).max(axis=1, keepdims=True)
+    assert np.array_equal(_vmem_rows(r, 0, 6, np.float32).reshape(2, 24), want)
+    bad = _vpu_setup(2, scalar=0) + "vop sub.fp32 r0, r0, r0, src2=stat\nhalt\n"
+    assert error_of(bad)[0] == Error.VMEM_RANGE     # a group of 0 rows
+
+
 # ---------------------------------------------------------------------------------------
 # Errors
 

@@ -109,6 +109,21 @@ def test_model_bf16_and_broadcast_scalar():
     assert words(got) == [[11, 22, 33, 44], [51, 62, 73, 84]]
 
 
+def test_model_stat_groups():
+    """``src2=stat``: word 0 of statistic row g over the rows of group g; an fp32 statistic
+    on bfloat16 rows (the difference computed in fp32, rounded once: 1 - 2^-9 -> 1.0)."""
+    stats = rows32([5, 9, 9, 9], [-1, 9, 9, 9])
+    got = vop_rows(VOp.SUB, DType.INT32, rows32([10, 20, 30, 40], [1, 2, 3, 4],
+                                                [7, 7, 7, 7], [0, 0, 0, 0]), stats, group=2)
+    want = [[5, 15, 25, 35], [-4, -3, -2, -1], [8, 8, 8, 8], [1, 1, 1, 1]]
+    assert words(got) == [[v & 0xFFFFFFFF for v in row] for row in want]
+    stat = np.zeros((1, 16), np.uint8)
+    stat[0, :4] = np.frombuffer(np.float32(2.0 ** -9).tobytes(), np.uint8)
+    x = rows16([0x3F80, 0x4000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x3F80, 0x0000])
+    got = vop_rows(VOp.SUB, DType.BF16, x, stat, group=1).view(np.uint16).tolist()
+    assert got == [[0x3F80, 0x4000, 0xBB00, 0x7F80, 0xFF80, 0x7FC0, 0x3F80, 0xBB00]]
+
+
 def test_model_casts():
     """Packing from the lowest byte, the rest zero; bf16 -> f32 exact (NaN canonical);
     requantization rounds half up and saturates; int8 sign-extended."""

@@ -96,11 +96,20 @@ class _Chain:
                 encode(Op.VPU_CFG, b=6, c=7, d=8)]
         if kind == Op.VOP:
             mode = rng.choice(list(Src2))
-            src1 = self._vrow(count)
-            rows2 = count if mode == Src2.ROWS else 1
+            group = 1
+            if mode == Src2.STAT:       # count groups of `scalar` rows, a statistic row each
+                group = rng.randint(1, 3)
+                body[1] = _li(7, group)
+            rows = count * group
+            src1 = self._vrow(rows)
+            rows2 = count if mode in (Src2.ROWS, Src2.STAT) else 1
             src2 = self._vrow(rows2)
-            sources = [(src1, count)] + ([(src2, rows2)] if mode == Src2.ROWS else [])
-            body += [_li(1, self._dst(count, sources)), _li(2, src1), _li(3, src2),
+            sources = [(src1, rows)] + ([(src2, rows2)] if mode == Src2.ROWS else [])
+            dst = self._dst(rows, sources)
+            rb = self.cfg.row_bytes
+            while mode == Src2.STAT and dst < src2 + rows2 * rb and src2 < dst + rows * rb:
+                dst = self._dst(rows, sources)      # statistic rows are never overwritten
+            body += [_li(1, dst), _li(2, src1), _li(3, src2),
                      encode(Op.VOP, vop=rng.choice(list(VOp)), dtype=rng.choice(list(DType)),
                             b=1, c=2, d=3, src2=mode, relu=rng.randint(0, 1))]
         elif kind == Op.VCAST:
