@@ -53,7 +53,7 @@ def values(kind, rng, n):
 async def run(dut, ops, xs, rng, idle=0.3):
     """Present ``(ops[i], xs[i])`` in order with idle cycles (probability ``idle``) in
     between; check every result and the cycles it comes out in."""
-    side = load_sidecar()["extras"]["vmath"]
+    side = load_sidecar()["vmath"]
     names, latency = side["ops"], side["latency"]
     want = np.zeros(len(xs), dtype=np.uint32)
     for code, name in enumerate(names):
@@ -91,7 +91,7 @@ async def run(dut, ops, xs, rng, idle=0.3):
 
 
 def _mixed(rng, n_per_kind):
-    side = load_sidecar()["extras"]["vmath"]
+    side = load_sidecar()["vmath"]
     xs = np.concatenate([values(k, rng, n_per_kind) for k in ("bits", "bf16", "dense")]
                         + [np.tile(np.array(FP32_SPECIALS, dtype=np.uint32),
                                    len(side["ops"]))])
@@ -115,7 +115,7 @@ async def test_all_bf16(dut):
     """Every op on all 65,536 bfloat16 inputs, then 100,000 mixed fp32 inputs and every
     special (slow)."""
     rng = np.random.default_rng(random.getrandbits(64))
-    count = len(load_sidecar()["extras"]["vmath"]["ops"])
+    count = len(load_sidecar()["vmath"]["ops"])
     bf = np.arange(1 << 16, dtype=np.uint32) << 16
     ops = np.repeat(np.arange(count), len(bf))
     xs = np.tile(bf, count)
