@@ -12,7 +12,7 @@ import numpy as np
 
 from spec import vmath as V
 
-__all__ = ["compute", "reference", "ulp_error", "OPS"]
+__all__ = ["compute", "reference", "ulp_error", "dense_sample", "OPS"]
 
 OPS = V.OPS
 _I64 = np.int64
@@ -165,3 +165,15 @@ def ulp_error(result_bits, ref):
     same = (got == rounded) | (np.isnan(got) & np.isnan(ref))
     err = np.where(same, np.minimum(np.nan_to_num(err, nan=0.0, posinf=0.0), 0.5), err)
     return np.where(same & np.isinf(got), 0.0, np.where(np.isnan(err), np.inf, err))
+
+
+def dense_sample(rng, n):
+    """``n`` fp32 bit patterns of every sign and every exponent where no op saturates (|x|
+    below 128, subnormals included), uniform significands, then the values next to every
+    power of two of that range (``2**e`` and 1 and 2 ULPs either side, both signs)."""
+    field = rng.integers(0, 134, size=n).astype(np.uint32)
+    x = ((rng.integers(0, 2, size=n).astype(np.uint32) << 31) | (field << 23)
+         | rng.integers(0, 1 << 23, size=n).astype(np.uint32))
+    powers = np.arange(1, 134, dtype=np.uint32) << 23
+    near = np.concatenate([powers + d for d in (0, 1, 2)] + [powers - 1, powers - 2])
+    return np.concatenate([x, near, near | np.uint32(0x80000000)])

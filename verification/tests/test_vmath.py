@@ -28,18 +28,6 @@ def f32(v):
     return int(np.float32(v).view(np.uint32))
 
 
-def dense_sample(rng, n):
-    """fp32 values of every exponent where the ops are not saturated, plus values next to
-    every power of two (the exponent boundaries) of that range."""
-    field = rng.integers(0, 134, size=n).astype(np.uint32)
-    x = ((rng.integers(0, 2, size=n).astype(np.uint32) << 31) | (field << 23)
-         | rng.integers(0, 1 << 23, size=n).astype(np.uint32))
-    powers = np.arange(0, 134, dtype=np.uint32) << 23
-    near = np.concatenate([powers + d for d in (0, 1, 2)] + [powers - 1, powers - 2])
-    near = np.concatenate([near, near | 0x80000000])
-    return np.concatenate([x, near[(near & 0x7F800000) < 0x7F800000]])
-
-
 @pytest.mark.parametrize("op", V.OPS)
 def test_accuracy_bf16(op):
     """Every bfloat16 input (as fp32): within the documented bound of the float64 value."""
@@ -51,7 +39,7 @@ def test_accuracy_bf16(op):
 @pytest.mark.parametrize("op", V.OPS)
 def test_accuracy_fp32(op, seed):
     """200,000 fp32 inputs of every unsaturated exponent and the exponent boundaries."""
-    x = dense_sample(np.random.default_rng(seed), 200_000)
+    x = vmath.dense_sample(np.random.default_rng(seed), 200_000)
     err = vmath.ulp_error(vmath.compute(op, x), vmath.reference(op, x))
     assert err.max() <= BOUND_ULP[op], f"{op}: {err.max():.3f} ULP at {int(x[err.argmax()]):#x}"
 
