@@ -298,9 +298,13 @@ class VPUFunc(wiring.Component):
             with m.Case(_OP["rsqrt"]):
                 m.d.comb += [mag8.eq(p7), scale.eq(-30 - (e7 >> 1))]
             with m.Case(_OP["log"]):
-                d = Mux(hi7, Cat(Const(0, 1), frac7), frac7 - (1 << 23))
+                # d = 2 frac (hi) or frac - 2**23 (lo), in units of 2**-24; |d| * q on the
+                # shared multiplier
                 ee = Mux(hi7, e7, e7 + 1)
-                total = wire("log_total", signed(64), ee * V.LN2_54 + d * p7)
+                m.d.comb += [mul_a.eq(Mux(hi7, Cat(Const(0, 1), frac7), (1 << 23) - frac7)),
+                             mul_b.eq(p7)]
+                dq = Mux(hi7, product, -product)
+                total = wire("log_total", signed(64), ee * V.LN2_54 + dq)
                 m.d.comb += [mag8.eq(Mux(total < 0, -total, total)), scale.eq(-54),
                          out_sign.eq(total < 0)]
             with m.Case(_OP["sigmoid"]):
