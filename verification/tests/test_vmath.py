@@ -8,6 +8,7 @@ import pytest
 from spec import vmath as V
 from spec.vmath import VMathConfig
 from verification.models import vmath
+from verification.tests.suite import cases
 
 BOUND_ULP = {"exp": 1.0, "reciprocal": 1.0, "rsqrt": 1.0, "tanh": 1.0, "sigmoid": 1.0,
              "log": 1.0}
@@ -15,13 +16,17 @@ BOUND_ULP = {"exp": 1.0, "reciprocal": 1.0, "rsqrt": 1.0, "tanh": 1.0, "sigmoid"
 target for exp, reciprocal and rsqrt is 2)."""
 
 
-def test_vmath_rtl(cocotb_run):
-    cocotb_run("vmath", VMathConfig(), "verification.tb.vmath", test="test_sample")
+TB = "verification.tb.vmath"
+SLOW = {"test_all_bf16"}
+"""The cocotb tests run by make test-all only (all 65,536 bfloat16 inputs of every op: about
+20 s); every other test of the bench runs in make test."""
 
 
-@pytest.mark.slow
-def test_vmath_rtl_all_bf16(cocotb_run):
-    cocotb_run("vmath", VMathConfig(), "verification.tb.vmath", test="test_all_bf16")
+@pytest.mark.parametrize("name, test", cases(TB, {"fp32": VMathConfig()},
+                                             lambda _, t: pytest.mark.slow if t in SLOW else ()))
+def test_vmath_rtl(cocotb_run, name, test):
+    """The RTL bit for bit against the golden model (verification/tb/vmath.py)."""
+    cocotb_run("vmath", VMathConfig(), TB, test=test)
 
 
 def f32(v):
