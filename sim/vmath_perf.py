@@ -1,4 +1,4 @@
-"""``make bench vmath``: the accuracy of the VPU's transcendental functions (docs/vpu_math.md)
+"""``make bench vmath``: the accuracy of the VPU's transcendental functions (docs/vmath.md)
 against float64, measured on the golden model, which the RTL equals bit for bit
 (verification/tests/test_vmath.py): every bfloat16 input, a dense seeded fp32 sample of every
 unsaturated exponent with the exponent boundaries, and uniform fp32 bit patterns. Writes
@@ -70,7 +70,7 @@ def render(data):
         "where no op saturates (|x| < 128, subnormals included) plus the values at and 1-2 "
         "ULPs either side of every power of two there; the same number of uniform fp32 bit "
         "patterns. Special inputs (NaN, infinities, zeros, out-of-domain) count with their "
-        "documented result. The algorithm: docs/vpu_math.md; latency "
+        "documented result. The algorithm: docs/vmath.md; latency "
         f"{data['latency']} cycles for every op, one result per cycle.", "",
         table(["op", "inputs", "count", "max ULP", "mean ULP", "correctly rounded",
                "max abs error", "worst input", "its result"],

@@ -1,5 +1,5 @@
 """The VPU's transcendental functions: the operations, the constants and the coefficient
-tables of their documented algorithms (docs/vpu_math.md), read by both the RTL
+tables of their documented algorithms (docs/vmath.md), read by both the RTL
 (hdl/tensorcore/vpu_func.py) and the golden model (verification/models/vmath.py), which agree
 on nothing else.
 

@@ -1,5 +1,5 @@
 """The VPU's transcendental function unit: ``exp``, ``reciprocal``, ``rsqrt``, ``tanh``,
-``sigmoid``, ``log`` of one fp32 value per cycle, pipelined (docs/vpu_math.md).
+``sigmoid``, ``log`` of one fp32 value per cycle, pipelined (docs/vmath.md).
 
 The algorithm and its constants are spec/vmath.py's; the golden model computing the same bits
 is verification/models/vmath.py. The unit has no backpressure: a ``valid`` input gives a

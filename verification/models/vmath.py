@@ -1,4 +1,4 @@
-"""Golden model of the VPU's transcendental functions (docs/vpu_math.md): ``exp``,
+"""Golden model of the VPU's transcendental functions (docs/vmath.md): ``exp``,
 ``reciprocal``, ``rsqrt``, ``tanh``, ``sigmoid``, ``log`` on fp32 bit patterns, computing the
 documented fixed-point algorithm with numpy integers, so its bits are the RTL's
 (hdl/tensorcore/vpu_func.py). Only the constants and coefficient tables are shared

@@ -1,6 +1,6 @@
 """The VPU's transcendental function unit (hdl/tensorcore/vpu_func.py) bit for bit against its
 golden model, and the golden model (verification/models/vmath.py) against float64: the
-accuracy docs/vpu_math.md states, and every special-value rule."""
+accuracy docs/vmath.md states, and every special-value rule."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from verification.tests.suite import cases
 
 BOUND_ULP = {"exp": 1.0, "reciprocal": 1.0, "rsqrt": 1.0, "tanh": 1.0, "sigmoid": 1.0,
              "log": 1.0}
-"""The documented maximum error of each op in fp32 ULPs (docs/vpu_math.md; the issue's
+"""The documented maximum error of each op in fp32 ULPs (docs/vmath.md; the issue's
 target for exp, reciprocal and rsqrt is 2)."""
 
 
@@ -89,7 +89,7 @@ SPECIALS = [
 
 @pytest.mark.parametrize("op, x, want", SPECIALS)
 def test_special_values(op, x, want):
-    """The documented rule of each special input (docs/vpu_math.md, "Special values")."""
+    """The documented rule of each special input (docs/vmath.md, "Special values")."""
     got = int(vmath.compute(op, [x])[0])
     assert got == want, f"{op}({x:#010x}) = {got:#010x}, want {want:#010x}"
 
