@@ -152,16 +152,22 @@ def reference(op, x):
                 "sigmoid": lambda a: 1 / (1 + np.exp(-a)), "log": np.log}[op](v)
 
 
-def ulp_error(result_bits, ref):
-    """The error of fp32 results in units in the last place of fp32 at the float64 reference
-    ``ref``: 0 where both are the same infinity or both NaN, inf where only one is."""
+def ulp_error(result_bits, ref, man_bits=23):
+    """The error of results in units in the last place, at the float64 reference ``ref``, of
+    a format with fp32's exponent range and ``man_bits`` fraction bits (23: fp32, 7:
+    bfloat16, whose values ``result_bits`` then holds as fp32 bit patterns); at most 0.5 where
+    the result is ``ref`` correctly rounded, 0 where both are the same infinity or both NaN,
+    inf where only one is."""
     got = np.asarray(result_bits, dtype=np.uint32).view(np.float32).astype(np.float64)
     ref = np.asarray(ref, dtype=np.float64)
+    top = (2 - 2.0 ** -man_bits) * 2.0 ** 127
     with np.errstate(all="ignore"):
-        rounded = ref.astype(np.float32).astype(np.float64)
-        mag = np.where(np.isinf(rounded), np.finfo(np.float32).max, np.abs(ref))
-        exp = np.maximum(np.floor(np.log2(np.where(mag > 0, mag, 1.0))), -126)
-        err = np.abs(got - ref) / np.exp2(exp - 23)
+        mag = np.abs(ref)
+        exp = np.clip(np.floor(np.log2(np.where(mag > 0, mag, 1.0))), -126, 127)
+        ulp = np.exp2(exp - man_bits)
+        rounded = np.round(mag / ulp) * ulp                 # to nearest, ties to even
+        rounded = np.copysign(np.where(rounded > top, np.inf, rounded), ref)
+        err = np.abs(got - ref) / ulp
     same = (got == rounded) | (np.isnan(got) & np.isnan(ref))
     err = np.where(same, np.minimum(np.nan_to_num(err, nan=0.0, posinf=0.0), 0.5), err)
     return np.where(same & np.isinf(got), 0.0, np.where(np.isnan(err), np.inf, err))

@@ -7,7 +7,7 @@ import pytest
 
 from spec import vmath as V
 from spec.vmath import VMathConfig
-from verification.models import vmath
+from verification.models import fp, vmath
 from verification.tests.suite import cases
 
 BOUND_ULP = {"exp": 1.0, "reciprocal": 1.0, "rsqrt": 1.0, "tanh": 1.0, "sigmoid": 1.0,
@@ -39,6 +39,16 @@ def test_accuracy_bf16(op):
     x = np.arange(1 << 16, dtype=np.uint32) << 16
     err = vmath.ulp_error(vmath.compute(op, x), vmath.reference(op, x))
     assert err.max() <= BOUND_ULP[op], f"{op}: {err.max():.3f} ULP at {int(x[err.argmax()]):#x}"
+
+
+@pytest.mark.parametrize("op", V.OPS)
+def test_bf16_results_correctly_rounded(op):
+    """Every bfloat16 input, its fp32 result rounded to bfloat16 (as a bfloat16 row holds it):
+    the float64 value correctly rounded to bfloat16, for every op."""
+    x = np.arange(1 << 16, dtype=np.uint32) << 16
+    narrow = fp.to_bf16(vmath.compute(op, x)).astype(np.uint32) << 16
+    err = vmath.ulp_error(narrow, vmath.reference(op, x), man_bits=7)
+    assert err.max() <= 0.5, f"{op}: {err.max():.3f} bfloat16 ULP at {int(x[err.argmax()]):#x}"
 
 
 @pytest.mark.parametrize("op", V.OPS)
