@@ -77,7 +77,8 @@ def render(data):
         "patterns. \"result to bfloat16\": the fp32 result rounded to nearest even into "
         "bfloat16, as a bfloat16 row would hold it, its error in bfloat16 ULPs (correctly "
         "rounded: equal to the float64 value rounded to bfloat16). Special inputs (NaN, "
-        "infinities, zeros, out-of-domain) count with their documented result. The algorithm: docs/vmath.md; latency "
+        "infinities, zeros, out-of-domain) count with their documented result. The "
+        "algorithm: docs/vmath.md; latency "
         f"{data['latency']} cycles for every op, one result per cycle.", "",
         table(["op", "inputs", "count", "max ULP", "mean ULP", "correctly rounded",
                "max abs error", "worst input", "its result"],
