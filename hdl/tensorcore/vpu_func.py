@@ -92,7 +92,7 @@ class VPUFunc(wiring.Component):
     """``result = op(x)`` for fp32 ``x``, ``LATENCY`` cycles after ``valid``; one per cycle.
 
     Ports: ``valid``, ``op`` (a code of ``spec.vmath.OPS``), ``x`` in; ``out_valid``,
-    ``result`` out (``result`` holds its last value while ``out_valid`` is low).
+    ``result`` out (meaningless while ``out_valid`` is low).
     """
 
     valid: In(1)
