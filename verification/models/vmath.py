@@ -12,7 +12,7 @@ import numpy as np
 
 from spec import vmath as V
 
-__all__ = ["compute", "reference", "ulp_error", "dense_sample", "OPS"]
+__all__ = ["compute", "evaluate", "reference", "ulp_error", "dense_sample", "OPS"]
 
 OPS = V.OPS
 _I64 = np.int64
@@ -50,7 +50,7 @@ def _decode(x):
     return sign, sig << up, e - up, nan, inf, zero
 
 
-def _evaluate(func, u):
+def evaluate(func, u):
     """The piecewise quadratic of function number(s) ``func`` at ``u`` (units 2**-30)."""
     row = _TABLE[func * V.SEGMENTS + (u >> V.T_BITS)]
     t = (u & ((1 << V.T_BITS) - 1)) - (1 << (V.T_BITS - 1))
@@ -64,7 +64,7 @@ def _exp2_parts(sig, e, negative):
     magnitude truncated, a negative y as the one's complement of its magnitude."""
     mag = _shr(sig * V.LOG2E, np.maximum(V.Y_SHIFT - e, 0))
     y = np.where(negative, ~mag, mag)
-    return y >> V.U_BITS, _evaluate(V.FUNC["exp2"], y & ((1 << V.U_BITS) - 1))
+    return y >> V.U_BITS, evaluate(V.FUNC["exp2"], y & ((1 << V.U_BITS) - 1))
 
 
 def _pack(sign, mag, scale):
@@ -101,17 +101,17 @@ def compute(op, x):
         out = np.where(big | inf, np.where(neg, 0, _INF), out)
         out = np.where(zero, _ONE, out)
     elif op == "reciprocal":
-        p = _evaluate(V.FUNC["recip"], frac << 7)
+        p = evaluate(V.FUNC["recip"], frac << 7)
         out = _pack(sign, p, -30 - e)
         out = np.where(inf, sign << 31, np.where(zero, (sign << 31) | _INF, out))
     elif op == "rsqrt":
-        p = _evaluate(V.FUNC["rsqrt_even"] + (e & 1), frac << 7)
+        p = evaluate(V.FUNC["rsqrt_even"] + (e & 1), frac << 7)
         out = _pack(sign, p, -30 - (e >> 1))
         out = np.where(inf, 0, np.where(zero, (sign << 31) | _INF, out))
         out = np.where(neg & ~zero, _NAN, out)
     elif op == "log":
         hi = frac < (1 << 22)
-        q = _evaluate(np.where(hi, V.FUNC["log_hi"], V.FUNC["log_lo"]),
+        q = evaluate(np.where(hi, V.FUNC["log_hi"], V.FUNC["log_lo"]),
                       (frac << 8) & ((1 << V.U_BITS) - 1))
         d = np.where(hi, frac << 1, frac - (1 << 23))
         total = np.where(hi, e, e + 1) * V.LN2_54 + d * q
@@ -122,7 +122,7 @@ def compute(op, x):
         twice = 1 if op == "tanh" else 0
         k, p2 = _exp2_parts(sig, e + twice, np.ones_like(neg))
         small = p2 >> np.minimum(-k, 62)                  # e**-|x| (sigmoid), e**-2|x| (tanh)
-        r = _evaluate(V.FUNC["recip"], small)              # 1 / (1 + small)
+        r = evaluate(V.FUNC["recip"], small)              # 1 / (1 + small)
         if op == "sigmoid":
             out = np.where(neg, _pack(np.zeros_like(sign), p2 * r, k - 60),
                            _pack(np.zeros_like(sign), r, np.full_like(e, -30)))
