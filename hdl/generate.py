@@ -22,6 +22,7 @@ from spec.nic import NICConfig
 from spec.pod import PodConfig
 from spec.sparsecore import SparseCoreConfig, SparseCoreSystemConfig
 from spec.tensorcore import TensorCoreConfig, VPUTopConfig
+from spec.vmath import VMathConfig
 
 from .chip import Chip
 from .fp_units import FloatUnits
@@ -34,6 +35,7 @@ from .mxu.unit import MXU
 from .pod.pod import Pod
 from .sparsecore.system import SparseCoreSystem
 from .tensorcore.core import TensorCore
+from .tensorcore.vpu_func import VMathTop
 from .tensorcore.vpu_top import VPUTop
 
 __all__ = ["BLOCKS", "Block", "Design", "generate", "make_config", "config_file", "CONFIG_KEYS"]
@@ -80,6 +82,7 @@ BLOCKS = {
     "mxu_harness": Block(MXUHarnessConfig, MXUHarness),
     "fp_units": Block(FloatUnitsConfig, FloatUnits),
     "vpu": Block(VPUTopConfig, VPUTop),
+    "vmath": Block(VMathConfig, VMathTop, bench="vmath"),
     "sparsecore": Block(SparseCoreSystemConfig, SparseCoreSystem,
                         (SparseCoreSystemConfig(memory="axi"),), bench="sparsecore"),
     "pod": Block(PodConfig, Pod, (PodConfig(chip=_TC_POD_CHIP),), bench="pod"),
