@@ -199,7 +199,8 @@ class TensorCoreSim:
             op, fields = decode(word)
         except ValueError as e:
             return None, str(e)
-        reason = illegal(op, fields, semaphores=self.config.semaphores, ici=self.config.ici)
+        cfg = self.config
+        reason = illegal(op, fields, semaphores=cfg.semaphores, ici=cfg.ici, vmath=cfg.vmath)
         return (None, reason) if reason else (op, fields)
 
     def _reset(self):

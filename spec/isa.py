@@ -92,6 +92,12 @@ class VOp(Code, width=4):
     RELU = 5
     COPY = 6
     ABS = 7
+    EXP = 8             # the transcendental functions (docs/vmath.md): fp32 and bfloat16
+    RECIPROCAL = 9
+    RSQRT = 10
+    TANH = 11
+    SIGMOID = 12
+    LOG = 13
 
 
 class DType(Code, width=2):
@@ -141,7 +147,9 @@ class VectorOp:
     ``arity`` is 1 for an operation of ``src1`` alone (its ``src2`` and ``src2`` mode are
     ignored and never read), 2 for one of ``src1`` and ``src2``; ``dtypes`` the element types
     it takes; ``latency`` its latency class (docs/tensorcore.md, "VPU"): ``"pass"`` is one
-    pass of the lanes per int32 / fp32 row, two per bfloat16 row.
+    pass of the lanes per int32 / fp32 row, two per bfloat16 row; ``"vmath"`` the same passes
+    through the transcendental function unit (spec/vmath.py: the function of the same name,
+    ``vmath.LATENCY`` cycles), which a TensorCore has only with ``vmath``.
     """
 
     op: VOp
@@ -163,6 +171,8 @@ VOPS = {v.op: v for v in [
     VectorOp(VOp.RELU, 1),       # max(x, 0): -0 and negative values become +0
     VectorOp(VOp.COPY, 1),
     VectorOp(VOp.ABS, 1),        # |x|: int32 wraps (-2^31 stays), a float's sign cleared
+    *[VectorOp(op, 1, (DType.FP32, DType.BF16), "vmath")
+      for op in (VOp.EXP, VOp.RECIPROCAL, VOp.RSQRT, VOp.TANH, VOp.SIGMOID, VOp.LOG)],
 ]}
 """Every VPU elementwise operation: the decoder's operand checks, the issue stage, the
 assembler, the golden ISA simulator and the golden VPU read its arity and types here."""
@@ -343,12 +353,13 @@ def decode(word):
     return op, fields
 
 
-def illegal(op, fields, *, semaphores, ici=True):
+def illegal(op, fields, *, semaphores, ici=True, vmath=True):
     """Why the decoded instruction ``(op, fields)`` is illegal on a TensorCore with
-    ``semaphores`` semaphores (and, with ``ici``, an ICI queue), or None: an enumerated field
-    with no meaning, an ICI instruction or queue without one, or a semaphore number past the
-    last one (DMA.LOAD / DMA.STORE may also name ``SEM_NONE``; ICI.SEND's names a semaphore
-    of the destination, any but the collectives' 30)."""
+    ``semaphores`` semaphores (and, with ``ici``, an ICI queue; with ``vmath``, the
+    transcendental function unit), or None: an enumerated field with no meaning, an ICI
+    instruction or queue without one, a VOP function without the unit, or a semaphore number
+    past the last one (DMA.LOAD / DMA.STORE may also name ``SEM_NONE``; ICI.SEND's names a
+    semaphore of the destination, any but the collectives' 30)."""
     if not ici and (op in ICI_OPS or fields.get("queue") == Queue.ICI.value):
         return "this TensorCore has no ICI queue (a pod chip's has)"
     for name, value in fields.items():
@@ -364,6 +375,9 @@ def illegal(op, fields, *, semaphores, ici=True):
     elif sem is not None and sem >= semaphores and not (
             op in SEM_NONE_OPS and sem == SEM_NONE):
         return f"semaphore {sem} does not exist (0..{semaphores - 1})"
+    if op == Op.VOP and not vmath and VOPS[VOp(fields["vop"])].latency == "vmath":
+        return (f"vop {VOp(fields['vop']).name.lower()} needs the transcendental unit "
+                f"(vmath), which this TensorCore has not")
     if op == Op.VOP and fields["dtype"] not in VOPS[VOp(fields["vop"])].dtypes:
         return f"vop {VOp(fields['vop']).name.lower()} does not take {DType(fields['dtype']).name}"
     return None

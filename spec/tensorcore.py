@@ -48,6 +48,11 @@ class TensorCoreConfig(Config):
     ici : bool
         An ICI queue (``ici.send``, ``ici.read``, ``ici.coll``; docs/pod.md) whose commands
         leave on the ``ici`` port, with VMEM ports for the endpoint: a pod chip's TensorCore.
+    vmath : bool
+        The VPU's transcendental function unit (docs/vmath.md), one per lane: ``vop`` ``exp``,
+        ``reciprocal``, ``rsqrt``, ``tanh``, ``sigmoid``, ``log`` (without it they are illegal
+        instructions). It is about five times a lane's floating-point units in size, so small
+        test pods go without.
     """
 
     KIND = "TensorCore"
@@ -67,6 +72,7 @@ class TensorCoreConfig(Config):
     dma_bursts: int = 16
     max_burst: int = 16
     ici: bool = False
+    vmath: bool = True
 
     def validate(self):
         mxu = self.mxu
@@ -101,6 +107,7 @@ class TensorCoreConfig(Config):
         check_int("dma_bursts", self.dma_bursts, 1, 64)
         check_int("max_burst", self.max_burst, 1, 256)
         check_bool("ici", self.ici)
+        check_bool("vmath", self.vmath)
 
     # Derived sizes ---------------------------------------------------------------------
 
@@ -156,4 +163,4 @@ class VPUTopConfig(Config):
     @property
     def name(self):
         tc = self.tensorcore
-        return f"podium_vpu_{tc.lanes}l_{tc.vmem_rows}r"
+        return f"podium_vpu_{tc.lanes}l_{tc.vmem_rows}r" + ("_vmath" if tc.vmath else "")

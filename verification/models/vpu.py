@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from spec.isa import VOPS, Cast, DType, ROp, VOp
+from verification.models import vmath
 from verification.models.fp import BF16_NAN, FP32_NAN, max_min
 
 __all__ = ["vop_rows", "vcast_rows", "vred_rows", "FP32_NAN", "BF16_NAN"]
@@ -64,6 +65,11 @@ def _apply(op, x, y, integer):
             # int32: |x| modulo 2^32 (so -2^31 stays); floats: the sign cleared (IEEE abs),
             # NaN canonical on packing.
             return np.abs(x)
+        if VOPS[op].latency == "vmath":
+            # fp32 (bfloat16 widened) through the documented algorithm of docs/vmath.md;
+            # bfloat16 results rounded once on packing
+            bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+            return vmath.compute(op.name.lower(), bits).view(np.float32).reshape(x.shape)
     raise ValueError(f"op must be a VOp, got {op!r}")
 
 
