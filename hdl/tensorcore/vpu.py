@@ -20,11 +20,14 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec import vmath
+
 from ..lib.hier import Submodule
 from ..lib.queue import Queue
 from .row_reader import RowReader
 from .vmem_ports import vmem_read_signature, vmem_write_signature, vpu_command_layout
 from .vpu_datapath import VPUDatapath
+from .vpu_func import VPUFunc
 from .vpu_issue import VPUIssue, uop_layout
 from .vpu_lane import LaneALU
 
@@ -77,6 +80,8 @@ class VPU(wiring.Component):
     def __init__(self, config, *, prefix=None):
         self._config = config
         self._lane = Submodule(f"{prefix or config.name}_vpu_lane", LaneALU())
+        self._func = (Submodule(f"{prefix or config.name}_vpu_func", VPUFunc())
+                      if config.vmath else None)
         super().__init__({
             "cmd": In(stream.Signature(vpu_command_layout(config))),
             "src1": Out(vmem_read_signature(config)),
@@ -88,17 +93,23 @@ class VPU(wiring.Component):
 
     @property
     def submodules(self):
-        """Modules emitted once: the lane ALU."""
-        return [self._lane]
+        """Modules emitted once: the lane ALU (and the transcendental unit)."""
+        return [self._lane] + ([self._func] if self._func else [])
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        m.submodules.issue = issue = VPUIssue(cfg, max_outstanding=UOP_DEPTH + 1 + OUT_DEPTH)
+        # with the transcendental unit, its pipeline holds rows too, and the output queue
+        # grows by as many so that a function's rows keep one per cycle
+        extra = vmath.LATENCY if cfg.vmath else 0
+        out_depth = OUT_DEPTH + extra
+        m.submodules.issue = issue = VPUIssue(cfg,
+                                              max_outstanding=UOP_DEPTH + 1 + out_depth + extra)
         m.submodules.uops = uops = Queue(uop_layout(cfg), UOP_DEPTH)
         m.submodules.reader1 = reader1 = RowReader(cfg, depth=READ_DEPTH)
         m.submodules.reader2 = reader2 = RowReader(cfg, depth=READ_DEPTH)
-        m.submodules.datapath = dp = VPUDatapath(cfg, self._lane, out_depth=OUT_DEPTH)
+        m.submodules.datapath = dp = VPUDatapath(cfg, self._lane, self._func,
+                                                 out_depth=out_depth)
 
         wiring.connect(m, wiring.flipped(self.cmd), issue.cmd)
         wiring.connect(m, issue.uop, uops.i)

@@ -14,6 +14,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec import vmath
 from spec.formats import FP32_NAN
 
 from ..lib.fp import fp32_is_nan, fp32_to_bf16
@@ -61,9 +62,10 @@ class VPUDatapath(wiring.Component):
     its row is on ``out`` two cycles later. Throughput: one pass per cycle.
     """
 
-    def __init__(self, config, lane, *, out_depth=3):
+    def __init__(self, config, lane, func=None, *, out_depth=3):
         self._config = config
         self._lane = lane
+        self._func = func
         self._out_depth = out_depth
         row = 8 * config.row_bytes
         super().__init__({
@@ -89,10 +91,19 @@ class VPUDatapath(wiring.Component):
                                  Operands.STAT)
         need2 = operands.matches(Operands.ROWS, Operands.LOAD, Operands.STAT)
         have = (~need1 | self.rows1.valid) & (~need2 | self.rows2.valid)
-        room = out_q.level + (wb_pack != Pack.NONE) < self._out_depth
+        # Passes through the transcendental unit (``vmath``) reach writeback LATENCY cycles
+        # after they execute, the others one cycle after: ``inflight`` bit i is a function
+        # pass that executed i + 1 cycles ago; a pass that packs a row (or a half) waits
+        # until every function pass before it is within a cycle of writeback, so rows stay
+        # in order and never meet in writeback.
+        latency = vmath.LATENCY if self._func else 1
+        inflight = Signal(latency, name="func_inflight")
+        functions = Signal(range(latency + 1), name="func_count")
+        room = out_q.level + (wb_pack != Pack.NONE) + functions < self._out_depth
+        in_order = u.vmath | (u.pack == Pack.NONE) | (inflight[:latency - 1] == 0)
         fire = Signal()
         m.d.comb += [
-            fire.eq(self.uop.valid & have & ((u.pack == Pack.NONE) | room)),
+            fire.eq(self.uop.valid & have & ((u.pack == Pack.NONE) | room) & in_order),
             self.uop.ready.eq(fire),
             self.rows1.ready.eq(fire & u.pop1),
             self.rows2.ready.eq(fire & u.pop2),
@@ -100,27 +111,51 @@ class VPUDatapath(wiring.Component):
             self.read_wait.eq(self.uop.valid & ~have),
         ]
 
-        results = self._execute(m, fire)
+        func_fire = fire & u.vmath
+        results, func_results = self._execute(m, fire, func_fire)
         wb_res = [Signal(32, name=f"wb_res{k}", reset_less=True) for k in range(L)]
         wb_relu = Signal(reset_less=True)
         wb_addr = Signal(row_bits(cfg), reset_less=True)
-        m.d.sync += wb_pack.eq(Mux(fire, u.pack, Pack.NONE))
+        m.d.sync += wb_pack.eq(Mux(fire & ~u.vmath, u.pack, Pack.NONE))
         with m.If(fire):
             m.d.sync += [wb_relu.eq(u.relu), wb_addr.eq(u.addr),
                          *(r.eq(v) for r, v in zip(wb_res, results, strict=True))]
+        pack, relu, addr, res = wb_pack, wb_relu, wb_addr, wb_res
+        if self._func:
+            landing = inflight[latency - 1]
+            m.d.sync += [inflight.eq(Cat(func_fire, inflight[:latency - 1])),
+                         functions.eq(functions + func_fire - landing)]
+            carried = {"pack": (Pack, u.pack), "relu": (1, u.relu),     # along the unit
+                       "addr": (row_bits(cfg), u.addr)}
+            for i in range(latency):
+                carried = {name: (shape, self._delay(m, f"func_{name}{i}", shape, v))
+                           for name, (shape, v) in carried.items()}
+            pack = Signal(Pack, name="wb_sel_pack")
+            relu, addr = Signal(name="wb_sel_relu"), Signal(row_bits(cfg), name="wb_sel_addr")
+            m.d.comb += [pack.eq(Mux(landing, carried["pack"][1], wb_pack)),
+                         relu.eq(Mux(landing, carried["relu"][1], wb_relu)),
+                         addr.eq(Mux(landing, carried["addr"][1], wb_addr))]
+            res = [Mux(landing, f, w) for f, w in zip(func_results, wb_res, strict=True)]
 
         m.d.comb += [
-            out_q.i.valid.eq(wb_pack.as_value().matches(*WRITES_ROW)),
-            out_q.i.payload.addr.eq(wb_addr),
-            out_q.i.payload.data.eq(self._writeback(m, wb_pack, wb_relu, wb_res)),
-            self.idle.eq((wb_pack == Pack.NONE) & (out_q.level == 0)),
+            out_q.i.valid.eq(pack.as_value().matches(*WRITES_ROW)),
+            out_q.i.payload.addr.eq(addr),
+            out_q.i.payload.data.eq(self._writeback(m, pack, relu, res)),
+            self.idle.eq((wb_pack == Pack.NONE) & (out_q.level == 0) & (functions == 0)),
         ]
         wiring.connect(m, out_q.o, wiring.flipped(self.out))
         return m
 
-    def _execute(self, m, fire):
+    @staticmethod
+    def _delay(m, name, shape, value):
+        """``value`` one cycle later."""
+        reg = Signal(shape, name=name, reset_less=True)
+        m.d.sync += reg.eq(value)
+        return reg
+
+    def _execute(self, m, fire, func_fire):
         """The lanes, their operands, and the accumulator and broadcast row they update;
-        returns the lanes' results."""
+        returns the lanes' results and the transcendental units' (None without them)."""
         L = self._config.lanes
         u = self.uop.payload
         acc = [Signal(32, name=f"acc{j}", reset_less=True) for j in range(2 * L)]
@@ -134,7 +169,7 @@ class VPUDatapath(wiring.Component):
             return Mux(u.bf16, Cat(Const(0, 16), Mux(half, word[16:], word[:16])), word)
 
         tree = u.operands == Operands.TREE
-        results = []
+        results, func_results = [], []
         for k in range(L):
             lane = self._lane.instance(m, f"lane{k}")
             y = Signal(32, name=f"y{k}")
@@ -156,6 +191,11 @@ class VPUDatapath(wiring.Component):
                          lane.x.eq(Mux(tree, acc[2 * k], element(row1[k], u.half))),
                          lane.y.eq(y)]
             results.append(lane.result)
+            if self._func:
+                func = self._func.instance(m, f"func{k}")
+                m.d.comb += [func.valid.eq(func_fire), func.op.eq(u.fop),
+                             func.x.eq(element(row1[k], u.half))]
+                func_results.append(func.result)
 
         with m.If(fire):
             with m.Switch(u.operands):
@@ -170,7 +210,7 @@ class VPUDatapath(wiring.Component):
                                 m.d.sync += acc[j].eq(results[j])
                 with m.Case(Operands.TREE):
                     m.d.sync += [acc[j].eq(results[j]) for j in range(L)]
-        return results
+        return results, func_results
 
     def _writeback(self, m, pack, relu, res):
         """The destination row of the results ``res`` registered by the execute stage, built

@@ -18,7 +18,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from spec import isa
+from spec import isa, vmath
 from spec.isa import VOPS
 
 from ..lib.codes import hw
@@ -77,6 +77,8 @@ def uop_layout(config):
         "pack": Pack, "relu": 1,
         "addr": row_bits(config),
         "scalar": 32, "shift": range(63),
+        "vmath": 1,         # through the transcendental unit (function ``fop``), not the ALU
+        "fop": range(len(vmath.OPS)),
     })
 
 
@@ -299,8 +301,21 @@ def _alu_op(m, vop):
     with m.Switch(vop):
         for v in VOPS:
             with m.Case(VOp[v.name]):
-                m.d.comb += alu.eq(AluOp[v.name])
+                m.d.comb += alu.eq(AluOp[v.name] if v.name in AluOp.__members__
+                                   else AluOp.COPY)     # a function: the ALU idles
     return alu
+
+
+def _function(m, vop):
+    """Whether a VOP operation runs through the transcendental unit, and its function there
+    (spec/vmath.py ``OPS``, by name)."""
+    fop = Signal(range(len(vmath.OPS)), name="vop_fop")
+    functions = [v.op for v in VOPS.values() if v.latency == "vmath"]
+    with m.Switch(vop):
+        for v in functions:
+            with m.Case(VOp[v.name]):
+                m.d.comb += fop.eq(vmath.OP_CODES[v.name.lower()])
+    return vop.as_value().matches(*[VOp[v.name] for v in functions]), fop
 
 
 def _vop_pass(m, cmd, st, ctl, u, read1, read2, last):
@@ -312,7 +327,9 @@ def _vop_pass(m, cmd, st, ctl, u, read1, read2, last):
                            Mux(mode == Src2.STAT, Operands.STAT, Operands.SCALAR))))
     rows2 = ctl.binary & (mode == Src2.ROWS)
     stat = ctl.binary & (mode == Src2.STAT)     # a group's row read at its first row
+    is_function, fop = _function(m, cmd.vop)
     m.d.comb += [
+        u.vmath.eq(is_function), u.fop.eq(fop),
         u.operands.eq(operands), u.alu.eq(_alu_op(m, cmd.vop)), u.bf16.eq(ctl.bf16),
         u.pop1.eq(ctl.last_half),
         u.pop2.eq((rows2 | (stat & ctl.last_step)) & ctl.last_half),

@@ -26,7 +26,7 @@ class VPUTop(Top):
     def extras(self):
         tc = self._config.tensorcore
         return {"vpu": {"lanes": tc.lanes, "row_bytes": tc.row_bytes,
-                        "vmem_rows": tc.vmem_rows}}
+                        "vmem_rows": tc.vmem_rows, "vmath": tc.vmath}}
 
     def elaborate(self, platform):
         m = Module()

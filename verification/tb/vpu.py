@@ -21,9 +21,10 @@ import ml_dtypes
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
+from spec import vmath
 from spec.isa import VOPS, Cast, DType, ROp, Src2, VOp
 from verification.models.vpu import vcast_rows, vop_rows, vred_rows
-from verification.tb.bench import FLOWS, flow_pauses, new_rng, pause, start
+from verification.tb.bench import FLOWS, flow_pauses, new_rng, only_if, pause, start
 from verification.tb.packing import Port, load_sidecar
 from verification.tb.streams import StreamBench
 from verification.tb.vmem import VMEMModel
@@ -158,6 +159,8 @@ class VPUBench:
         shape = self.sidecar["vpu"]
         self.lanes, self.row_bytes, self.rows = (shape["lanes"], shape["row_bytes"],
                                                  shape["vmem_rows"])
+        self.ops = [op for op in VOp if shape["vmath"] or VOPS[op].latency != "vmath"]
+        """The operations this VPU has (the transcendental functions with ``vmath``)."""
         self.rng = np.random.default_rng(random.getrandbits(64))
         self.cmd_port = Port.of(self.sidecar, "cmd")
         self.streams = StreamBench(dut, dut.clk)
@@ -261,7 +264,7 @@ class VPUBench:
         max_count = max(1, min(6, self.rows // 4))
         for _ in range(1000):
             f = dict(kind=kind, count=int(rng.integers(1, max_count + 1)),
-                     vop=VOp(int(rng.integers(0, len(VOp)))),
+                     vop=self.ops[int(rng.integers(0, len(self.ops)))],
                      dtype=DType(int(rng.integers(0, len(DType)))),
                      src2_mode=Src2(int(rng.integers(0, len(Src2)))),
                      relu=bool(rng.integers(0, 2)), cast=Cast(int(rng.integers(0, len(Cast)))),
@@ -269,6 +272,11 @@ class VPUBench:
                      span=int(rng.integers(1, min(9, self.rows // max_count) + 1)),
                      scalar=int(rng.integers(0, 1 << 32)), shift=int(rng.integers(0, 63)))
             f.update(fields)
+            if kind == "VOP" and f["dtype"] not in VOPS[f["vop"]].dtypes:
+                if "dtype" in fields:
+                    raise AssertionError(f"vop {f['vop'].name} does not take {f['dtype'].name}")
+                dtypes = VOPS[f["vop"]].dtypes
+                f["dtype"] = dtypes[int(rng.integers(0, len(dtypes)))]
             if kind == "VOP" and f["src2_mode"] == Src2.STAT and "span" not in fields:
                 if "count" in fields:           # groups of span rows: a divisor of count
                     f["span"] = int(rng.choice([d for d in range(1, max(1, f["count"]) + 1)
@@ -322,7 +330,7 @@ async def test_vop_matrix(dut, flow):
     for dtype in DType:
         tb.fill(dtype, "mixed", 0, half)
         tb.load(half, near(tb.rng, tb.golden[:half], dtype))
-        for op in VOp:
+        for op in (op for op in tb.ops if dtype in VOPS[op].dtypes):
             for mode in Src2:
                 for relu in (False, True):
                     c = tb.random_command("VOP", vop=op, dtype=dtype, src2_mode=mode,
@@ -420,7 +428,7 @@ async def test_special_values(dut, flow):
     tb = await bench(dut, flow)
     for dtype in DType:
         tb.fill(dtype, "specials")
-        for op in VOp:
+        for op in (op for op in tb.ops if dtype in VOPS[op].dtypes):
             for relu in (False, True):
                 tb.submit(tb.random_command("VOP", vop=op, dtype=dtype, relu=relu,
                                             src2_mode=Src2.ROWS))
@@ -505,4 +513,37 @@ async def test_throughput(dut):
         f"expected {tb.passes + empty + LATENCY - 1} ({tb.passes} passes, {empty} empty "
         f"commands)")
     assert tb.events["hazard_wait"] == 0, "independent commands waited for each other"
+    tb.log_summary()
+
+
+@only_if(lambda p: p["tensorcore"]["vmath"])
+@cocotb.test()
+async def test_function_throughput(dut):
+    """With every port ready, the transcendental functions (a VPU with ``vmath``): one pass
+    per cycle; a function's row is written ``vmath.LATENCY - 1`` cycles later than another
+    operation's, and a pass that follows a function waits those cycles (rows stay in order),
+    so each switch from a function to another operation costs ``vmath.LATENCY - 1`` cycles
+    (docs/tensorcore.md, "VPU hardware")."""
+    tb = await bench(dut, "none_none")
+    tb.fill(DType.FP32, "values")
+    n = max(2, tb.rows // 8)
+    commands = [
+        Command("VOP", n, dst=0, src1=2 * n, vop=VOp.EXP, dtype=DType.FP32),
+        Command("VOP", n, dst=n, src1=2 * n, vop=VOp.SIGMOID, dtype=DType.BF16),
+        Command("VOP", n, dst=0, src1=3 * n, src2=2 * n, vop=VOp.ADD, dtype=DType.FP32),
+        Command("VOP", n, dst=n, src1=3 * n, vop=VOp.RSQRT, dtype=DType.FP32),
+        Command("VOP", n, dst=4 * n, src1=3 * n, vop=VOp.LOG, dtype=DType.BF16),
+    ]
+    for c in commands:
+        tb.submit(c)
+    await tb.drain()
+    first, extra = tb.cmd_cycles[0], vmath.LATENCY - 1
+    assert tb.dst.cycles[0] - first == LATENCY + extra, (
+        f"first row written {tb.dst.cycles[0] - first} cycles after the first command, "
+        f"expected {LATENCY + extra}")
+    switches = 1        # sigmoid -> add; the last command, a function, ends late too
+    want = tb.passes + LATENCY - 1 + extra * (switches + 1)
+    assert tb.dst.cycles[-1] - first == want, (
+        f"last row written {tb.dst.cycles[-1] - first} cycles after the first command, "
+        f"expected {want} ({tb.passes} passes)")
     tb.log_summary()

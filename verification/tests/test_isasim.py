@@ -309,6 +309,35 @@ def test_row_statistics_broadcast(seed):
     assert error_of(bad)[0] == Error.VMEM_RANGE     # a group of 0 rows
 
 
+def test_softmax_rows_with_functions(seed):
+    """A numerically stable softmax of two logical rows of 24 fp32 elements (3 VMEM rows each)
+    from the VPU's functions and row statistics: max, subtract, exp, sum, reciprocal,
+    multiply; within fp32's error of float64 (below); a TensorCore without ``vmath`` refuses
+    ``exp`` as an illegal instruction."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((6, 8)) * 8).astype(np.float32)
+    image = np.zeros(1024, dtype=np.uint8)
+    image[:192] = _rows_image(x, np.float32)
+    text = (_load_all(1024).replace("wait mxu", "wait vpu") + li(4, 0) + li(5, 512) + li(7, 3)
+            + _vpu_setup(2) + "vred max.fp32 r5, r4, r7\n"
+            + _vpu_setup(2, scalar=3) + "vop sub.fp32 r4, r4, r5, src2=stat\n"
+            + _vpu_setup(6) + "vop exp.fp32 r4, r4, r0\n"
+            + _vpu_setup(2) + "vred sum.fp32 r5, r4, r7\nvop reciprocal.fp32 r5, r5, r0\n"
+            + _vpu_setup(2, scalar=3) + "vop mul.fp32 r4, r4, r5, src2=stat\nhalt\n")
+    r = done(text, hbm={0: image.tobytes()})
+    z = x.reshape(2, 24).astype(np.float64)
+    want = np.exp(z - z.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    got = _vmem_rows(r, 0, 6, np.float32).reshape(2, 24)
+    # fp32's rounding of x - max (relative 2^-24 of |x - max|) is amplified by exp into a
+    # relative error of the same size; the rest (exp, sum, reciprocal, products) a few ULP
+    bound = 2.0 ** -23 * (np.abs(z - z.max(axis=1, keepdims=True)) + 4)
+    assert (np.abs(got / want - 1) <= bound).all(), (np.abs(got / want - 1) / bound).max()
+    no_unit = TensorCoreConfig(vmath=False)
+    assert error_of(_vpu_setup(1) + "vop exp.fp32 r0, r0, r0\nhalt\n", config=no_unit)[0] == (
+        Error.ILLEGAL_INSTRUCTION)
+
+
 # ---------------------------------------------------------------------------------------
 # Errors
 

@@ -45,9 +45,11 @@ def _slow(pod, test):
 
 
 TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, row_bytes=32,
-                              deadlock_cycles=1 << 16, ici=True)
+                              deadlock_cycles=1 << 16, ici=True, vmath=False)
 """The program-running chips' TensorCore: a 4x4 int8 MXU, 32 KiB of VMEM in rows of a flit
-(256 bits), a deadlock watch long enough for a neighbour's work."""
+(256 bits), a deadlock watch long enough for a neighbour's work, no transcendental unit
+(eight per chip would make the pods' builds and runs slower for programs that never use
+them; the TensorCore and chip tests run the unit)."""
 
 
 def _tensor_pod(dims, memory="none"):

@@ -18,11 +18,11 @@ TB = "verification.tb.vpu"
 
 CONFIGS = {
     "2l": VPUTopConfig(TensorCoreConfig(mxu=MXUConfig(rows=2, cols=2), row_bytes=8,
-                                        axi_data_width=64, vmem_bytes=1024)),
+                                        axi_data_width=64, vmem_bytes=1024, vmath=False)),
     "4l": VPUTopConfig(TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), row_bytes=16,
                                         axi_data_width=128, vmem_bytes=1024)),
     "8l": VPUTopConfig(TensorCoreConfig(vmem_bytes=4096)),
-    "16l": VPUTopConfig(TensorCoreConfig(row_bytes=64, vmem_bytes=8192)),
+    "16l": VPUTopConfig(TensorCoreConfig(row_bytes=64, vmem_bytes=8192, vmath=False)),
 }
 
 

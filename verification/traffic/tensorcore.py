@@ -14,7 +14,7 @@ nothing depends on what VMEM or the MXU's accumulator held before the program. W
 program leaves in HBM, its registers and its semaphores are its result.
 """
 
-from spec.isa import Cast, DType, Op, Queue, ROp, Src2, VOp, encode
+from spec.isa import VOPS, Cast, DType, Op, Queue, ROp, Src2, encode
 
 __all__ = ["random_program"]
 
@@ -109,8 +109,10 @@ class _Chain:
             rb = self.cfg.row_bytes
             while mode == Src2.STAT and dst < src2 + rows2 * rb and src2 < dst + rows * rb:
                 dst = self._dst(rows, sources)      # statistic rows are never overwritten
+            op = rng.choice([v.op for v in VOPS.values()
+                             if self.cfg.vmath or v.latency != "vmath"])
             body += [_li(1, dst), _li(2, src1), _li(3, src2),
-                     encode(Op.VOP, vop=rng.choice(list(VOp)), dtype=rng.choice(list(DType)),
+                     encode(Op.VOP, vop=op, dtype=rng.choice(VOPS[op].dtypes),
                             b=1, c=2, d=3, src2=mode, relu=rng.randint(0, 1))]
         elif kind == Op.VCAST:
             src = self._vrow(count)
