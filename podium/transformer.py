@@ -330,7 +330,7 @@ def _program(config, op, rows, features, dtype, gamma=None, beta=None, eps=None)
             plan = candidate
             break
     if plan is None:
-        limit = _max_features(config, op, dtype, consts)
+        limit = _max_features(config, op, dtype, gamma, beta)
         raise CompileError(f"features {features} of a {dtype} {op} do not fit "
                            f"vmem_bytes {config.vmem_bytes} with one row in "
                            f"{len(probe.sizes)} buffers of {probe.span} rows of "
@@ -355,15 +355,22 @@ def _program(config, op, rows, features, dtype, gamma=None, beta=None, eps=None)
                              "vmem": plan.vmem, "assembly": text})
 
 
-def _max_features(config, op, dtype, consts):
-    """The most features one logical row of ``op`` can have on ``config``."""
+def _max_features(config, op, dtype, gamma, beta):
+    """The most features one logical row of ``op`` can have on ``config`` (with the constant
+    blocks that many features need)."""
+    def fits(features):
+        probe = _Plan(config, op, 1, features, dtype, 1, ())
+        names = _constants(probe, dtype, None if gamma is None else np.ones(features),
+                           None if beta is None else np.ones(features))
+        return _Plan(config, op, 1, features, dtype, 1, names).vmem is not None
+
     lo, hi = 0, 65535
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _Plan(config, op, 1, mid, dtype, 1, consts).vmem is not None:
-            lo = mid
-        else:
-            hi = mid - 1
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    # fitting is not monotonic where padding adds a mask: the largest n with every m <= n
+    while lo and not all(fits(m) for m in range(max(1, lo - 64), lo + 1)):
+        lo -= 1
     return lo
 
 

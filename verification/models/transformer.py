@@ -66,7 +66,8 @@ def gelu_erf(x):
 
 def silu(x):
     x = _f64(x)
-    return x / (1 + np.exp(-x))
+    with np.errstate(over="ignore"):
+        return x / (1 + np.exp(-x))
 
 
 def add(x, r):
