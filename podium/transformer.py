@@ -27,8 +27,16 @@ import numpy as np
 
 from spec.tensorcore import TensorCoreConfig
 
-from .compiler import (_HBM_ALIGN, CompileError, _Asm, _assemble_checked, _check_dim, _place,
-                       _roundup, _semaphores)
+from .compiler import (
+    _HBM_ALIGN,
+    CompileError,
+    _Asm,
+    _assemble_checked,
+    _check_dim,
+    _place,
+    _roundup,
+    _semaphores,
+)
 from .program import Program, Tensor
 
 __all__ = ["VpuOps", "Block", "softmax", "layernorm", "rmsnorm", "gelu", "silu",
