@@ -339,10 +339,13 @@ def _program(config, op, rows, features, dtype, gamma=None, beta=None, eps=None)
             break
     if plan is None:
         limit = _max_features(config, op, dtype, gamma, beta)
-        raise CompileError(f"features {features} of a {dtype} {op} do not fit "
-                           f"vmem_bytes {config.vmem_bytes} with one row in "
-                           f"{len(probe.sizes)} buffers of {probe.span} rows of "
-                           f"{config.row_bytes} bytes: at most {limit} features")
+        blocks = len(probe.sizes) - ("S" in probe.sizes) + len(consts)
+        need = blocks * probe.ld + ("S" in probe.sizes) * config.row_bytes
+        raise CompileError(f"features {features} of a {dtype} {op} do not fit vmem_bytes "
+                           f"{config.vmem_bytes}: one row needs {need} bytes ({blocks} "
+                           f"blocks of {probe.span} rows of {config.row_bytes} bytes"
+                           f"{', a statistic row' if 'S' in probe.sizes else ''}); at most "
+                           f"{limit} features")
     const_bytes = b"".join(consts.values())
     params = _roundup(len(const_bytes), _HBM_ALIGN) if const_bytes else 0
     x = Tensor(params, (rows, features), dtype, plan.ld)
