@@ -55,6 +55,7 @@ _SQRT_2_PI = math.sqrt(2 / math.pi)
 _GELU_C = 0.044715
 _FP32_MAX_NEG = 0xFF7FFFFF          # -3.4028235e38: the floor of a softmax row's max
 _FP32_MIN_NORMAL = 0x00800000       # 2**-126: the floor of a softmax row's sum
+_FP32_NEG_INF = 0xFF800000
 
 
 def _bits(value, vdtype):
@@ -134,11 +135,50 @@ class VpuOps:
         self.apply_stat("sub", b, x, stat)
         self.cfg(b.vrows)
         self.vop("exp", dt, x, x)
-        self.cfg(b.rows, _FP32_MIN_NORMAL)
+        self.cfg(b.rows)
         self.vred("sum", dt, stat, x, b.span)
-        self.vop("max", "fp32", stat, stat, mode="scalar")
-        self.vop("reciprocal", "fp32", stat, stat)
-        self.apply_stat("mul", b, x, stat)
+        self.divide_by_sum(b, x, stat)
+
+    def online_start(self, b, m, total):
+        """The running max ``m`` to -inf and the running sum ``total`` to +0 (statistic rows,
+        whatever they held: integer operations on the bits)."""
+        self.cfg(b.rows)
+        self.vop("mul", "int32", m, m, mode="scalar")
+        self.vop("mul", "int32", total, total, mode="scalar")
+        self.cfg(b.rows, _FP32_NEG_INF)
+        self.vop("add", "int32", m, m, mode="scalar")
+
+    def online_softmax(self, b, x, m, total, alpha, tmp):
+        """One key block of an online (FlashAttention) softmax, in place on the score block
+        ``x``, with the running max ``m`` and sum ``total`` (statistic rows, from
+        :meth:`online_start`): ``m' = max(m, rowmax x)`` (floored at -FLT_MAX), ``alpha =
+        exp(m - m')``, ``x = exp(x - m')``, ``total = total * alpha + rowsum x``, ``m = m'``.
+        The caller rescales its output rows by ``alpha`` (``apply_stat("mul", ...)``) before
+        adding ``x @ V``, and after the last block calls :meth:`divide_by_sum`. ``alpha``
+        and ``tmp`` are statistic rows."""
+        dt = b.dtype
+        self.cfg(b.rows, _FP32_MAX_NEG)
+        self.vred("max", dt, tmp, x, b.span)
+        self.vop("max", "fp32", tmp, tmp, m)
+        self.vop("max", "fp32", tmp, tmp, mode="scalar")
+        self.vop("sub", "fp32", alpha, m, tmp)
+        self.vop("exp", "fp32", alpha, alpha)
+        self.vop("copy", "fp32", m, tmp)
+        self.vop("mul", "fp32", total, total, alpha)
+        self.apply_stat("sub", b, x, m)
+        self.cfg(b.vrows)
+        self.vop("exp", dt, x, x)
+        self.cfg(b.rows)
+        self.vred("sum", dt, tmp, x, b.span)
+        self.vop("add", "fp32", total, total, tmp)
+
+    def divide_by_sum(self, b, x, total):
+        """``x /= total`` per logical row, the sum floored at 2**-126 (a fully masked row,
+        sum 0, gives zeros); ``total`` becomes its reciprocal."""
+        self.cfg(b.rows, _FP32_MIN_NORMAL)
+        self.vop("max", "fp32", total, total, mode="scalar")
+        self.vop("reciprocal", "fp32", total, total)
+        self.apply_stat("mul", b, x, total)
 
     def _normalize(self, b, x, stat, features, eps):
         """``stat`` (a sum of squares or of squared deviations) -> ``1 / sqrt(stat / features

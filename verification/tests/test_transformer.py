@@ -220,6 +220,71 @@ def test_composed_block(seed):
     assert error(out["Y"], expect) <= 2e-6
 
 
+def test_online_softmax(seed):
+    """FlashAttention's running softmax over three key blocks, from the VMEM-resident
+    pieces: per block the running max and sum, the block's probabilities, and an output
+    rescaled by ``alpha`` and added to (here ``P @ V`` with V the identity, so the output
+    sums each block's probabilities elementwise), divided by the sum at the end. Against the
+    float64 two-pass result; a row masked in every block gives zeros, a row masked in its
+    first block only the softmax of the others."""
+    config, rows, width, blocks = DEFAULT, 10, 16, 3
+    rb = config.row_bytes
+    span = width * 4 // rb
+    n = rows * span
+    rng = np.random.default_rng(seed)
+    scores = (rng.standard_normal((blocks, rows, width)) * 4).astype(np.float32)
+    scores[:, 0] = -np.inf                      # masked in every block
+    scores[0, 1] = -np.inf                      # masked in the first block only
+    scores[2, 2, :5] = -np.inf                  # a causal-style partial mask
+    ld = span * rb
+    at = {"S": 0, "O": blocks * n * rb}
+    at["m"], at["l"] = at["O"] + n * rb, at["O"] + n * rb + rows * rb
+    at["alpha"], at["tmp"] = at["l"] + rows * rb, at["l"] + 2 * rows * rb
+    e = _Asm()
+    e.dma_shape(blocks * n * rb, [], ("r12", "r13", "r14"))
+    e("dma.load r0, r0, s0")
+    e("wait vpu, s0")
+    e.li("r4", rows)
+    e.li("r5", n)
+    ops, block = tf.VpuOps(e), tf.Block("r4", "r5", span, "fp32")
+    ops.online_start(block, at["m"], at["l"])
+    ops.cfg("r5")
+    ops.vop("mul", "int32", at["O"], at["O"], mode="scalar")     # O = 0
+    for j in range(blocks):
+        x = at["S"] + j * n * rb
+        ops.online_softmax(block, x, at["m"], at["l"], at["alpha"], at["tmp"])
+        ops.apply_stat("mul", block, at["O"], at["alpha"])
+        ops.add(block, at["O"], x)
+    ops.divide_by_sum(block, at["O"], at["l"])
+    e("signal vpu, s1")
+    e("wait dma, s1")
+    e.dma_shape(n * rb, [], ("r12", "r13", "r14"))
+    e.li("r1", at["O"])
+    e.li("r2", 0x10000)
+    e("dma.store r2, r1, s2")
+    e.dma_shape(rows * rb, [], ("r12", "r13", "r14"))
+    e.li("r1", at["m"])
+    e.li("r2", 0x18000)
+    e("dma.store r2, r1, s2")
+    e("wait dma, s2")
+    e("wait dma, s2")
+    e("halt")
+    program = Program(
+        words=_assemble_checked(config, e.text()), config=config, hbm_capacity=0x20000,
+        inputs={"S": Tensor(0, (blocks * rows, width), "float32", ld)},
+        outputs={"O": Tensor(0x10000, (rows, width), "float32", ld),
+                 "m": Tensor(0x18000, (rows, 1), "float32", rb)})
+    result, out = run(program, {"S": scores.reshape(blocks * rows, width)}, seed=seed)
+    assert result.status == "done", (result.error, result.error_pc)
+    s64 = scores.astype(np.float64)
+    m = np.maximum(s64.max(axis=(0, 2)), -np.finfo(np.float32).max)
+    p = np.exp(s64 - m[None, :, None])
+    expect = p.sum(axis=0) / np.maximum(p.sum(axis=(0, 2)), 2.0**-126)[:, None]
+    assert np.array_equal(out["m"][:, 0], m.astype(np.float32))
+    assert np.array_equal(out["O"][0], np.zeros(width))
+    assert error(out["O"], expect) <= 1e-6
+
+
 @pytest.mark.parametrize("op", tf.OPS)
 def test_pass_counts(op):
     """The pass counts of :func:`vpu_passes` (the docs' cycle estimate) are those of the
