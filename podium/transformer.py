@@ -13,8 +13,9 @@ Composition. :class:`VpuOps` writes each operation into an ``_Asm`` of the compi
 row counts are registers, so a later compiler (the pre-LN encoder block) places its own
 buffers and calls ``layernorm``, ``gelu``, ``softmax``, ``add`` on them between its
 matmuls; for attention it has FlashAttention's online softmax (``online_start``,
-``online_softmax`` per key block, ``divide_by_sum``). The functions :func:`softmax`, :func:`layernorm`, :func:`rmsnorm`, :func:`gelu`,
-:func:`silu` and :func:`residual_add` wrap one operation in a program: row tiles streamed
+``online_softmax`` per key block, ``divide_by_sum``). The functions :func:`softmax`,
+:func:`layernorm`, :func:`rmsnorm`, :func:`gelu`, :func:`silu` and :func:`residual_add`
+wrap one operation in a program: row tiles streamed
 from HBM through two VMEM buffers (the DMA loads tile ``i + 1`` and stores tile ``i - 1``
 while the VPU computes tile ``i``), constants (scale, bias, padding mask) loaded once and
 replicated over a tile by a DMA with HBM stride 0.
