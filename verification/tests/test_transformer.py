@@ -94,6 +94,21 @@ def test_wide_rows_16x16(op, seed):
     assert error(out["Y"], expect) <= TOLERANCE[op][1]
 
 
+@pytest.mark.parametrize("op", ["layernorm", "add"])
+def test_shallow_queues_one_bank(op, seed):
+    """Queues of two entries and a VMEM of one bank: every ``wait`` is dispatched after the
+    ``signal`` it needs, so the double-buffered loop cannot deadlock the front end; several
+    tiles, three interleavings."""
+    config = TensorCoreConfig(vmem_bytes=8192, vmem_banks=1, queue_depth=2)
+    program, inputs, expect = compile_op(config, op, 30, 50, "float32",
+                                         np.random.default_rng(seed))
+    assert program.metadata["tm"] * 2 < 30
+    for s in (None, seed, seed + 1):
+        result, out = run(program, inputs, seed=s)
+        assert result.status == "done", (result.error, result.error_pc, s)
+        assert error(out["Y"], expect) <= TOLERANCE[op][0]
+
+
 # ---------------------------------------------------------------------------------------
 # special inputs
 
