@@ -409,6 +409,9 @@ def _program(config, op, rows, features, dtype, gamma=None, beta=None, eps=None)
         inputs["R"] = Tensor(at, (rows, features), dtype, plan.ld)
         at = _roundup(at + x.nbytes, _HBM_ALIGN)
     y = Tensor(at, (rows, features), dtype, plan.ld)
+    if y.address + y.nbytes > 1 << 32:
+        raise CompileError(f"rows {rows} x features {features} need {y.address + y.nbytes} "
+                           f"bytes of HBM, past the 32-bit address space")
     sem = _semaphores(config, _SEMS)
     text = _Code(plan, consts, x.address, y.address, sem, eps).program()
     words = _assemble_checked(config, text)

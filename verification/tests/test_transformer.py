@@ -336,6 +336,8 @@ def test_pass_counts(op):
     (lambda: tf.layernorm(DEFAULT, 4, 8, eps=-1), "eps must be a number in"),
     (lambda: tf.silu(TensorCoreConfig(vmath=False), 4, 8), "config.vmath must be True"),
     (lambda: tf.silu({"rows": 8}, 4, 8), "config must be a TensorCoreConfig"),
+    (lambda: tf.residual_add(TensorCoreConfig(vmem_bytes=1 << 22), 65535, 20000),
+     "rows 65535 x features 20000 need .* bytes of HBM, past the 32-bit address space"),
     (lambda: tf.softmax(TensorCoreConfig(semaphores=3), 4, 8),
      "config.semaphores must be at least 4"),
 ])
