@@ -6,6 +6,8 @@ command line.
     podium compile gemm --m 512 --k 512 --n 512 -o gemm.json [--config tc.json]
     podium compile mlp --layers 64,32,10 --batch 100 -o mlp.json   (random weights, --seed)
     podium compile digits [--dtype int8|bfloat16] -o digits.json
+    podium compile softmax|layernorm|rmsnorm|gelu|silu|add --rows 64 --features 200
+                   [--dtype float32|bfloat16] [--form tanh|erf] -o op.json
     podium run gemm.json [--sim golden] [--seed S] [--json]
     podium run gemm.json --input A=a.npy --input B=b.npy --outputs build/out   (C.npy)
     podium run prog.s | prog.hex [--config tc.json]
@@ -19,7 +21,8 @@ the TensorCore of ``--config`` with the chip's HBM. ``run`` reads inputs from ``
 any numeric array, rounded to the input's format), fills those not given with seeded random
 values, writes every output to ``<dir>/<name>.npy`` with ``--outputs`` (bfloat16 and fp8 as
 float32, exactly), and checks what it can: a GEMM against numpy / the MXU golden model, the
-digits program against its numpy inference and labels.
+digits program against its numpy inference and labels, a transformer operation against its
+float64 reference and documented tolerance.
 """
 
 import json
@@ -42,7 +45,9 @@ from spec.files import (
 )
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
+from verification.models.transformer import REFERENCES
 
+from . import transformer
 from .asm import AsmError, assemble, disassemble
 from .compiler import gemm, gemm_reference, mlp, result_bits
 from .program import DTYPES, Program
@@ -60,8 +65,9 @@ def add_parsers(sub):
     d = sub.add_parser("disasm", help="disassemble hex words or a program file")
     d.add_argument("source", help="hex words (one a line), a program .json or assembly .s")
     d.set_defaults(func=_disasm)
-    c = sub.add_parser("compile", help="compile a GEMM, an MLP or the digits workload")
-    c.add_argument("what", choices=("gemm", "mlp", "digits"))
+    c = sub.add_parser("compile", help="compile a GEMM, an MLP, the digits workload or a "
+                       "transformer operation")
+    c.add_argument("what", choices=("gemm", "mlp", "digits", *_TRANSFORMER))
     c.add_argument("--config", help="TensorCoreConfig parameters: a JSON file or inline JSON "
                    "(default: the default TensorCore, its MXU in --dtype)")
     c.add_argument("--m", type=int, help="GEMM rows of A and C (default: none; gemm needs it)")
@@ -72,9 +78,15 @@ def add_parsers(sub):
                    "it)")
     c.add_argument("--batch", type=int, default=64, help="MLP batch rows")
     c.add_argument("--activation", default="relu", help="MLP hidden activation")
-    c.add_argument("--dtype", choices=("int8", "bfloat16"),
-                   help="digits and mlp: model format; gemm: must match the MXU (default: "
-                   "the MXU's format, int8 without --config)")
+    c.add_argument("--dtype", choices=("int8", "bfloat16", "float32"),
+                   help="digits and mlp: model format (int8, bfloat16); gemm: must match the "
+                   "MXU (default: the MXU's format, int8 without --config); transformer "
+                   "operations: float32 (default) or bfloat16")
+    c.add_argument("--rows", type=int, help="transformer operations: rows (default: none; "
+                   "they need it)")
+    c.add_argument("--features", type=int, help="transformer operations: features per row "
+                   "(default: none; they need it)")
+    c.add_argument("--form", default="tanh", choices=("tanh", "erf"), help="gelu's form")
     c.add_argument("--seed", type=int, default=0, help="random MLP weights / digits split")
     c.add_argument("-o", "--out", required=True, help="program file (.json)")
     c.set_defaults(func=_compile)
@@ -179,10 +191,44 @@ def _random_mlp(config, widths, seed):
     return [(w.astype(DTYPES["bfloat16"]), b.astype(np.float32)) for w, b in layers], None
 
 
+_TRANSFORMER = ("softmax", "layernorm", "rmsnorm", "gelu", "silu", "add")
+"""The transformer operations ``compile`` knows (podium/transformer.py)."""
+
+
+def _compile_transformer(args):
+    """A transformer operation's program; the norms get seeded random gamma and beta."""
+    missing = [f"--{d}" for d in ("rows", "features") if getattr(args, d) is None]
+    if missing:
+        raise ValueError(f"compile {args.what} needs {', '.join(missing)}")
+    dtype = args.dtype or "float32"
+    if dtype not in transformer.DTYPES:
+        raise ConfigError("--dtype", f"must be float32 or bfloat16 for {args.what}, got "
+                                     f"{dtype}")
+    config, op = _config(args.config), args.what
+    rows, features = args.rows, args.features
+    if op in ("layernorm", "rmsnorm"):
+        rng = np.random.default_rng(args.seed)
+        gamma = 1 + 0.1 * rng.standard_normal(features or 1)
+        beta = 0.1 * rng.standard_normal(features or 1)
+        program = getattr(transformer, op)(config, rows, features, gamma, beta, dtype=dtype)
+        program.metadata.update(gamma=gamma.tolist(), beta=beta.tolist())
+        return program
+    if op == "gelu":
+        return transformer.gelu(config, rows, features, args.form, dtype)
+    return {"softmax": transformer.softmax, "silu": transformer.silu,
+            "add": transformer.residual_add}[op](config, rows, features, dtype)
+
+
 def _compile(args):
     check_output_file(args.out)
-    config = _config(args.config, args.dtype if args.what != "gemm" else None)
-    if args.what == "gemm":
+    if args.what in _TRANSFORMER:
+        program = _compile_transformer(args)
+        args.what = "transformer"
+    else:
+        config = _config(args.config, args.dtype if args.what != "gemm" else None)
+    if args.what == "transformer":
+        pass
+    elif args.what == "gemm":
         missing = [f"--{d}" for d in ("m", "k", "n") if getattr(args, d) is None]
         if missing:
             raise ValueError(f"compile gemm needs {', '.join(missing)}")
@@ -197,7 +243,8 @@ def _compile(args):
         from .workloads.digits import compile_digits, load
         program = compile_digits(config, load(args.seed), args.dtype or "int8")
     program.save(args.out)
-    meta = {k: v for k, v in program.metadata.items() if k in ("tiling", "grid", "tm")}
+    meta = {k: v for k, v in program.metadata.items() if k in ("tiling", "grid", "tm",
+                                                                 "span")}
     print(f"{args.out}: {len(program.words)} instructions, {program.metadata['kind']}"
           f"{' ' + json.dumps(meta) if meta else ''}")
     return 0
@@ -266,6 +313,16 @@ def _checks(program, inputs, outputs):
         expect = gemm_reference(program.config, inputs["A"], inputs["B"])
         return {"matches_reference": bool(np.array_equal(
             result_bits(program.config, outputs["C"]), expect))}
+    if meta.get("kind") in transformer.OPS:
+        op, kwargs = meta["kind"], {}
+        args = [inputs["X"]] + ([inputs["R"]] if op == "add" else [])
+        if op in ("layernorm", "rmsnorm"):
+            kwargs = {"gamma": meta.get("gamma"), "beta": meta.get("beta"), "eps": meta["eps"]}
+        expect = REFERENCES[op](*args, **kwargs)
+        y = outputs["Y"].astype(np.float64)
+        err = float(np.max(np.abs(y - expect) / np.maximum(1, np.abs(expect)), initial=0))
+        bound = transformer.TOLERANCE[op][meta["dtype"] == "bfloat16"]
+        return {"max_error": err, "tolerance": bound, "within_tolerance": err <= bound}
     if meta.get("workload") == "digits":
         classes = np.argmax(outputs["Y"], axis=1)
         labels = np.array(meta["labels"])
@@ -303,7 +360,8 @@ def _run(args):
         print(json.dumps(report, indent=1))
     else:
         for key, value in report.items():
-            print(f"{key:>18}: {value:.4f}" if isinstance(value, float)
+            print(f"{key:>18}: {value:.3g}" if key in ("max_error", "tolerance")
+                  else f"{key:>18}: {value:.4f}" if isinstance(value, float)
                   else f"{key:>18}: {value}")
     if result.status == "timeout":
         unit = LIMITS[args.sim][0]
@@ -311,6 +369,7 @@ def _run(args):
               f"{unit} on {args.sim} (--max-steps; default: {LIMITS[args.sim][1]})",
               file=sys.stderr)
     ok = result.status == "done" and all(
-        report.get(k, True) for k in ("matches_reference", "matches_numpy"))
+        report.get(k, True) for k in ("matches_reference", "matches_numpy",
+                                      "within_tolerance"))
     return 0 if ok else 1
 

@@ -75,6 +75,21 @@ def test_compile_and_run_digits_and_mlp(tmp_path):
         "done"
 
 
+def test_compile_and_run_transformer_ops(tmp_path):
+    """A transformer operation compiles and runs, checked against its float64 reference
+    within the documented tolerance (a bfloat16 LayerNorm with seeded gamma and beta, a
+    softmax with padded rows over several tiles)."""
+    for args in (("layernorm", "--rows", 30, "--features", 77, "--dtype", "bfloat16"),
+                 ("softmax", "--rows", 300, "--features", 100)):
+        r = podium("compile", *args, "-o", "t.json", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        r = podium("run", "t.json", "--json", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        report = json.loads(r.stdout)
+        assert report["within_tolerance"] is True
+        assert report["max_error"] <= report["tolerance"]
+
+
 def test_run_assembly_hex_and_npy_files(tmp_path):
     """``run`` takes assembly and hex as well as a program file, inputs from .npy files and
     writes outputs to .npy files."""
@@ -267,6 +282,12 @@ ONE_LINE = [
     (("compile", "gemm", "--m", 1, "--k", 1, "--n", 1, "-o", "file/x.json"),
      "file/x.json: cannot write: {tmp}/file is not a directory"),
     (("compile", "mlp", "-o", "x.json"), "compile mlp needs --layers, such as 64,32,10"),
+    (("compile", "gelu", "--rows", 3, "-o", "x.json"), "compile gelu needs --features"),
+    (("compile", "silu", "--rows", 3, "--features", 9, "--dtype", "int8", "-o", "x.json"),
+     "--dtype must be float32 or bfloat16 for silu, got int8"),
+    (("compile", "softmax", "--rows", 3, "--features", 9000, "-o", "x.json"),
+     "features 9000 of a float32 softmax do not fit vmem_bytes 65536: one row needs 72032 "
+     "bytes (2 blocks of 1125 rows of 32 bytes, a statistic row); at most 5456 features"),
     (("run", "missing.json"), "missing.json: cannot read: No such file or directory"),
 ]
 
