@@ -9,6 +9,9 @@ from .mxu import MXUConfig
 __all__ = ["TensorCoreConfig", "VPUTopConfig"]
 
 _POW2 = tuple(2**i for i in range(31))
+VMATH_MAX_ROW_BYTES = 512
+"""The widest VPU with transcendental units: 128 lanes generate in 51 s and 1.1 GB; at 256
+lanes the generator's Yosys (WebAssembly, 4 GiB) runs out of memory."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class TensorCoreConfig(Config):
         The VPU's transcendental function unit (docs/vmath.md), one per lane: ``vop`` ``exp``,
         ``reciprocal``, ``rsqrt``, ``tanh``, ``sigmoid``, ``log`` (without it they are illegal
         instructions). It is about five times a lane's floating-point units in size, so small
-        test pods go without.
+        test pods go without; at most ``row_bytes`` 512 (128 lanes).
     """
 
     KIND = "TensorCore"
@@ -108,6 +111,12 @@ class TensorCoreConfig(Config):
         check_int("max_burst", self.max_burst, 1, 256)
         check_bool("ici", self.ici)
         check_bool("vmath", self.vmath)
+        if self.vmath and self.row_bytes > VMATH_MAX_ROW_BYTES:
+            raise ConfigError("vmath", f"must be False for row_bytes {self.row_bytes}: the "
+                                       f"transcendental units of more than "
+                                       f"{VMATH_MAX_ROW_BYTES // 4} lanes (row_bytes "
+                                       f"{VMATH_MAX_ROW_BYTES}) exhaust the generator's "
+                                       f"memory")
 
     # Derived sizes ---------------------------------------------------------------------
 

@@ -73,20 +73,27 @@ COSTS = [
     ("*test_mxu.py::test_mxu_large[[]32x32]", 40, 150),
     ("*test_mxu.py::test_mxu_large[[]*]", 20, 30),
     ("*test_mxu.py::test_generate_lint_limits[[]*]", 0, 90),
-    ("*test_vpu.py::test_generate_lint_widest", 0, 210),
+    ("*test_vpu.py::test_generate_lint_widest*", 0, 210),
+    ("*test_transformer.py::test_rtl_matches_golden", 210, 40),
+    ("*test_vmath.py::*", 40, 20),
     ("*test_chip.py::test_chip[[]*]", 210, 40),
     ("*test_sparsecore.py::*", 130, 20),
     ("*test_sweep.py::*", 0, 120),
 ]
 
 
+ONE_BUILD = ["*test_transformer.py::test_rtl_matches_golden"]
+"""Test functions whose items, whatever their parameters, run on one build."""
+
+
 def group_key(nodeid):
     """The build an item shares with others: ``<file>::<function>[<config>]`` for an item
     whose parameter id is ``<config>-<test>``, ``<file>::<function>`` for one whose id is a
-    cocotb test's name (one configuration), otherwise its own node id."""
+    cocotb test's name (one configuration) or of a function of ``ONE_BUILD``, otherwise its
+    own node id."""
     base, _, param = nodeid.partition("[")
     param = param[:-1]
-    if param.startswith("test_"):
+    if param.startswith("test_") or any(fnmatch.fnmatchcase(base, p) for p in ONE_BUILD):
         return base
     if "-test_" in param:
         return f"{base}[{param.split('-test_', 1)[0]}]"

@@ -176,9 +176,12 @@ def test_generate_lint_random(seed, tmp_path):
 
 
 @pytest.mark.slow
-def test_generate_lint_widest(tmp_path):
-    """The widest VPU (1 KiB rows: 256 lanes) on the largest VMEM lints clean."""
-    tc = TensorCoreConfig(row_bytes=1024, vmem_bytes=16 << 20)
+@pytest.mark.parametrize("row_bytes, vmath", [(1024, False), (512, True)])
+def test_generate_lint_widest(row_bytes, vmath, tmp_path):
+    """The widest VPU (1 KiB rows: 256 lanes), and the widest with the transcendental units
+    (512-byte rows: 128 lanes), on the largest VMEM lint clean; wider with the units is
+    refused (``test_config_refused``)."""
+    tc = TensorCoreConfig(row_bytes=row_bytes, vmem_bytes=16 << 20, vmath=vmath)
     design = generate("vpu", VPUTopConfig(tc))
     lint(design.write(tmp_path), design.name)
 
@@ -187,3 +190,6 @@ def test_config_refused():
     with pytest.raises(ConfigError) as info:
         make_config("vpu", {"tensorcore": {"row_bytes": 12}})
     assert "vpu.tensorcore.row_bytes must be one of 32, 64" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        make_config("vpu", {"tensorcore": {"row_bytes": 1024, "vmem_bytes": 1 << 20}})
+    assert "vpu.tensorcore.vmath must be False for row_bytes 1024" in str(info.value)
