@@ -34,16 +34,22 @@ class Submodule:
         Mark the module ``/*verilator hier_block*/``: the runner then verilates it once as its
         own library (``--hierarchical``) instead of emitting its code once per instance, which
         is what keeps a network of tens of large routers quick to build.
+    no_inline : bool
+        Mark the module ``/*verilator no_inline_module*/``: Verilator keeps it one C++ class
+        that every instance shares instead of inlining a copy of its code into the parent per
+        instance (a large module instantiated a few times, compiled once).
     """
 
-    def __init__(self, name, component, children=(), *, hier_block=False):
+    def __init__(self, name, component, children=(), *, hier_block=False, no_inline=False):
         self._name = name
         self._signature = component.signature
         text = verilog.convert(component, name=name, emit_src=False)
         self._verilog = _TOP_ATTR.sub("", text)
-        if hier_block:
-            self._verilog = re.sub(rf"(module {re.escape(name)}\([^)]*\);\n)",
-                                   r"\1  /*verilator hier_block*/\n", self._verilog, count=1)
+        for marked, comment in ((hier_block, "hier_block"), (no_inline, "no_inline_module")):
+            if marked:
+                self._verilog = re.sub(rf"(module {re.escape(name)}\([^)]*\);\n)",
+                                       rf"\1  /*verilator {comment}*/\n", self._verilog,
+                                       count=1)
         header = re.search(rf"module {re.escape(name)}\(([^)]*)\);", text)
         ports = {p.strip() for p in header.group(1).split(",")}
         self._has_clk = "clk" in ports

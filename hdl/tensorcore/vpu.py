@@ -80,7 +80,7 @@ class VPU(wiring.Component):
     def __init__(self, config, *, prefix=None):
         self._config = config
         self._lane = Submodule(f"{prefix or config.name}_vpu_lane", LaneALU())
-        self._func = (Submodule(f"{prefix or config.name}_vpu_func", VPUFunc())
+        self._func = (Submodule(f"{prefix or config.name}_vpu_func", VPUFunc(), no_inline=True)
                       if config.vmath else None)
         super().__init__({
             "cmd": In(stream.Signature(vpu_command_layout(config))),
