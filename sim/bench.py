@@ -20,7 +20,7 @@ from hdl.generate import BLOCKS
 __all__ = ["BENCHES", "page_name", "render", "main"]
 
 BENCHES = {**{b.bench: f"sim.{b.bench}_perf" for b in BLOCKS.values() if b.bench},
-           "model": "sim.model_report"}
+           "model": "sim.model_report", "transformer": "sim.transformer_perf"}
 """Each benchmark's module, whose ``bench(quick=...)`` runs it."""
 
 
