@@ -19,6 +19,8 @@ Stages (one register after each)::
     9 normalise, round to nearest even into fp32 (subnormal, infinite), the special results
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -114,6 +116,15 @@ class VPUFunc(wiring.Component):
             m.d.comb += s.eq(value)
             return s
 
+        def stage(n, before, keep, **new):
+            """Stage ``n``'s registers: ``keep`` (names) of the stage ``before`` (a namespace)
+            carried unchanged, and ``new`` ones (``name=(shape, value)``)."""
+            regs = {name: reg(f"{name}{n}", getattr(before, name).shape(),
+                              getattr(before, name)) for name in keep}
+            regs.update({name: reg(f"{name}{n}", shape, value)
+                         for name, (shape, value) in new.items()})
+            return SimpleNamespace(**regs)
+
         # ---- stage 1: decode
         x, op = self.x, self.op
         sign = x[31]
@@ -152,14 +163,11 @@ class VPUFunc(wiring.Component):
                 m.d.comb += is_special.eq(zero | big | inf)
                 m.d.comb += special.eq(Mux(zero, Cat(Const(0, 31), sign),
                                        Cat(Const(_ONE, 31), sign)))
-        v1 = reg("v1", 1, self.valid)
-        op1 = reg("op1", 3, op)
-        sign1 = reg("sign1", 1, sign)
-        sig1 = reg("sig1", 24, sig0)
-        e1 = reg("e1", signed(10), e0)
-        spec1 = reg("spec1", 32, Mux(nan, FP32_NAN, special))
-        isspec1 = reg("isspec1", 1, nan | is_special)
-        prod1 = reg("prod1", 24 + V.LOG2E.bit_length(), sig0 * V.LOG2E)
+        s1 = stage(1, None, (), v=(1, self.valid), op=(3, op), sign=(1, sign), sig=(24, sig0),
+                   e=(signed(10), e0), spec=(32, Mux(nan, FP32_NAN, special)),
+                   isspec=(1, nan | is_special),
+                   prod=(24 + V.LOG2E.bit_length(), sig0 * V.LOG2E))
+        op1, sign1, sig1, e1, prod1 = s1.op, s1.sign, s1.sig, s1.e, s1.prod
 
         # ---- stage 2: y = +-x log2(e) -> k, f; the evaluator's argument and table row
         is_tanh1 = op1 == _OP["tanh"]
@@ -190,95 +198,40 @@ class VPUFunc(wiring.Component):
         sqshift_c = Mux(sqshift > 63, 63, sqshift).as_unsigned()[:6]
         square = wire("square", 48, sig1 * sig1)
 
-        v2 = reg("v2", 1, v1)
-        op2 = reg("op2", 3, op1)
-        sign2 = reg("sign2", 1, sign1)
-        sig2 = reg("sig2", 24, sig1)
-        e2 = reg("e2", signed(10), e1)
-        spec2 = reg("spec2", 32, spec1)
-        isspec2 = reg("isspec2", 1, isspec1)
-        k2 = reg("k2", signed(12), k)
-        row2 = reg("row2", _ROW_WIDTH, row)
-        t2 = reg("t2", signed(V.T_BITS + 1), t)
-        a2_2 = reg("a2_2", 30, (square >> sqshift_c)[:30])
+        common = ("v", "op", "sign", "sig", "e", "spec", "isspec")
+        s2 = stage(2, s1, common, k=(signed(12), k), row=(_ROW_WIDTH, row),
+                   t=(signed(V.T_BITS + 1), t), a2_=(30, (square >> sqshift_c)[:30]))
 
         # ---- stage 3: C1 + C2 t; tanh's x**2/3 - 2 x**4/15
-        a2h = a2_2[12:30]
-        v3 = reg("v3", 1, v2)
-        op3 = reg("op3", 3, op2)
-        sign3 = reg("sign3", 1, sign2)
-        sig3 = reg("sig3", 24, sig2)
-        e3 = reg("e3", signed(10), e2)
-        spec3 = reg("spec3", 32, spec2)
-        isspec3 = reg("isspec3", 1, isspec2)
-        k3 = reg("k3", signed(12), k2)
-        row3 = reg("row3", _ROW_WIDTH, row2)
-        t3 = reg("t3", signed(V.T_BITS + 1), t2)
-        b3 = reg("b3", signed(V.C1_WIDTH + 1), _Evaluator.linear(row2, t2))
-        third3 = reg("third3", 31, (a2_2 * V.THIRD) >> 32)
-        fourth3 = reg("fourth3", 31, (a2h * a2h * V.TWO_15) >> 36)
+        a2h = s2.a2_[12:30]
+        s3 = stage(3, s2, (*common, "k", "row", "t"),
+                   b=(signed(V.C1_WIDTH + 1), _Evaluator.linear(s2.row, s2.t)),
+                   third=(31, (s2.a2_ * V.THIRD) >> 32),
+                   fourth=(31, (a2h * a2h * V.TWO_15) >> 36))
 
         # ---- stage 4: p
-        v4 = reg("v4", 1, v3)
-        op4 = reg("op4", 3, op3)
-        sign4 = reg("sign4", 1, sign3)
-        sig4 = reg("sig4", 24, sig3)
-        e4 = reg("e4", signed(10), e3)
-        spec4 = reg("spec4", 32, spec3)
-        isspec4 = reg("isspec4", 1, isspec3)
-        k4 = reg("k4", signed(12), k3)
-        p4 = reg("p4", V.U_BITS + 1, _Evaluator.finish(row3, b3, t3))
-        c4 = reg("c4", 31, third3 - fourth3)
+        s4 = stage(4, s3, (*common, "k"),
+                   p=(V.U_BITS + 1, _Evaluator.finish(s3.row, s3.b, s3.t)),
+                   c=(31, s3.third - s3.fourth))
 
         # ---- stage 5: e**-|x| = p >> -k; the reciprocal's table row
-        kneg = wire("kneg", signed(13), -k4)
+        kneg = wire("kneg", signed(13), -s4.k)
         kneg_c = Mux(kneg > 63, 63, Mux(kneg < 0, 0, kneg)).as_unsigned()[:6]
-        small = wire("small", V.U_BITS, (p4 >> kneg_c)[:V.U_BITS])
+        small = wire("small", V.U_BITS, (s4.p >> kneg_c)[:V.U_BITS])
         ev2 = _Evaluator((V.FUNC["recip"],))
         row_r, t_r = ev2.lookup(m, "ev2", None, small)
-        v5 = reg("v5", 1, v4)
-        op5 = reg("op5", 3, op4)
-        sign5 = reg("sign5", 1, sign4)
-        sig5 = reg("sig5", 24, sig4)
-        e5 = reg("e5", signed(10), e4)
-        spec5 = reg("spec5", 32, spec4)
-        isspec5 = reg("isspec5", 1, isspec4)
-        k5 = reg("k5", signed(12), k4)
-        p5 = reg("p5", V.U_BITS + 1, p4)
-        c5 = reg("c5", 31, c4)
-        small5 = reg("small5", V.U_BITS, small)
-        row5 = reg("row5", _ROW_WIDTH, row_r)
-        t5 = reg("t5", signed(V.T_BITS + 1), t_r)
+        s5 = stage(5, s4, (*common, "k", "p", "c"), small=(V.U_BITS, small),
+                   row=(_ROW_WIDTH, row_r), t=(signed(V.T_BITS + 1), t_r))
 
         # ---- stage 6: evaluator 2, C1 + C2 t
-        v6 = reg("v6", 1, v5)
-        op6 = reg("op6", 3, op5)
-        sign6 = reg("sign6", 1, sign5)
-        sig6 = reg("sig6", 24, sig5)
-        e6 = reg("e6", signed(10), e5)
-        spec6 = reg("spec6", 32, spec5)
-        isspec6 = reg("isspec6", 1, isspec5)
-        k6 = reg("k6", signed(12), k5)
-        p6 = reg("p6", V.U_BITS + 1, p5)
-        c6 = reg("c6", 31, c5)
-        small6 = reg("small6", V.U_BITS, small5)
-        row6 = reg("row6", _ROW_WIDTH, row5)
-        t6 = reg("t6", signed(V.T_BITS + 1), t5)
-        b6 = reg("b6", signed(V.C1_WIDTH + 1), _Evaluator.linear(row5, t5))
+        s6 = stage(6, s5, (*common, "k", "p", "c", "small", "row", "t"),
+                   b=(signed(V.C1_WIDTH + 1), _Evaluator.linear(s5.row, s5.t)))
 
         # ---- stage 7: r = 1 / (1 + small)
-        v7 = reg("v7", 1, v6)
-        op7 = reg("op7", 3, op6)
-        sign7 = reg("sign7", 1, sign6)
-        sig7 = reg("sig7", 24, sig6)
-        e7 = reg("e7", signed(10), e6)
-        spec7 = reg("spec7", 32, spec6)
-        isspec7 = reg("isspec7", 1, isspec6)
-        k7 = reg("k7", signed(12), k6)
-        p7 = reg("p7", V.U_BITS + 1, p6)
-        c7 = reg("c7", 31, c6)
-        small7 = reg("small7", V.U_BITS, small6)
-        r7 = reg("r7", V.U_BITS + 1, _Evaluator.finish(row6, b6, t6))
+        s7 = stage(7, s6, (*common, "k", "p", "c", "small"),
+                   r=(V.U_BITS + 1, _Evaluator.finish(s6.row, s6.b, s6.t)))
+        op7, sign7, sig7, e7, k7, p7 = s7.op, s7.sign, s7.sig, s7.e, s7.k, s7.p
+        c7, small7, r7 = s7.c, s7.small, s7.r
 
         # ---- stage 8: the last product and the result's scale
         frac7 = sig7[:23]
@@ -315,12 +268,9 @@ class VPUFunc(wiring.Component):
                 m.d.comb += [mul_a.eq(Mux(tiny, (1 << 36) - (c7 >> 4), (1 << V.U_BITS) - small7)),
                          mul_b.eq(Mux(tiny, sig7, r7)), out_sign.eq(sign7),
                          mag8.eq(product), scale.eq(Mux(tiny, e7 - 59, -60))]
-        v8 = reg("v8", 1, v7)
-        spec8 = reg("spec8", 32, spec7)
-        isspec8 = reg("isspec8", 1, isspec7)
-        sign8 = reg("sign8", 1, out_sign)
-        mag8r = reg("mag8r", 63, mag8)
-        scale8 = reg("scale8", signed(12), scale)
+        s8 = stage(8, s7, ("v", "spec", "isspec"), sign=(1, out_sign), mag=(63, mag8),
+                   scale=(signed(12), scale))
+        mag8r, scale8 = s8.mag, s8.scale
 
         # ---- stage 9: normalise and round to nearest even into fp32
         lz8 = wire("lz8", range(64), _clz(mag8r, 63))
@@ -338,9 +288,8 @@ class VPUFunc(wiring.Component):
         total_bits = wire("total_bits", 40, (base << 23) + keep + round_up)
         packed = Mux(total_bits >= FP32_INF, FP32_INF, total_bits)[:31]
         packed = Mux(mag8r == 0, 0, packed)
-        v9 = reg("v9", 1, v8)
-        res9 = reg("res9", 32, Mux(isspec8, spec8, Cat(packed, sign8)))
-        m.d.comb += [self.out_valid.eq(v9), self.result.eq(res9)]
+        s9 = stage(9, s8, ("v",), res=(32, Mux(s8.isspec, s8.spec, Cat(packed, s8.sign))))
+        m.d.comb += [self.out_valid.eq(s9.v), self.result.eq(s9.res)]
         return m
 
 
