@@ -25,9 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import Assume, Module, ResetSignal, Signal
+from amaranth.hdl import Assert, Assume, Module, ResetSignal, Signal
 
+from hdl.hbm import ecc
+from hdl.lib.axi import AXI4Signature, AxiNoMemory
+from hdl.lib.axilite import AxiLiteRegisters
+from hdl.lib.queue import Queue, SkidBuffer
 from sim.progress import first_proof
+from sim.properties import axi4_rules, axilite_rules, free_inputs, secded_rules, stream_order
 from sim.runner import BUILD, locked
 
 __all__ = ["PropertySet", "SETS", "Outcome", "prove", "tools_dir", "main"]
@@ -144,9 +149,6 @@ def prove(pset, *, name=None, timeout=900, **overrides):
 # Harnesses: each instantiates the real block and binds its property set.
 
 def _queue_harness(queue=None, depth=4, width=2):
-    from hdl.lib.queue import Queue
-
-    from sim.properties import free_inputs, stream_order
     m = Module()
     m.submodules.dut = dut = queue if queue is not None else Queue(width, depth)
     free_inputs(m, dut)
@@ -155,9 +157,6 @@ def _queue_harness(queue=None, depth=4, width=2):
 
 
 def _skid_harness(skid=None, width=2):
-    from hdl.lib.queue import SkidBuffer
-
-    from sim.properties import free_inputs, stream_order
     m = Module()
     m.submodules.dut = dut = skid if skid is not None else SkidBuffer(width)
     free_inputs(m, dut)
@@ -166,19 +165,12 @@ def _skid_harness(skid=None, width=2):
 
 
 def _ecc_harness(encode=None, decode=None):
-    from hdl.hbm import ecc
-
-    from sim.properties import secded_rules
     m = Module()
     secded_rules(m, encode or ecc.encode, decode or ecc.decode, 64)
     return m
 
 
 def _axilite_harness(regs=None):
-    from amaranth.hdl import Assert
-
-    from hdl.lib.axilite import AxiLiteRegisters
-    from sim.properties import axilite_rules, free_inputs
     m = Module()
     m.submodules.dut = dut = regs if regs is not None else AxiLiteRegisters(addr_width=8)
     free_inputs(m, dut)
@@ -210,8 +202,6 @@ def _axilite_harness(regs=None):
 
 
 def _axi_harness(sub=None):
-    from hdl.lib.axi import AXI4Signature, AxiNoMemory
-    from sim.properties import axi4_rules, free_inputs
     m = Module()
     sig = AXI4Signature(addr_width=16, data_width=32, id_width=2)
     m.submodules.dut = dut = sub if sub is not None else AxiNoMemory(sig)
@@ -221,13 +211,14 @@ def _axi_harness(sub=None):
 
 
 SETS = {s.name: s for s in [
-    PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 15,
-                "every reachable state of a depth-4 queue and its tracker is reached within "
-                "3 * depth + 1 cycles (fill 4 stale entries, move the pointers, refill, pick "
-                "the token); a violation shows in the cycle after such a state"),
+    PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 11,
+                "every state of the queue and its tracker (pointers, level, all 4 entries, "
+                "stale ones too, the token's place) is reached within 2 * depth + 1 = 9 cycles "
+                "of reset, a violation in the cycle after; one cycle spare",
+                engine="smtbmc --nomem z3"),
     PropertySet("skid", "hdl/lib/queue.py SkidBuffer (2 bits)", _skid_harness, "bmc", 10,
-                "its two registers and flags are filled within 3 cycles; every reachable "
-                "state of buffer and tracker within 6"),
+                "its two registers and their flags are filled within 3 cycles: every state "
+                "of buffer and tracker is reached within 4, a violation in the cycle after"),
     PropertySet("ecc", "hdl/hbm/ecc.py encode/decode (72,64)", _ecc_harness, "bmc", 1,
                 "combinational: one step covers every codeword and flip pair", fast=False,
                 engine="smtbmc --syn z3"),
