@@ -25,15 +25,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import Assert, Assume, Module, ResetSignal, Signal
+from amaranth.hdl import Assert, Assume, Cat, Module, ResetSignal, Signal, Value
+from amaranth.lib import data
 
 from hdl.hbm import ecc
+from hdl.ici.allocator import Allocator
+from hdl.ici.input import meta_layout
 from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from sim.progress import first_proof
-from sim.properties import axi4_rules, axilite_rules, free_inputs, secded_rules, stream_order
+from sim.properties import (
+    allocator_rules,
+    axi4_rules,
+    axilite_rules,
+    free_inputs,
+    secded_rules,
+    stream_order,
+)
 from sim.runner import BUILD, locked
+from spec.ici import ICIConfig
 
 __all__ = ["PropertySet", "SETS", "Outcome", "prove", "tools_dir", "main"]
 
@@ -68,12 +79,8 @@ class Outcome:
 
 
 def _messages(il_text):
-    """Source location ("file:line") to the messages of the checks made there."""
-    found = {}
-    for src, fmt in re.findall(r'attribute \\src "([^"]+)"\n  cell \$check \S+\n'
-                               r'    parameter \\FORMAT "([^"]*)"', il_text):
-        found.setdefault(src, []).append(fmt)
-    return found
+    """The check cells' messages by cell number (SBY names a failed one ``check_<number>``)."""
+    return dict(re.findall(r'cell \$check \$(\d+)\n    parameter \\FORMAT "([^"]*)"', il_text))
 
 
 def tools_dir():
@@ -141,8 +148,8 @@ def prove(pset, *, name=None, timeout=900, **overrides):
         induction = work / name / "engine_0" / "trace_induct.vcd"
         trace = induction if induction.exists() else None
     messages = _messages((work / f"{name}.il").read_text())
-    failed = [msg for src in re.findall(r"failed assertion \S+ at (\S+)", log)
-              for msg in messages.get(src, [src])]
+    failed = [messages.get(number, f"check {number} at {src}") for number, src in
+              re.findall(r"failed assertion \S+check_(\d+) at (\S+)", log)]
     return Outcome(name, status, seconds, trace, log, failed)
 
 
@@ -210,6 +217,39 @@ def _axi_harness(sub=None):
     return m
 
 
+def _allocator_harness(alloc=None, cfg=None):
+    cfg = cfg or ICIConfig(dims=(2, 2), vcs=2)
+    m = Module()
+    m.submodules.dut = dut = alloc if alloc is not None else Allocator(cfg)
+    free_inputs(m, dut)
+    P, V = cfg.ports, cfg.total_vcs
+    grants = [dut.transfer[o].grant for o in range(P)]
+    requests = [[Cat(dut.nonempty[i][v] & (dut.front[i][v].op == o) for v in range(V)).any()
+                 & dut.out_ready[o] for i in range(P)] for o in range(P)]
+    allocator_rules(m, grants, requests, name="alloc")
+    for o in range(P):
+        t = dut.transfer[o]
+        m.d.comb += [
+            Assert(t.sent == t.grant.any(), f"alloc: output {o} sends iff it grants"),
+            Assert(~t.sent | Value.cast(dut.credit[o]).bit_select(t.vc, 1),
+                   f"alloc: output {o} sends only with a credit for its VC"),
+        ]
+    for i in range(P):
+        vc = dut.pop_vc[i]
+        layout = meta_layout(cfg)
+        front = data.View(layout, Value.cast(dut.front[i]).word_select(vc, layout.size))
+        m.d.comb += [
+            Assert(dut.pop[i] == Cat(g[i] for g in grants).any(),
+                   f"alloc: input {i} pops iff granted"),
+            Assert(~dut.pop[i] | Value.cast(dut.nonempty[i]).bit_select(vc, 1),
+                   f"alloc: input {i} pops a VC that holds a flit"),
+        ]
+        for o in range(P):
+            with m.If(grants[o][i]):
+                m.d.comb += Assert(front.op == o, f"alloc: input {i} sent to its flit's output")
+    return m
+
+
 SETS = {s.name: s for s in [
     PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 11,
                 "every state of the queue and its tracker (pointers, level, all 4 entries, "
@@ -227,6 +267,8 @@ SETS = {s.name: s for s in [
                 "harness's counters take every reachable value within 3 cycles of reset; a "
                 "violation shows in the cycle after (k-induction does not close: the address "
                 "flag under a waiting B is not visible at the ports)"),
+    PropertySet("allocator", "hdl/ici/allocator.py Allocator (2x2 torus, 2 VCs)",
+                _allocator_harness, "prove", 2, "k-induction"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "
                 "same state as a fresh burst of n beats (taken in one cycle): every reachable "

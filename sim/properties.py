@@ -12,6 +12,8 @@ message and listed in docs/formal.md.
                     (the tracked-token method), and a held beat is offered
     secded_rules    SECDED over a codeword: no flip read back, one flip corrected, two detected
     axilite_rules   AXI4-Lite subordinate: handshakes held, no response without its request
+    allocator_rules a switch allocator: no output granted twice, no input sent twice, no
+                    grant without a request
     axi4_rules      AXI4 subordinate: handshakes held, wlast / rlast on the last beat, B only
                     after the last W, IDs returned, no burst across 4 KiB, outstanding limit
 """
@@ -21,7 +23,7 @@ from amaranth.hdl import Assert, Assume, Cat, Signal, Value
 from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
-           "axi4_rules"]
+           "axi4_rules", "allocator_rules"]
 
 
 def free_inputs(m, component):
@@ -239,3 +241,18 @@ def axi4_rules(m, bus, *, name="axi"):
             m.d.sync += r_open.eq(0)
     return {"w_open": w_open, "w_left": w_left, "w_all": w_all, "r_open": r_open,
             "r_left": r_left, "w_id": w_id, "r_id": r_id}
+
+
+def allocator_rules(m, grants, requests, name="alloc"):
+    """A switch allocator's grants in one cycle: ``grants[o]`` the one-hot inputs granted
+    output ``o`` (zero for none), ``requests[o][i]`` whether input ``i`` requests ``o`` (a
+    flit it may send there now). Asserted: an output grants at most one input; an input is
+    granted at most one output; no grant without a request."""
+    for o, g in enumerate(grants):
+        m.d.comb += Assert((g & (g - 1)) == 0, f"{name}: output {o} grants one input at most")
+        for i in range(len(g)):
+            m.d.comb += Assert(~g[i] | requests[o][i],
+                               f"{name}: output {o} grants input {i} only on its request")
+    for i in range(len(grants[0])):
+        hits = Cat(g[i] for g in grants)
+        m.d.comb += Assert((hits & (hits - 1)) == 0, f"{name}: input {i} sent once at most")

