@@ -12,6 +12,8 @@ message and listed in docs/formal.md.
                     (the tracked-token method), and a held beat is offered
     secded_rules    SECDED over a codeword: no flip read back, one flip corrected, two detected
     axilite_rules   AXI4-Lite subordinate: handshakes held, no response without its request
+    split_rules     a burst splitter between two AXI4 address channels: every INCR burst
+                    leaves as parts that do not cross 4 KiB and tile it exactly
     allocator_rules a switch allocator: no output granted twice, no input sent twice, no
                     grant without a request
     axi4_rules      AXI4 subordinate: handshakes held, wlast / rlast on the last beat, B only
@@ -19,11 +21,11 @@ message and listed in docs/formal.md.
 """
 
 from amaranth.asserts import AnyConst, AnySeq
-from amaranth.hdl import Assert, Assume, Cat, Signal, Value
+from amaranth.hdl import Assert, Assume, Cat, Mux, Signal, Value
 from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
-           "axi4_rules", "allocator_rules"]
+           "axi4_rules", "split_rules", "allocator_rules"]
 
 
 def free_inputs(m, component):
@@ -256,3 +258,60 @@ def allocator_rules(m, grants, requests, name="alloc"):
     for i in range(len(grants[0])):
         hits = Cat(g[i] for g in grants)
         m.d.comb += Assert((hits & (hits - 1)) == 0, f"{name}: input {i} sent once at most")
+
+
+def split_rules(m, mgr, bus, ch, *, size, name="split"):
+    """A block that passes address channel ``ch`` (``"aw"`` or ``"ar"``) of AXI4 bus ``mgr``
+    (its input, from a manager) to ``bus`` (its output), splitting bursts at 4 KiB.
+
+    Assumed of the manager: valid held until ready, payload stable; INCR bursts of beats of
+    ``2**size`` bytes from a beat-aligned address, at most 4 KiB long, within the address
+    space. Asserted on ``bus``: valid held until ready, payload
+    stable; no burst crosses 4 KiB; the parts tile the manager's burst: the first starts at its
+    address, each next where the last ended, and the part taken with the manager's burst
+    ends where that burst ends; the ID, size and burst type pass unchanged; no part leaves
+    without a burst waiting."""
+    def get(bus, field):
+        return getattr(bus, f"{ch}{field}")
+
+    def payload(b):
+        return Cat(*[get(b, f) for f in ("id", "addr", "len", "size", "burst")])
+
+    _held(m, Assume, get(mgr, "valid"), get(mgr, "ready"), payload(mgr), f"{name}.{ch}.mgr")
+    _held(m, Assert, get(bus, "valid"), get(bus, "ready"), payload(bus), f"{name}.{ch}.bus")
+    addr, length = get(mgr, "addr"), get(mgr, "len")
+    end = addr + ((length + 1) << size)
+    m.d.comb += [
+        Assume(~get(mgr, "valid") | (Value.cast(get(mgr, "burst")) == 1),
+               f"{name}.{ch}.mgr: INCR bursts"),
+        Assume(~get(mgr, "valid") | (get(mgr, "size") == size),
+               f"{name}.{ch}.mgr: full-width beats"),
+        Assume(~get(mgr, "valid") | (addr[:size] == 0), f"{name}.{ch}.mgr: beat-aligned addresses"),
+        Assume(~get(mgr, "valid") | ((length + 1) << size <= 4096),
+               f"{name}.{ch}.mgr: a burst of at most 4 KiB"),
+        Assume(~get(mgr, "valid") | (end <= 2 ** len(addr)),
+               f"{name}.{ch}.mgr: a burst within the address space"),
+    ]
+    b_addr, b_len = get(bus, "addr"), get(bus, "len")
+    b_end = b_addr + ((b_len + 1) << size)
+    first = Signal(init=1, name=f"{name}_{ch}_first")      # the next part is a burst's first
+    next_addr = Signal(len(addr) + 1, name=f"{name}_{ch}_next")
+    took = get(bus, "valid") & get(bus, "ready")
+    whole = get(mgr, "valid") & get(mgr, "ready")
+    m.d.comb += [
+        Assert(~get(bus, "valid") | get(mgr, "valid"), f"{name}.{ch}: no part without a burst"),
+        Assert(~get(bus, "valid") | (b_addr[:12] + ((b_len + 1) << size) <= 4096),
+               f"{name}.{ch}: no part crosses 4 KiB"),
+        Assert(~get(bus, "valid") | (payload(bus)[:len(get(bus, "id"))] == get(mgr, "id")),
+               f"{name}.{ch}: the ID passes unchanged"),
+        Assert(~get(bus, "valid") | ((get(bus, "size") == get(mgr, "size"))
+                                     & (Value.cast(get(bus, "burst"))
+                                        == Value.cast(get(mgr, "burst")))),
+               f"{name}.{ch}: size and burst type pass unchanged"),
+        Assert(~get(bus, "valid") | (b_addr == Mux(first, addr, next_addr)),
+               f"{name}.{ch}: a part starts where the burst or the last part does"),
+        Assert(~whole | (b_end == end), f"{name}.{ch}: the last part ends with the burst"),
+        Assert(~whole | took, f"{name}.{ch}: a burst is taken with its last part"),
+    ]
+    with m.If(took):
+        m.d.sync += [first.eq(whole), next_addr.eq(b_end)]

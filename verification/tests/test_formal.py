@@ -14,8 +14,10 @@ from hdl.ici.allocator import Allocator
 from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
+from hdl.sparsecore.split import Split4K
 from sim.formal import SETS, main, prove, tools_dir
 from spec.ici import ICIConfig
+from spec.sparsecore import SparseCoreConfig
 
 
 def _proved(outcome):
@@ -171,3 +173,19 @@ def test_allocator_ignoring_credits_fails():
     cfg = ICIConfig(dims=(2, 2), vcs=2)
     _refuted(prove(SETS["allocator"], name="allocator-no-credit", alloc=_IgnoresCredits(cfg)),
              "sends only with a credit")
+
+
+class _NoSplit(Split4K):
+    """Passes every read burst through whole, across 4 KiB or not."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += [self.bus.arlen.eq(self.mgr.arlen), self.mgr.arready.eq(self.bus.arready)]
+        return m
+
+
+def test_split4k_not_splitting_fails():
+    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
+                           inflight_beats=64)
+    _refuted(prove(SETS["split4k"], name="split4k-whole", split=_NoSplit(cfg)),
+             "split.ar: no part crosses 4 KiB")
