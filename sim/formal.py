@@ -22,6 +22,7 @@ import sys
 import sysconfig
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from amaranth.back import rtlil
@@ -34,7 +35,7 @@ from hdl.ici.input import meta_layout
 from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
-from hdl.sparsecore.split import Split4K
+from hdl.sparsecore.split import WRITES_IN_FLIGHT, Split4K
 from sim.progress import first_proof
 from sim.properties import (
     allocator_rules,
@@ -43,6 +44,7 @@ from sim.properties import (
     free_inputs,
     secded_rules,
     split_rules,
+    split_w_rules,
     stream_order,
 )
 from sim.runner import BUILD, locked
@@ -253,15 +255,18 @@ def _allocator_harness(alloc=None, cfg=None):
     return m
 
 
-def _split_harness(split=None):
+def _split_harness(split=None, w=False):
     cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
                            inflight_beats=64)
     m = Module()
     m.submodules.dut = dut = split if split is not None else Split4K(cfg)
     free_inputs(m, dut)
     size = (cfg.beat_bytes - 1).bit_length()
-    for ch in ("aw", "ar"):
-        split_rules(m, dut.mgr, dut.bus, ch, size=size, name="split")
+    first = {ch: split_rules(m, dut.mgr, dut.bus, ch, size=size, name="split")
+             for ch in ("aw", "ar")}
+    if w:
+        split_w_rules(m, dut.mgr, dut.bus, first["aw"], size=size, capacity=WRITES_IN_FLIGHT,
+                      name="split")
     return m
 
 
@@ -284,12 +289,21 @@ SETS = {s.name: s for s in [
                 "flag under a waiting B is not visible at the ports)"),
     PropertySet("allocator", "hdl/ici/allocator.py Allocator (2x2 torus, 2 VCs)",
                 _allocator_harness, "prove", 2, "k-induction"),
+    PropertySet("allocator3", "hdl/ici/allocator.py Allocator (2x2 torus, 2 VCs, 3 iterations)",
+                partial(_allocator_harness, cfg=ICIConfig(dims=(2, 2), vcs=2, alloc_iters=3)),
+                "prove", 2, "k-induction", fast=False),
     PropertySet("split4k", "hdl/sparsecore/split.py Split4K (64-bit data, 16-bit address)",
                 _split_harness, "bmc", 12,
                 "each address path holds one bit (a second part due) and the harness two "
                 "values; the write path's queues of 8 gate AW and fill within 8 cycles: every "
                 "state these properties depend on is reached within 10 cycles, a violation in "
                 "the cycle after", fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("split4k-w", "hdl/sparsecore/split.py Split4K W channel (and AW, AR)",
+                partial(_split_harness, w=True), "bmc", 8,
+                "not complete: every sequence of 8 cycles from reset, so first parts of 1 to 6 "
+                "beats and bursts that start within them; the wlast of a part comes from one "
+                "comparison against the part's length, the same for every length",
+                fast=False, engine="smtbmc --nomem z3"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "
                 "same state as a fresh burst of n beats (taken in one cycle): every reachable "
@@ -310,7 +324,7 @@ def main(argv=None):
             return 2
     if args.list:
         for s in SETS.values():
-            print(f"{s.name:9} {s.mode:5} depth {s.depth:3}  {s.block}")
+            print(f"{s.name:10} {s.mode:5} depth {s.depth:3}  {s.block}")
         return 0
     failed = 0
     start = time.monotonic()

@@ -14,6 +14,8 @@ message and listed in docs/formal.md.
     axilite_rules   AXI4-Lite subordinate: handshakes held, no response without its request
     split_rules     a burst splitter between two AXI4 address channels: every INCR burst
                     leaves as parts that do not cross 4 KiB and tile it exactly
+    split_w_rules   the write data of such a splitter: ``wlast`` exactly on the last beat of
+                    each part (tracked burst)
     allocator_rules a switch allocator: no output granted twice, no input sent twice, no
                     grant without a request
     axi4_rules      AXI4 subordinate: handshakes held, wlast / rlast on the last beat, B only
@@ -25,7 +27,7 @@ from amaranth.hdl import Assert, Assume, Cat, Mux, Signal, Value
 from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
-           "axi4_rules", "split_rules", "allocator_rules"]
+           "axi4_rules", "split_rules", "split_w_rules", "allocator_rules"]
 
 
 def free_inputs(m, component):
@@ -315,3 +317,56 @@ def split_rules(m, mgr, bus, ch, *, size, name="split"):
     ]
     with m.If(took):
         m.d.sync += [first.eq(whole), next_addr.eq(b_end)]
+    return first
+
+
+def split_w_rules(m, mgr, bus, first, *, size, capacity, name="split"):
+    """The W channel of a 4 KiB splitter (see :func:`split_rules`; ``first`` is the AW
+    harness's "next part is a burst's first" flag), with the tracked-burst method: one write
+    burst, picked freely as its first part's AW is taken, is followed through the W beats.
+
+    Assumed of the manager: W valid held until ready, payload stable; the picked burst's
+    ``wlast`` on its ``awlen + 1``-th beat. Asserted on ``bus``: W valid held until ready,
+    payload stable; the picked burst's beats pass with ``wlast`` exactly on the last beat of
+    each part (the first part ends at the 4 KiB boundary, the second with the burst)."""
+    w_payload = Cat(mgr.wdata, mgr.wstrb, mgr.wlast)
+    _held(m, Assume, mgr.wvalid, mgr.wready, w_payload, f"{name}.w.mgr")
+    _held(m, Assert, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb, bus.wlast),
+          f"{name}.w.bus")
+    m.d.comb += Assert(~bus.wvalid | (mgr.wvalid & (bus.wdata == mgr.wdata)
+                                      & (bus.wstrb == mgr.wstrb)),
+                       f"{name}.w: beats pass unchanged")
+    first_take = bus.awvalid & bus.awready & first
+    w_take = bus.wvalid & bus.wready
+    burst_end = w_take & mgr.wlast
+    # Bursts whose first part was taken and whose W has not ended (the design's own count).
+    open_ = Signal(range(2 * capacity + 2), name=f"{name}_w_open")
+    m.d.sync += open_.eq(open_ + first_take - burst_end)
+    m.d.comb += Assert(open_ <= capacity, f"{name}.w: at most {capacity} bursts open")
+    m.d.comb += Assert(~w_take | (open_ != 0) | first_take,
+                       f"{name}.w: no W beat before its burst's first AW")
+    pick = AnySeq(1)
+    state = Signal(2, name=f"{name}_w_state")      # 0 waiting, 1 tracked, 2 done
+    ahead = Signal(range(2 * capacity + 2), name=f"{name}_w_ahead")
+    beat = Signal(9, name=f"{name}_w_beat")
+    length = Signal(9, name=f"{name}_w_len")
+    part = Signal(9, name=f"{name}_w_part")     # beats of the first part
+    addr = bus.awaddr
+    to_4k = (4096 - addr[:12]) >> size
+    with m.If((state == 0) & first_take & pick):
+        m.d.sync += [state.eq(1), ahead.eq(open_ - burst_end), beat.eq(0),
+                     length.eq(mgr.awlen + 1),
+                     part.eq(Mux(mgr.awlen + 1 > to_4k, to_4k, mgr.awlen + 1))]
+    with m.If((state == 1) & w_take):
+        with m.If(ahead != 0):
+            with m.If(mgr.wlast):
+                m.d.sync += ahead.eq(ahead - 1)
+        with m.Else():
+            m.d.comb += [
+                Assume(mgr.wlast == (beat == length - 1), f"{name}.w.mgr: wlast on the last beat"),
+                Assert(bus.wlast == ((beat == part - 1) | (beat == length - 1)),
+                       f"{name}.w: wlast exactly on the last beat of each part"),
+            ]
+            m.d.sync += beat.eq(beat + 1)
+            with m.If(beat == length - 1):
+                m.d.sync += state.eq(2)

@@ -189,3 +189,19 @@ def test_split4k_not_splitting_fails():
                            inflight_beats=64)
     _refuted(prove(SETS["split4k"], name="split4k-whole", split=_NoSplit(cfg)),
              "split.ar: no part crosses 4 KiB")
+
+
+class _NoPartWlast(Split4K):
+    """Raises wlast only at the end of the manager's burst, not at the end of a first part."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.bus.wlast.eq(self.mgr.wlast)
+        return m
+
+
+def test_split4k_without_part_wlast_fails():
+    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
+                           inflight_beats=64)
+    _refuted(prove(SETS["split4k-w"], name="split4k-w-no-part-wlast", split=_NoPartWlast(cfg)),
+             "split.w: wlast exactly on the last beat of each part")
