@@ -101,8 +101,11 @@ def tools_dir():
         text = f'#!/bin/sh\nexec "{target}" "$@"\n'
         path = out / tool
         if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            path.chmod(0o755)
+            # Written aside and renamed: a parallel test never runs a half-written wrapper.
+            tmp = out / f".{tool}.{os.getpid()}"
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            os.replace(tmp, path)
     if not (scripts / "z3").exists():
         raise RuntimeError("z3 is not installed (pip install z3-solver, or make formal)")
     return out
