@@ -12,7 +12,7 @@ TEST       ?= verification/tests/test_mxu.py::test_mxu[4x4-test_gemm_random]
 CONFIG     ?=
 ARGS       ?=
 
-GOALS := help venv demo verilog lint test test-shard test-all mutate bench waves clean
+GOALS := help venv demo verilog lint test test-shard test-all formal mutate bench waves clean
 .PHONY: $(GOALS)
 
 # `make bench mxu hbm`: the words after bench that are no target are the benchmarks to run.
@@ -27,7 +27,7 @@ help:  ## list the targets
 	@echo "             SHARD=k/N (for test-shard; default: this commit's shard)"
 	@echo "             CONFIG=<chip JSON file> (for demo: {\"block\": \"chip\", \"parameters\": {...}})"
 	@echo "             ARGS=<more options> (demo: --dtype int8|bfloat16; bench: --quick, --render;"
-	@echo "             mutate: --fast, --list, mutation names)"
+	@echo "             mutate: --fast, --list, mutation names; formal: --list, set names)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON_SYS) -m venv $(VENV)
@@ -35,8 +35,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-# An extra of pyproject.toml installed once, for the targets that need it (test: pytest and
-# hypothesis; dev: those and ruff).
+# An extra of pyproject.toml installed once, for the targets that need it (test: pytest,
+# hypothesis and the solver of the proofs; dev: those and ruff; formal: the solver).
 $(VENV)/.installed-%: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[$*]"
 	touch $@
@@ -61,6 +61,9 @@ test-shard: $(VENV)/.installed-test  ## one shard of the slow tests (SHARD=k/N; 
 
 test-all: $(VENV)/.installed-test  ## the regression plus long sweeps and large configurations
 	$(PY) -m pytest -n $(JOBS) verification/tests
+
+formal: $(VENV)/.installed-formal  ## formal proofs of the protocols (SymbiYosys, Z3); docs/formal.md
+	$(PY) -m sim.formal $(ARGS)
 
 mutate: $(VENV)/.installed-test  ## mutation tests: break rules on purpose, check tests fail; docs/results/mutations.md
 	$(PY) -m sim.mutate $(ARGS)

