@@ -77,6 +77,7 @@ COSTS = [
     ("*test_transformer.py::test_rtl_matches_golden", 210, 40),
     ("*test_vmath.py::*", 40, 20),
     ("*test_chip.py::test_chip[[]*]", 210, 40),
+    ("*test_sparsecore.py::test_sparsecore[[]hbm]", 130, 150),
     ("*test_sparsecore.py::*", 130, 20),
     ("*test_sweep.py::*", 0, 120),
     # The slow proofs: 15 to 129 s each, 381 s for all five at load 2 (docs/formal.md).

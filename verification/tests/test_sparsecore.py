@@ -15,8 +15,10 @@ CONFIGS = {"hbm": SparseCoreSystemConfig(),
 
 
 SLOW = {("axi", "test_bf16_padding_empty"), ("axi", "test_edges_duplicates_tables"),
-        ("axi", "test_bad_input"), ("axi", "test_scatter_bad_input")}
-"""Runs that repeat on the AXI harness what the HBM configuration covers (make test-all)."""
+        ("axi", "test_bad_input"), ("axi", "test_scatter_bad_input"),
+        ("hbm", "test_combiners")}
+"""Runs that repeat on one memory what the other configuration covers (make test-all): the
+AXI harness's edge cases, the HBM one's combiners (five minutes of simulation)."""
 
 
 def _marks(name, test):
