@@ -67,6 +67,7 @@ class Op(Code, width=6):
     VOP = 0x29
     VCAST = 0x2A
     VRED = 0x2B
+    VTRANS = 0x2C
     ICI_SEND = 0x30
     ICI_READ = 0x31
     ICI_COLL = 0x32
@@ -204,7 +205,7 @@ IMM_FIELDS = {
     "accumulate": (16, 1),      # MATMUL
     "emit": (17, 1),            # MATMUL
     "vop": (0, 4),              # VOP
-    "dtype": (4, 2),            # VOP, VRED
+    "dtype": (4, 2),            # VOP, VRED, VTRANS
     "src2": (6, 2),             # VOP
     "relu": (8, 1),             # VOP: ReLU applied after the operation
     "cast": (0, 2),             # VCAST
@@ -302,6 +303,7 @@ SPECS = {s.op: s for s in [
          ("vop", "dtype", "src2", "relu"), Queue.VPU),
     Spec(Op.VCAST, "vcast", ("cast", "b", "c"), ("cast",), Queue.VPU),
     Spec(Op.VRED, "vred", ("rop", "dtype", "b", "c", "d"), ("rop", "dtype"), Queue.VPU),
+    Spec(Op.VTRANS, "vtrans", ("dtype", "b", "c"), ("dtype",), Queue.VPU),
     Spec(Op.ICI_SEND, "ici.send", ("b", "c", "d", "chip", "iop", "ifmt", "sem", "lspace",
                                    "rspace"),
          ("chip", "iop", "ifmt", "sem", "lspace", "rspace"), Queue.ICI),
