@@ -200,7 +200,8 @@ class TensorCoreSim:
         except ValueError as e:
             return None, str(e)
         cfg = self.config
-        reason = illegal(op, fields, semaphores=cfg.semaphores, ici=cfg.ici, vmath=cfg.vmath)
+        reason = illegal(op, fields, semaphores=cfg.semaphores, ici=cfg.ici, vmath=cfg.vmath,
+                         vtrans=cfg.vtrans)
         return (None, reason) if reason else (op, fields)
 
     def _reset(self):

@@ -355,11 +355,12 @@ def decode(word):
     return op, fields
 
 
-def illegal(op, fields, *, semaphores, ici=True, vmath=True):
+def illegal(op, fields, *, semaphores, ici=True, vmath=True, vtrans=True):
     """Why the decoded instruction ``(op, fields)`` is illegal on a TensorCore with
     ``semaphores`` semaphores (and, with ``ici``, an ICI queue; with ``vmath``, the
-    transcendental function unit), or None: an enumerated field with no meaning, an ICI
-    instruction or queue without one, a VOP function without the unit, or a semaphore number
+    transcendental function unit; with ``vtrans``, the transpose unit), or None: an enumerated
+    field with no meaning, an ICI instruction or queue without one, a VOP function or VTRANS
+    without its unit, or a semaphore number
     past the last one (DMA.LOAD / DMA.STORE may also name ``SEM_NONE``; ICI.SEND's names a
     semaphore of the destination, any but the collectives' 30)."""
     if not ici and (op in ICI_OPS or fields.get("queue") == Queue.ICI.value):
@@ -377,6 +378,8 @@ def illegal(op, fields, *, semaphores, ici=True, vmath=True):
     elif sem is not None and sem >= semaphores and not (
             op in SEM_NONE_OPS and sem == SEM_NONE):
         return f"semaphore {sem} does not exist (0..{semaphores - 1})"
+    if op == Op.VTRANS and not vtrans:
+        return "vtrans needs the transpose unit (vtrans), which this TensorCore has not"
     if op == Op.VOP and not vmath and VOPS[VOp(fields["vop"])].latency == "vmath":
         return (f"vop {VOp(fields['vop']).name.lower()} needs the transcendental unit "
                 f"(vmath), which this TensorCore has not")

@@ -309,6 +309,9 @@ def test_vtrans_tiles(seed):
                           np.concatenate([f[:8].T, f[8:].T]))
     assert np.array_equal(_vmem_rows(r, 1536, 16, np.uint16), h.T)
     assert np.array_equal(_vmem_rows(r, 0, 8, np.uint32), f[:8].T)       # in place
+    no_unit = TensorCoreConfig(vtrans=False)
+    assert error_of(_vpu_setup(1) + "vtrans fp32 r0, r0\nhalt\n", config=no_unit) == (
+        Error.ILLEGAL_INSTRUCTION, 4)
 
 
 def test_row_statistics_broadcast(seed):
