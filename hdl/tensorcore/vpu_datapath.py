@@ -88,7 +88,7 @@ class VPUDatapath(wiring.Component):
         wb_pack = Signal(Pack)
         operands = u.operands.as_value()
         need1 = operands.matches(Operands.ROWS, Operands.BCAST, Operands.SCALAR, Operands.ACC,
-                                 Operands.STAT)
+                                 Operands.STAT, Operands.TLOAD)
         need2 = operands.matches(Operands.ROWS, Operands.LOAD, Operands.STAT)
         have = (~need1 | self.rows1.valid) & (~need2 | self.rows2.valid)
         # Passes through the transcendental unit (``vmath``) reach writeback LATENCY cycles
@@ -210,7 +210,40 @@ class VPUDatapath(wiring.Component):
                                 m.d.sync += acc[j].eq(results[j])
                 with m.Case(Operands.TREE):
                     m.d.sync += [acc[j].eq(results[j]) for j in range(L)]
+        if self._config.vtrans:
+            emit = self._transpose(m, fire)
+            temit = u.operands == Operands.TEMIT
+            results = [Mux(temit, e, r) for e, r in zip(emit, results, strict=True)]
         return results, func_results
+
+    def _transpose(self, m, fire):
+        """The transpose unit's tile buffer (``vtrans``): ``N = 2 * lanes`` rows of ``N``
+        16-bit cells. A load pass shifts the rows up by one and puts the src1 row (its
+        halves) in the last; an emit pass shifts the cells left by one (bfloat16) or two
+        (32-bit elements, the low and high half of each) and makes its row of the first
+        column: a bfloat16 tile fills all ``N`` rows, a 32-bit one the last ``lanes``, so
+        emit ``j`` reads column ``j`` of the tile. Returns the emitted row's words."""
+        L = self._config.lanes
+        N = 2 * L
+        u = self.uop.payload
+        cells = [[Signal(16, name=f"tile{r}_{c}", reset_less=True) for c in range(N)]
+                 for r in range(N)]
+        incoming = _words(self.rows1.payload, N, 16)
+        with m.If(fire & (u.operands == Operands.TLOAD)):
+            for r in range(N):
+                source = cells[r + 1] if r + 1 < N else incoming
+                m.d.sync += [cells[r][c].eq(source[c]) for c in range(N)]
+        with m.If(fire & (u.operands == Operands.TEMIT)):
+            for r in range(N):
+                for c in range(N):
+                    with m.If(u.bf16):
+                        if c + 1 < N:
+                            m.d.sync += cells[r][c].eq(cells[r][c + 1])
+                    with m.Else():
+                        if c + 2 < N:
+                            m.d.sync += cells[r][c].eq(cells[r][c + 2])
+        return [Mux(u.bf16, Cat(cells[2 * i][0], cells[2 * i + 1][0]),
+                    Cat(cells[L + i][0], cells[L + i][1])) for i in range(L)]
 
     def _writeback(self, m, pack, relu, res):
         """The destination row of the results ``res`` registered by the execute stage, built
