@@ -1,13 +1,15 @@
-"""The VPU's datapath: operand selection, the lanes, the reduction accumulator, writeback and
-the queue of rows waiting for the VMEM write port (docs/tensorcore.md, "VPU").
+"""The VPU's datapath: operand selection, the lanes, the reduction accumulator, the transpose
+tile buffer (``vtrans``), writeback and the queue of rows waiting for the VMEM write port
+(docs/tensorcore.md, "VPU").
 
 A pass (hdl/tensorcore/vpu_issue.py) executes when its rows have arrived and, if it makes a
 row, when the output queue is sure to have room for it (counting the row in writeback): in
 that cycle every lane computes (execute stage) and the results are registered, together with
-the accumulator and broadcast row updates. In the next cycle (writeback) the results are
-packed into the destination row (ReLU, rounding to bfloat16, casts) and queued. Execute and
-writeback never stall, so the only buffers that wait are the row queues of the readers, the
-queue of passes and the output queue.
+the accumulator, broadcast row and tile buffer updates (an emit pass of ``vtrans`` registers
+the tile's next column in the place of the lanes' results). In the next cycle (writeback) the
+results are packed into the destination row (ReLU, rounding to bfloat16, casts) and queued.
+Execute and writeback never stall, so the only buffers that wait are the row queues of the
+readers, the queue of passes and the output queue.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal

@@ -4,7 +4,9 @@ and the row reads they need, in program order (docs/tensorcore.md, "VPU").
 One pass is one cycle of the lanes: a row of ``vop`` int32 / fp32 or ``vcast``; each half of a
 bfloat16 row (low halves of every lane, then high halves); a row step of a reduction (the
 first row copied into the accumulator, later rows combined with it); a level of a reduction's
-tree. A ``vop`` with a broadcast row starts with a pass that loads that row.
+tree; a row of a ``vtrans`` tile into the tile buffer (``n`` load passes, no row written),
+then a row out of it (``n`` emit passes, a column of the tile each). A ``vop`` with a
+broadcast row starts with a pass that loads that row.
 
 Reads that a command needs wait, before its first pass, for the writes of earlier commands
 that are still in the pipeline when the rows overlap (read after write through VMEM): the
