@@ -220,32 +220,25 @@ class VPUDatapath(wiring.Component):
 
     def _transpose(self, m, fire):
         """The transpose unit's tile buffer (``vtrans``): ``N = 2 * lanes`` rows of ``N``
-        16-bit cells. A load pass shifts the rows up by one and puts the src1 row (its
-        halves) in the last; an emit pass shifts the cells left by one (bfloat16) or two
-        (32-bit elements, the low and high half of each) and makes its row of the first
-        column: a bfloat16 tile fills all ``N`` rows, a 32-bit one the last ``lanes``, so
-        emit ``j`` reads column ``j`` of the tile. Returns the emitted row's words."""
+        16-bit cells, each row one register (cell ``c`` at bits ``16c``). A load pass shifts
+        the rows up by one and puts the src1 row in the last; an emit pass shifts every row
+        down by one cell (bfloat16) or two (a 32-bit element's halves) and makes its row of
+        the first column: a bfloat16 tile fills all ``N`` rows, a 32-bit one the last
+        ``lanes``, so emit ``j`` reads column ``j`` of the tile. Each row is written whole
+        (one short expression a row: per-cell logic made the 64-byte VPU's Verilog 2.7 times
+        as long). Returns the emitted row's words."""
         L = self._config.lanes
         N = 2 * L
         u = self.uop.payload
-        cells = [[Signal(16, name=f"tile{r}_{c}", reset_less=True) for c in range(N)]
-                 for r in range(N)]
-        incoming = _words(self.rows1.payload, N, 16)
+        width = 8 * self._config.row_bytes      # a buffer row: N cells, cell 0 the lowest
+        rows = [Signal(width, name=f"tile{r}", reset_less=True) for r in range(N)]
         with m.If(fire & (u.operands == Operands.TLOAD)):
-            for r in range(N):
-                source = cells[r + 1] if r + 1 < N else incoming
-                m.d.sync += [cells[r][c].eq(source[c]) for c in range(N)]
+            m.d.sync += [rows[r].eq(rows[r + 1]) for r in range(N - 1)]
+            m.d.sync += rows[N - 1].eq(self.rows1.payload)
         with m.If(fire & (u.operands == Operands.TEMIT)):
-            for r in range(N):
-                for c in range(N):
-                    with m.If(u.bf16):
-                        if c + 1 < N:
-                            m.d.sync += cells[r][c].eq(cells[r][c + 1])
-                    with m.Else():
-                        if c + 2 < N:
-                            m.d.sync += cells[r][c].eq(cells[r][c + 2])
-        return [Mux(u.bf16, Cat(cells[2 * i][0], cells[2 * i + 1][0]),
-                    Cat(cells[L + i][0], cells[L + i][1])) for i in range(L)]
+            m.d.sync += [row.eq(Mux(u.bf16, row[16:], row[32:])) for row in rows]
+        return [Mux(u.bf16, Cat(rows[2 * i][:16], rows[2 * i + 1][:16]), rows[L + i][:32])
+                for i in range(L)]
 
     def _writeback(self, m, pack, relu, res):
         """The destination row of the results ``res`` registered by the execute stage, built
