@@ -4,9 +4,9 @@ and the row reads they need, in program order (docs/tensorcore.md, "VPU").
 One pass is one cycle of the lanes: a row of ``vop`` int32 / fp32 or ``vcast``; each half of a
 bfloat16 row (low halves of every lane, then high halves); a row step of a reduction (the
 first row copied into the accumulator, later rows combined with it); a level of a reduction's
-tree; a row of a ``vtrans`` tile into the tile buffer (``n`` load passes, no row written),
-then a row out of it (``n`` emit passes, a column of the tile each). A ``vop`` with a
-broadcast row starts with a pass that loads that row.
+tree; a step of a ``vtrans`` tile buffer: a source row in and (but for the first tile's
+``n``) a transposed row out, then ``n`` passes that only write the last tile's rows. A ``vop``
+with a broadcast row starts with a pass that loads that row.
 
 Reads that a command needs wait, before its first pass, for the writes of earlier commands
 that are still in the pipeline when the rows overlap (read after write through VMEM): the
@@ -43,8 +43,9 @@ class Operands(enum.Enum, shape=4):
     TREE = 4        # x, y: accumulator elements 2k, 2k+1; the result replaces element k
     LOAD = 5        # no lane result: the src2 row becomes the broadcast row
     STAT = 6        # x: the src1 row, y: word 0 of the src2 row (a group's statistic)
-    TLOAD = 7       # no lane result: the src1 row enters the transpose tile buffer
-    TEMIT = 8       # no operands: the tile buffer's next column is the result row
+    TLOAD = 7       # the src1 row enters the transpose tile buffer (``tdir``); with a pack,
+                    # the buffer's next transposed row leaves it as the result row
+    TEMIT = 8       # no operands: the buffer's next transposed row is the result row
 
 
 class Pack(enum.Enum, shape=4):
@@ -83,6 +84,7 @@ def uop_layout(config):
         "scalar": 32, "shift": range(63),
         "vmath": 1,         # through the transcendental unit (function ``fop``), not the ALU
         "fop": range(len(vmath.OPS)),
+        "tdir": 1,          # vtrans: rows enter the buffer at the bottom (0) or the right (1)
     })
 
 
@@ -90,7 +92,7 @@ class _Phase(enum.Enum, shape=2):
     LOAD = 0        # a broadcast row's load pass
     STEPS = 1       # rows (vop, vcast), a reduction's row steps or a tile's loads (vtrans)
     TREE = 2        # a reduction's tree levels
-    EMIT = 3        # a tile's transposed rows (vtrans)
+    EMIT = 3        # the last tile's transposed rows (vtrans)
 
 
 class VPUIssue(wiring.Component):
@@ -212,10 +214,10 @@ class VPUIssue(wiring.Component):
                 m.d.comb += [u.operands.eq(Operands.TREE), u.alu.eq(rop),
                              u.pack.eq(Mux(ctl.last_level, Pack.FIRST, Pack.NONE)),
                              last.eq(ctl.last_level & ctl.last_row)]
-            with m.Case(_Phase.EMIT):       # vtrans: column `step` of the tile, a row
+            with m.Case(_Phase.EMIT):       # vtrans: row `step` of the last tile
                 m.d.comb += [u.operands.eq(Operands.TEMIT), u.bf16.eq(ctl.bf16),
-                             u.pack.eq(Pack.WORDS),
-                             last.eq(ctl.last_tile_row & ctl.last_row)]
+                             u.tdir.eq(st.row[0]), u.pack.eq(Pack.WORDS),
+                             last.eq(ctl.last_tile_row)]
             with m.Case(_Phase.STEPS):
                 with m.Switch(cmd.kind):
                     with m.Case(VPUKind.VOP):
@@ -229,9 +231,12 @@ class VPUIssue(wiring.Component):
                             u.alu.eq(Mux(cmd.cast == Cast.I32_I8, AluOp.REQUANT, AluOp.COPY)),
                             u.pack.eq(pack), u.pop1.eq(1), read1.eq(1), last.eq(ctl.last_row),
                         ]
-                    with m.Case(VPUKind.VTRANS):    # a row of the tile into the buffer
-                        m.d.comb += [u.operands.eq(Operands.TLOAD), u.bf16.eq(ctl.bf16),
-                                     u.pop1.eq(1), read1.eq(1)]
+                    with m.Case(VPUKind.VTRANS):    # row `step` of tile `row` in, of the
+                        m.d.comb += [                   # tile before out
+                            u.operands.eq(Operands.TLOAD), u.bf16.eq(ctl.bf16),
+                            u.tdir.eq(st.row[0]),
+                            u.pack.eq(Mux(st.row != 0, Pack.WORDS, Pack.NONE)),
+                            u.pop1.eq(1), read1.eq(1)]
                     with m.Case(VPUKind.VRED):
                         m.d.comb += [
                             u.operands.eq(Operands.ACC), u.bf16.eq(ctl.bf16),
@@ -249,8 +254,12 @@ class VPUIssue(wiring.Component):
             with m.Case(_Phase.STEPS):
                 with m.If(cmd.kind == VPUKind.VTRANS):
                     m.d.sync += st.step.eq(Mux(ctl.last_tile_row, 0, st.step + 1))
+                    with m.If(st.row != 0):
+                        m.d.sync += st.wr.eq(st.wr + 1)
                     with m.If(ctl.last_tile_row):
-                        m.d.sync += st.phase.eq(_Phase.EMIT)
+                        m.d.sync += st.row.eq(st.row + 1)
+                        with m.If(ctl.last_row):
+                            m.d.sync += st.phase.eq(_Phase.EMIT)
                 with m.Elif(~ctl.last_half):
                     m.d.sync += st.half.eq(1)
                 with m.Elif(cmd.kind == VPUKind.VRED):
@@ -266,10 +275,7 @@ class VPUIssue(wiring.Component):
                 with m.Else():
                     m.d.sync += st.level.eq(st.level + 1)
             with m.Case(_Phase.EMIT):
-                m.d.sync += [st.wr.eq(st.wr + 1),
-                             st.step.eq(Mux(ctl.last_tile_row, 0, st.step + 1))]
-                with m.If(ctl.last_tile_row):
-                    m.d.sync += [st.row.eq(st.row + 1), st.phase.eq(_Phase.STEPS)]
+                m.d.sync += [st.wr.eq(st.wr + 1), st.step.eq(st.step + 1)]
 
     def _hazard_check(self, m, cmd, starting, ctl, issue_write):
         """Whether the command may issue: before its first pass (``starting``), none of its

@@ -89,8 +89,8 @@ class Command:
         halves = 2 if self.dtype == DType.BF16 and self.kind != "VCAST" else 1
         if self.kind == "VCAST":
             return self.count
-        if self.kind == "VTRANS":        # a tile: a load pass per row, then an emit pass
-            return self.count * 2 * self.span
+        if self.kind == "VTRANS":        # a pass a row, and the last tile's rows out again
+            return (self.count + (self.count > 0)) * self.span
         if self.kind == "VOP":
             load = self.binary and self.src2_mode == Src2.BROADCAST and self.count > 0
             return self.count * halves + int(load)
@@ -524,9 +524,10 @@ async def test_throughput(dut):
         Command("VOP", 0, dst=0, src1=2 * n),
         Command("VRED", 1, dst=n, src1=3 * n, span=n, rop=ROp.MAX),
     ]
-    if "VTRANS" in tb.kinds:        # 2 passes a row: a tile's loads, then its emits
+    if "VTRANS" in tb.kinds:        # a pass a row, and a tile's more for the last tile
         commands += [Command("VTRANS", 1, dst=0, src1=2 * n, span=tb.lanes),
-                     Command("VTRANS", 1, dst=0, src1=2 * n, span=2 * tb.lanes,
+                     Command("VTRANS", 3, dst=0, src1=2 * n, span=tb.lanes),
+                     Command("VTRANS", 2, dst=0, src1=2 * n, span=2 * tb.lanes,
                              dtype=DType.BF16)]
     for c in commands:
         tb.submit(c)
