@@ -524,10 +524,11 @@ async def test_throughput(dut):
         Command("VOP", 0, dst=0, src1=2 * n),
         Command("VRED", 1, dst=n, src1=3 * n, span=n, rop=ROp.MAX),
     ]
-    if "VTRANS" in tb.kinds:        # a pass a row, and a tile's more for the last tile
-        commands += [Command("VTRANS", 1, dst=0, src1=2 * n, span=tb.lanes),
-                     Command("VTRANS", 3, dst=0, src1=2 * n, span=tb.lanes),
-                     Command("VTRANS", 2, dst=0, src1=2 * n, span=2 * tb.lanes,
+    if "VTRANS" in tb.kinds:        # a pass a row, and a tile's more for the last tile;
+        top = tb.rows - 4 * tb.lanes    # writes below 4 * lanes, reads from the top half
+        commands += [Command("VTRANS", 1, dst=0, src1=top, span=tb.lanes),
+                     Command("VTRANS", 3, dst=0, src1=top, span=tb.lanes),
+                     Command("VTRANS", 2, dst=0, src1=top, span=2 * tb.lanes,
                              dtype=DType.BF16)]
     for c in commands:
         tb.submit(c)
