@@ -18,7 +18,8 @@ low 32 bits); branch targets as labels or instruction indices; queues ``dma``, `
 ``vpu``, ``ici``; semaphores ``s<n>`` (``none`` for a DMA transfer or an ``ici.send`` that
 signals nothing); the ICI's ``store|add|add_final``, ``int32|fp32|bf16`` and the collective
 (``all_reduce``, ...) by name, the destination chip as its node number; ``vop`` and
-``vred`` take ``op.dtype`` (``add.fp32``, ``max.int32``); ``vcast`` its kind (``i32_i8``);
+``vred`` take ``op.dtype`` (``add.fp32``, ``max.int32``); ``vcast`` its kind (``i32_i8``),
+``vtrans`` its dtype (``vtrans bf16 r1, r2``);
 ``src2=rows|broadcast|scalar|stat`` (default ``rows``), the ICI's memories ``lspace=`` /
 ``rspace=`` (``ici.send``, ``ici.read``: this chip's and the other chip's operand) and
 ``cspace=`` (``ici.coll``), each ``vmem|hbm`` (default ``vmem``), and the flags ``relu``,
@@ -94,8 +95,10 @@ def _enum_value(kind, text, what):
 
 def _positional(spec):
     """The operands written by position: flags and ``_KEYWORDS`` are not, ``dtype`` is fused
-    with ``vop`` / ``rop``."""
-    return [n for n in spec.operands if n not in (*_FLAGS, *_KEYWORDS, "dtype")]
+    with ``vop`` / ``rop`` when the instruction has one (``vtrans`` writes it alone)."""
+    fused = any(n in _FUSED for n in spec.operands)
+    return [n for n in spec.operands
+            if n not in (*_FLAGS, *_KEYWORDS, *(("dtype",) if fused else ()))]
 
 
 def _parse_operand(spec, name, text, labels, pending):
@@ -111,6 +114,10 @@ def _parse_operand(spec, name, text, labels, pending):
         return {name: _enum_value(_FUSED[name], op, name), "dtype": _DTYPES[dtype].value}
     if name in _NAMED:
         return {name: _enum_value(_NAMED[name], text, name)}
+    if name == "dtype":
+        if text not in _DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}, got {text!r}")
+        return {"dtype": _DTYPES[text].value}
     if name == "sem":
         if text == "none" and spec.op in SEM_NONE_OPS:
             return {"sem": SEM_NONE}
@@ -223,6 +230,8 @@ def _format_operand(spec, name, fields, label_of):
         return f"{_FUSED[name](value).name.lower()}.{DTYPE_NAMES[DType(fields['dtype'])]}"
     if name in _NAMED:
         return _NAMED[name](value).name.lower()
+    if name == "dtype":
+        return DTYPE_NAMES[DType(value)]
     if name == "sem":
         return "none" if value == SEM_NONE and spec.op in SEM_NONE_OPS else f"s{value}"
     if name == "target":
@@ -248,7 +257,7 @@ def format_instruction(word, label_of=str):
               if fields.get(name)]
     parts += [flag for flag in _FLAGS if fields.get(flag)]
     head = spec.mnemonic
-    if spec.operands and spec.operands[0] in (*_FUSED, "cast", "coll"):
+    if spec.operands and spec.operands[0] in (*_FUSED, "cast", "coll", "dtype"):
         head = f"{head} {parts.pop(0)}"
     return f"{head} {', '.join(parts)}".rstrip()
 

@@ -50,7 +50,7 @@ from spec.isa import (
     illegal,
 )
 from verification.models.mxu import Gemm, MXUModel
-from verification.models.vpu import vcast_rows, vop_rows, vred_rows
+from verification.models.vpu import tile_rows, vcast_rows, vop_rows, vred_rows, vtrans_rows
 
 __all__ = ["HBM", "Result", "TensorCoreSim", "schedule", "SEM_MAX", "DMA_COUNT_MAX",
            "LENGTH_MAX"]
@@ -200,7 +200,8 @@ class TensorCoreSim:
         except ValueError as e:
             return None, str(e)
         cfg = self.config
-        reason = illegal(op, fields, semaphores=cfg.semaphores, ici=cfg.ici, vmath=cfg.vmath)
+        reason = illegal(op, fields, semaphores=cfg.semaphores, ici=cfg.ici, vmath=cfg.vmath,
+                         vtrans=cfg.vtrans)
         return (None, reason) if reason else (op, fields)
 
     def _reset(self):
@@ -461,6 +462,12 @@ class TensorCoreSim:
                 args["src2"] = self._rows(r(f["d"]), 1, "src2")
         elif op == Op.VCAST:
             args["src1"] = self._rows(r(f["c"]), count, "src")
+        elif op == Op.VTRANS:
+            # count tiles of n rows, n the elements of a row
+            n = tile_rows(f["dtype"], self.config.row_bytes)
+            args["dst"] = self._rows(r(f["b"]), count * n, "dst")
+            args["span"] = n
+            args["src1"] = self._rows(r(f["c"]), count * n, "src")
         else:
             span = r(f["d"])
             if not 1 <= span <= self.config.vmem_rows:
@@ -505,7 +512,7 @@ class TensorCoreSim:
                 return
         elif op == Op.MATMUL:
             self._matmul(args)
-        elif op in (Op.VOP, Op.VCAST, Op.VRED):
+        elif op in (Op.VOP, Op.VCAST, Op.VRED, Op.VTRANS):
             self._vpu(op, args)
         elif op == Op.ICI_COLL:
             self.queues[q].insert(0, entry)
@@ -586,6 +593,8 @@ class TensorCoreSim:
                            group=a.get("group"), relu=bool(f["relu"]))
         elif op == Op.VCAST:
             out = vcast_rows(f["cast"], src, scalar=a["scalar"], shift=a["shift"])
+        elif op == Op.VTRANS:
+            out = vtrans_rows(f["dtype"], src)
         else:
             out = vred_rows(f["rop"], f["dtype"], src, a["span"])
-        rows[a["dst"]:a["dst"] + count] = out
+        rows[a["dst"]:a["dst"] + len(out)] = out

@@ -67,6 +67,7 @@ class Op(Code, width=6):
     VOP = 0x29
     VCAST = 0x2A
     VRED = 0x2B
+    VTRANS = 0x2C
     ICI_SEND = 0x30
     ICI_READ = 0x31
     ICI_COLL = 0x32
@@ -204,7 +205,7 @@ IMM_FIELDS = {
     "accumulate": (16, 1),      # MATMUL
     "emit": (17, 1),            # MATMUL
     "vop": (0, 4),              # VOP
-    "dtype": (4, 2),            # VOP, VRED
+    "dtype": (4, 2),            # VOP, VRED, VTRANS
     "src2": (6, 2),             # VOP
     "relu": (8, 1),             # VOP: ReLU applied after the operation
     "cast": (0, 2),             # VCAST
@@ -302,6 +303,7 @@ SPECS = {s.op: s for s in [
          ("vop", "dtype", "src2", "relu"), Queue.VPU),
     Spec(Op.VCAST, "vcast", ("cast", "b", "c"), ("cast",), Queue.VPU),
     Spec(Op.VRED, "vred", ("rop", "dtype", "b", "c", "d"), ("rop", "dtype"), Queue.VPU),
+    Spec(Op.VTRANS, "vtrans", ("dtype", "b", "c"), ("dtype",), Queue.VPU),
     Spec(Op.ICI_SEND, "ici.send", ("b", "c", "d", "chip", "iop", "ifmt", "sem", "lspace",
                                    "rspace"),
          ("chip", "iop", "ifmt", "sem", "lspace", "rspace"), Queue.ICI),
@@ -353,11 +355,12 @@ def decode(word):
     return op, fields
 
 
-def illegal(op, fields, *, semaphores, ici=True, vmath=True):
+def illegal(op, fields, *, semaphores, ici=True, vmath=True, vtrans=True):
     """Why the decoded instruction ``(op, fields)`` is illegal on a TensorCore with
     ``semaphores`` semaphores (and, with ``ici``, an ICI queue; with ``vmath``, the
-    transcendental function unit), or None: an enumerated field with no meaning, an ICI
-    instruction or queue without one, a VOP function without the unit, or a semaphore number
+    transcendental function unit; with ``vtrans``, the transpose unit), or None: an enumerated
+    field with no meaning, an ICI instruction or queue without one, a VOP function or VTRANS
+    without its unit, or a semaphore number
     past the last one (DMA.LOAD / DMA.STORE may also name ``SEM_NONE``; ICI.SEND's names a
     semaphore of the destination, any but the collectives' 30)."""
     if not ici and (op in ICI_OPS or fields.get("queue") == Queue.ICI.value):
@@ -375,6 +378,8 @@ def illegal(op, fields, *, semaphores, ici=True, vmath=True):
     elif sem is not None and sem >= semaphores and not (
             op in SEM_NONE_OPS and sem == SEM_NONE):
         return f"semaphore {sem} does not exist (0..{semaphores - 1})"
+    if op == Op.VTRANS and not vtrans:
+        return "vtrans needs the transpose unit (vtrans), which this TensorCore has not"
     if op == Op.VOP and not vmath and VOPS[VOp(fields["vop"])].latency == "vmath":
         return (f"vop {VOp(fields['vop']).name.lower()} needs the transcendental unit "
                 f"(vmath), which this TensorCore has not")

@@ -12,6 +12,10 @@ _POW2 = tuple(2**i for i in range(31))
 VMATH_MAX_ROW_BYTES = 512
 """The widest VPU with transcendental units: 128 lanes generate in 51 s and 1.1 GB; at 256
 lanes the generator's Yosys (WebAssembly, 4 GiB) runs out of memory."""
+VTRANS_MAX_ROW_BYTES = 128
+"""The widest VPU with the transpose unit (``vtrans``): its tile buffer holds a tile of a
+row's elements squared, ``row_bytes**2 / 2`` bytes for bfloat16 (8 KiB of registers at 128
+bytes); wider rows go without it."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,10 @@ class TensorCoreConfig(Config):
         ``reciprocal``, ``rsqrt``, ``tanh``, ``sigmoid``, ``log`` (without it they are illegal
         instructions). It is about five times a lane's floating-point units in size, so small
         test pods go without; at most ``row_bytes`` 512 (128 lanes).
+    vtrans : bool or None
+        The VPU's transpose unit (``vtrans``; without it an illegal instruction): a tile
+        buffer of ``n x n`` elements, ``n`` a row's elements. Default: present up to
+        ``row_bytes`` 128 (its registers grow with the square of the row), its limit.
     """
 
     KIND = "TensorCore"
@@ -76,6 +84,7 @@ class TensorCoreConfig(Config):
     max_burst: int = 16
     ici: bool = False
     vmath: bool = True
+    vtrans: bool | None = None
 
     def validate(self):
         mxu = self.mxu
@@ -117,6 +126,14 @@ class TensorCoreConfig(Config):
                                        f"{VMATH_MAX_ROW_BYTES // 4} lanes (row_bytes "
                                        f"{VMATH_MAX_ROW_BYTES}) exhaust the generator's "
                                        f"memory")
+        if self.vtrans is None:
+            self.derive("vtrans", self.row_bytes <= VTRANS_MAX_ROW_BYTES)
+        check_bool("vtrans", self.vtrans)
+        if self.vtrans and self.row_bytes > VTRANS_MAX_ROW_BYTES:
+            raise ConfigError("vtrans", f"must be False for row_bytes {self.row_bytes}: the "
+                                        f"transpose unit's tile buffer grows with the "
+                                        f"square of the row; it is built up to row_bytes "
+                                        f"{VTRANS_MAX_ROW_BYTES}")
 
     # Derived sizes ---------------------------------------------------------------------
 
@@ -172,4 +189,5 @@ class VPUTopConfig(Config):
     @property
     def name(self):
         tc = self.tensorcore
-        return f"podium_vpu_{tc.lanes}l_{tc.vmem_rows}r" + ("_vmath" if tc.vmath else "")
+        return (f"podium_vpu_{tc.lanes}l_{tc.vmem_rows}r" + ("_vmath" if tc.vmath else "")
+                + ("_vtrans" if tc.vtrans else ""))

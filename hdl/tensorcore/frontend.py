@@ -38,6 +38,7 @@ from .vmem_ports import VPUKind, vpu_command_layout
 __all__ = ["FrontEnd", "EntryKind", "entry_layout"]
 
 Collective = hw(isa.Collective)
+DType = hw(isa.DType)
 Error = hw(isa.Error)
 IciFmt = hw(isa.IciFmt)
 IciOp = hw(isa.IciOp)
@@ -203,6 +204,8 @@ class FrontEnd(wiring.Component):
             for spec in SPECS.values():
                 if spec.op in ICI_OPS and not cfg.ici:
                     continue
+                if spec.op == isa.Op.VTRANS and not cfg.vtrans:
+                    continue
                 with m.Case(spec.op.value):
                     ok = (word & ~Const(_used_mask(spec.op), 64)) == 0
                     for name in spec.operands:
@@ -287,7 +290,7 @@ class FrontEnd(wiring.Component):
         ready = {Op.WAIT: Array([self.dma.ready, self.mxu.ready, self.vpu.ready, ici])[q],
                  Op.DMA_LOAD: self.dma.ready, Op.DMA_STORE: self.dma.ready,
                  Op.MATMUL: self.mxu.ready, Op.VOP: self.vpu.ready, Op.VCAST: self.vpu.ready,
-                 Op.VRED: self.vpu.ready}
+                 Op.VRED: self.vpu.ready, Op.VTRANS: self.vpu.ready}
         if self._cfg.ici:
             ready.update({o: ici for o in ICI_OPS})
         ready[Op.SIGNAL] = ready[Op.WAIT]
@@ -304,7 +307,7 @@ class FrontEnd(wiring.Component):
         is_sync = (op == Op.WAIT.value) | (op == Op.SIGNAL.value)
         queues = [(self.dma, Op.DMA_LOAD, Op.DMA_STORE, Queue.DMA),
                   (self.mxu, Op.MATMUL, Op.MATMUL, Queue.MXU),
-                  (self.vpu, Op.VOP, Op.VRED, Queue.VPU)]
+                  (self.vpu, Op.VOP, Op.VTRANS, Queue.VPU)]
         if self._cfg.ici:
             queues.append((self.ici, Op.ICI_SEND, Op.ICI_COLL, Queue.ICI))
         for port, first, last, q in queues:
@@ -432,10 +435,19 @@ class FrontEnd(wiring.Component):
             with m.Case(Op.VRED):
                 with m.If(too_many | bad_span | outside(rb, count) | outside(rc, spanned)):
                     m.d.comb += check.eq(Error.VMEM_RANGE)
+            with m.Case(Op.VTRANS):     # count tiles of n rows, n a row's elements
+                tile = (cfg.lanes - 1).bit_length() + (
+                    _imm(word, "dtype") == DType.BF16.value)
+                tiles = count[:22] << tile
+                with m.If(too_many | outside(rb, tiles) | outside(rc, tiles)):
+                    m.d.comb += check.eq(Error.VMEM_RANGE)
         c = self.vpu.payload.cmd
+        kind = VPUKind.VRED
+        for o, k in ((Op.VTRANS, VPUKind.VTRANS), (Op.VCAST, VPUKind.VCAST),
+                     (Op.VOP, VPUKind.VOP)):
+            kind = Mux(op == o.value, k, kind)
         m.d.comb += [
-            c.kind.eq(Mux(op == Op.VOP.value, VPUKind.VOP,
-                          Mux(op == Op.VCAST.value, VPUKind.VCAST, VPUKind.VRED))),
+            c.kind.eq(kind),
             c.vop.eq(_imm(word, "vop")), c.dtype.eq(_imm(word, "dtype")), c.src2_mode.eq(mode),
             c.relu.eq(_imm(word, "relu")), c.cast.eq(_imm(word, "cast")),
             c.rop.eq(_imm(word, "rop")), c.count.eq(Mux(stat, spanned, count)), c.span.eq(span),

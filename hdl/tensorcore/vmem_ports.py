@@ -44,12 +44,14 @@ class VPUKind(enum.Enum, shape=2):
     VOP = 0
     VCAST = 1
     VRED = 2
+    VTRANS = 3
 
 
 def vpu_command_layout(cfg):
     """One VPU instruction as the sequencer hands it to the VPU, operands already checked:
-    every row inside VMEM, bases as row indices, ``count`` rows (``vop``, ``vcast``) or
-    reductions (``vred``) of ``span`` rows each, ``shift`` at most 62."""
+    every row inside VMEM, bases as row indices, ``count`` rows (``vop``, ``vcast``),
+    reductions (``vred``) of ``span`` rows each or tiles (``vtrans``) of a row's elements in
+    rows, ``shift`` at most 62."""
     rows = row_bits(cfg)
     return data.StructLayout({
         "kind": VPUKind, "vop": VOp, "dtype": DType, "src2_mode": Src2, "relu": 1,

@@ -71,7 +71,9 @@ class VPU(wiring.Component):
     write). Throughput (passes, one per cycle): int32 / fp32 ``vop`` and every ``vcast``:
     one row per cycle; bfloat16 ``vop``: two cycles per row (low and high halves of the
     lanes), plus one cycle per command for a broadcast row; ``vred``: per result
-    ``span`` cycles (``2 * span`` for bfloat16) plus ``log2`` of a row's elements for the tree.
+    ``span`` cycles (``2 * span`` for bfloat16) plus ``log2`` of a row's elements for the tree;
+    ``vtrans`` (with ``config.vtrans``): ``n * (count + 1)`` cycles for ``count`` tiles of
+    ``n`` rows (a tile comes in while the one before leaves).
     Consecutive commands follow without a gap unless one reads what an earlier one writes.
     Backpressure: a port's ``ready`` low stalls only what depends on it; queues between the
     stages absorb the rest.

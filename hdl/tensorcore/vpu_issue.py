@@ -4,7 +4,9 @@ and the row reads they need, in program order (docs/tensorcore.md, "VPU").
 One pass is one cycle of the lanes: a row of ``vop`` int32 / fp32 or ``vcast``; each half of a
 bfloat16 row (low halves of every lane, then high halves); a row step of a reduction (the
 first row copied into the accumulator, later rows combined with it); a level of a reduction's
-tree. A ``vop`` with a broadcast row starts with a pass that loads that row.
+tree; a step of a ``vtrans`` tile buffer: a source row in and (but for the first tile's
+``n``) a transposed row out, then ``n`` passes that only write the last tile's rows. A ``vop``
+with a broadcast row starts with a pass that loads that row.
 
 Reads that a command needs wait, before its first pass, for the writes of earlier commands
 that are still in the pipeline when the rows overlap (read after write through VMEM): the
@@ -31,7 +33,7 @@ Cast, DType, ROp = hw(isa.Cast), hw(isa.DType), hw(isa.ROp)
 Src2, VOp = hw(isa.Src2), hw(isa.VOp)
 
 
-class Operands(enum.Enum, shape=3):
+class Operands(enum.Enum, shape=4):
     """Where the lanes' operands of a pass come from (lane ``k``)."""
 
     ROWS = 0        # x: the src1 row, y: the src2 row
@@ -41,6 +43,9 @@ class Operands(enum.Enum, shape=3):
     TREE = 4        # x, y: accumulator elements 2k, 2k+1; the result replaces element k
     LOAD = 5        # no lane result: the src2 row becomes the broadcast row
     STAT = 6        # x: the src1 row, y: word 0 of the src2 row (a group's statistic)
+    TLOAD = 7       # the src1 row enters the transpose tile buffer (``tdir``); with a pack,
+                    # the buffer's next transposed row leaves it as the result row
+    TEMIT = 8       # no operands: the buffer's next transposed row is the result row
 
 
 class Pack(enum.Enum, shape=4):
@@ -79,13 +84,15 @@ def uop_layout(config):
         "scalar": 32, "shift": range(63),
         "vmath": 1,         # through the transcendental unit (function ``fop``), not the ALU
         "fop": range(len(vmath.OPS)),
+        "tdir": 1,          # vtrans: rows enter the buffer at the bottom (0) or the right (1)
     })
 
 
 class _Phase(enum.Enum, shape=2):
     LOAD = 0        # a broadcast row's load pass
-    STEPS = 1       # rows (vop, vcast) or a reduction's row steps
+    STEPS = 1       # rows (vop, vcast), a reduction's row steps or a tile's loads (vtrans)
     TREE = 2        # a reduction's tree levels
+    EMIT = 3        # the last tile's transposed rows (vtrans)
 
 
 class VPUIssue(wiring.Component):
@@ -149,6 +156,11 @@ class VPUIssue(wiring.Component):
             levels=(cfg.lanes.bit_length() - 1) + bf16,     # log2 of a row's elements
         )
         ctl.last_level = st.level == ctl.levels - 1
+        tile_log = cfg.lanes.bit_length() - 1 + (cmd.dtype == DType.BF16)
+        ctl.tile_rows = Signal(range(2 * cfg.lanes + 1))   # vtrans: rows (elements) of a tile
+        m.d.comb += ctl.tile_rows.eq(Mux(cmd.dtype == DType.BF16, 2 * cfg.lanes, cfg.lanes))
+        ctl.last_tile_row = st.step == ctl.tile_rows - 1
+        ctl.trans_rows = cmd.count << tile_log                # vtrans: rows of the command
 
         u = Signal(uop_layout(cfg))
         read1, read2, last = Signal(), Signal(), Signal()
@@ -202,6 +214,10 @@ class VPUIssue(wiring.Component):
                 m.d.comb += [u.operands.eq(Operands.TREE), u.alu.eq(rop),
                              u.pack.eq(Mux(ctl.last_level, Pack.FIRST, Pack.NONE)),
                              last.eq(ctl.last_level & ctl.last_row)]
+            with m.Case(_Phase.EMIT):       # vtrans: row `step` of the last tile
+                m.d.comb += [u.operands.eq(Operands.TEMIT), u.bf16.eq(ctl.bf16),
+                             u.tdir.eq(st.row[0]), u.pack.eq(Pack.WORDS),
+                             last.eq(ctl.last_tile_row)]
             with m.Case(_Phase.STEPS):
                 with m.Switch(cmd.kind):
                     with m.Case(VPUKind.VOP):
@@ -215,6 +231,12 @@ class VPUIssue(wiring.Component):
                             u.alu.eq(Mux(cmd.cast == Cast.I32_I8, AluOp.REQUANT, AluOp.COPY)),
                             u.pack.eq(pack), u.pop1.eq(1), read1.eq(1), last.eq(ctl.last_row),
                         ]
+                    with m.Case(VPUKind.VTRANS):    # row `step` of tile `row` in, of the
+                        m.d.comb += [                   # tile before out
+                            u.operands.eq(Operands.TLOAD), u.bf16.eq(ctl.bf16),
+                            u.tdir.eq(st.row[0]),
+                            u.pack.eq(Mux(st.row != 0, Pack.WORDS, Pack.NONE)),
+                            u.pop1.eq(1), read1.eq(1)]
                     with m.Case(VPUKind.VRED):
                         m.d.comb += [
                             u.operands.eq(Operands.ACC), u.bf16.eq(ctl.bf16),
@@ -230,7 +252,15 @@ class VPUIssue(wiring.Component):
             with m.Case(_Phase.LOAD):
                 m.d.sync += st.phase.eq(_Phase.STEPS)
             with m.Case(_Phase.STEPS):
-                with m.If(~ctl.last_half):
+                with m.If(cmd.kind == VPUKind.VTRANS):
+                    m.d.sync += st.step.eq(Mux(ctl.last_tile_row, 0, st.step + 1))
+                    with m.If(st.row != 0):
+                        m.d.sync += st.wr.eq(st.wr + 1)
+                    with m.If(ctl.last_tile_row):
+                        m.d.sync += st.row.eq(st.row + 1)
+                        with m.If(ctl.last_row):
+                            m.d.sync += st.phase.eq(_Phase.EMIT)
+                with m.Elif(~ctl.last_half):
                     m.d.sync += st.half.eq(1)
                 with m.Elif(cmd.kind == VPUKind.VRED):
                     m.d.sync += [st.half.eq(0), st.step.eq(Mux(ctl.last_step, 0, st.step + 1))]
@@ -244,6 +274,8 @@ class VPUIssue(wiring.Component):
                     m.d.sync += [st.level.eq(0), st.phase.eq(_Phase.STEPS), *next_row]
                 with m.Else():
                     m.d.sync += st.level.eq(st.level + 1)
+            with m.Case(_Phase.EMIT):
+                m.d.sync += [st.wr.eq(st.wr + 1), st.step.eq(st.step + 1)]
 
     def _hazard_check(self, m, cmd, starting, ctl, issue_write):
         """Whether the command may issue: before its first pass (``starting``), none of its
@@ -261,14 +293,16 @@ class VPUIssue(wiring.Component):
             return (n != 0) & (lo < win_hi) & (win_lo < lo + n)
 
         vop2 = (cmd.kind == VPUKind.VOP) & ctl.binary
-        n1 = Mux(cmd.kind == VPUKind.VRED, cmd.count * cmd.span, cmd.count)
+        trans = cmd.kind == VPUKind.VTRANS
+        n1 = Mux(cmd.kind == VPUKind.VRED, cmd.count * cmd.span,
+                 Mux(trans, ctl.trans_rows, cmd.count))
         # src2=stat reads count / span rows: count is a bound that needs no divider
         n2 = Mux(vop2 & cmd.src2_mode.as_value().matches(Src2.ROWS, Src2.STAT), cmd.count,
                  Mux(vop2 & (cmd.src2_mode == Src2.BROADCAST), 1, 0))
         m.d.comb += self.hazard.eq(starting & ~quiet & (overlaps(cmd.src1, n1)
                                                               | overlaps(cmd.src2, n2)))
         with m.If(self.uop.valid & starting):
-            end = cmd.dst + cmd.count
+            end = cmd.dst + Mux(trans, ctl.trans_rows, cmd.count)
             m.d.sync += [
                 win_lo.eq(Mux(quiet | (cmd.dst < win_lo), cmd.dst, win_lo)),
                 win_hi.eq(Mux(quiet | (end > win_hi), end, win_hi)),
@@ -282,7 +316,7 @@ class _State:
     def __init__(self, cfg):
         self.phase = Signal(_Phase)
         self.row = Signal(range(cfg.vmem_rows + 1))
-        self.step = Signal(range(cfg.vmem_rows + 1))
+        self.step = Signal(range(max(cfg.vmem_rows, 2 * cfg.lanes) + 1))
         self.half = Signal()
         self.level = Signal(range(cfg.lanes.bit_length() + 1))
         self.rd1 = Signal(row_bits(cfg))

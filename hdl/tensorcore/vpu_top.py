@@ -26,7 +26,8 @@ class VPUTop(Top):
     def extras(self):
         tc = self._config.tensorcore
         return {"vpu": {"lanes": tc.lanes, "row_bytes": tc.row_bytes,
-                        "vmem_rows": tc.vmem_rows, "vmath": tc.vmath}}
+                        "vmem_rows": tc.vmem_rows, "vmath": tc.vmath,
+                        "vtrans": tc.vtrans}}
 
     def elaborate(self, platform):
         m = Module()

@@ -12,7 +12,8 @@ from spec.isa import VOPS, Cast, DType, ROp, VOp
 from verification.models import vmath
 from verification.models.fp import BF16_NAN, FP32_NAN, max_min
 
-__all__ = ["vop_rows", "vcast_rows", "vred_rows", "FP32_NAN", "BF16_NAN"]
+__all__ = ["vop_rows", "vcast_rows", "vred_rows", "vtrans_rows", "tile_rows", "FP32_NAN",
+           "BF16_NAN"]
 
 _VIEW = {DType.INT32: np.int32, DType.FP32: np.float32, DType.BF16: ml_dtypes.bfloat16}
 _BITS = {DType.INT32: np.uint32, DType.FP32: np.uint32, DType.BF16: np.uint16}
@@ -167,3 +168,19 @@ def vred_rows(rop, dtype, src, span):
     out = np.zeros((len(result), row_bytes), dtype=np.uint8)
     out[:, :4] = _pack(result.reshape(-1, 1), out_dtype, 4)
     return out
+
+
+def tile_rows(dtype, row_bytes):
+    """Rows (and elements per row) of a ``vtrans`` tile: a row's elements of ``dtype``."""
+    return row_bytes // (2 if DType(dtype) == DType.BF16 else 4)
+
+
+def vtrans_rows(dtype, src):
+    """``vtrans dtype`` over ``src`` (``count`` tiles of ``n`` rows, ``n`` the elements of a
+    row): each tile transposed, element ``j`` of its row ``i`` to element ``i`` of row ``j``;
+    the bits move unchanged (int32 and fp32 alike)."""
+    src = np.asarray(src, dtype=np.uint8)
+    row_bytes = src.shape[1]
+    n = tile_rows(dtype, row_bytes)
+    bits = np.ascontiguousarray(src).view(_BITS[DType(dtype)]).reshape(-1, n, n)
+    return np.ascontiguousarray(bits.transpose(0, 2, 1)).view(np.uint8).reshape(-1, row_bytes)

@@ -379,7 +379,11 @@ async def errors(tb):
     await check_error(tb, [li(1, 1), encode(Op.JMP, target=depth)], Error.PC_RANGE)
     await check_error(tb, [encode(Op.NOP), encode(Op.NOP)], Error.PC_RANGE,
                       start_pc=depth - 2)
-    cases = {
+    cases = {} if not cfg.vtrans else {     # two bfloat16 tiles of 2 * lanes rows: a row over
+        "vtrans past the end": [li(1, 2), encode(Op.VPU_CFG, b=1),
+                                li(2, cfg.vmem_bytes - (4 * cfg.lanes - 1) * rb),
+                                encode(Op.VTRANS, dtype=DType.BF16, b=0, c=2)]}
+    cases |= {
         "vop past the end": [li(1, 2), encode(Op.VPU_CFG, b=1), li(2, cfg.vmem_bytes - rb),
                              encode(Op.VOP, vop=VOp.ADD, dtype=DType.INT32, b=2, c=0, d=0)],
         "vop misaligned": [li(1, 1), encode(Op.VPU_CFG, b=1), li(2, 4),

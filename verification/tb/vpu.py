@@ -23,7 +23,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from spec import vmath
 from spec.isa import VOPS, Cast, DType, ROp, Src2, VOp
-from verification.models.vpu import vcast_rows, vop_rows, vred_rows
+from verification.models.vpu import tile_rows, vcast_rows, vop_rows, vred_rows, vtrans_rows
 from verification.tb.bench import FLOWS, flow_pauses, new_rng, only_if, pause, start
 from verification.tb.packing import Port, load_sidecar
 from verification.tb.streams import StreamBench
@@ -50,8 +50,8 @@ KINDS = ("bits", "values", "specials", "mixed")
 class Command:
     """One VPU instruction as the sequencer hands it over (``vpu_command_layout``)."""
 
-    kind: str                   # "VOP", "VCAST", "VRED"
-    count: int
+    kind: str                   # "VOP", "VCAST", "VRED", "VTRANS"
+    count: int                  # rows, reductions (VRED) or tiles (VTRANS)
     dst: int = 0
     src1: int = 0
     src2: int = 0
@@ -61,7 +61,7 @@ class Command:
     relu: bool = False
     cast: Cast = Cast.F32_BF16
     rop: ROp = ROp.SUM
-    span: int = 1
+    span: int = 1               # VTRANS: a tile's rows (a row's elements; the VPU ignores it)
     scalar: int = 0
     shift: int = 0
 
@@ -70,8 +70,12 @@ class Command:
         return self.kind == "VOP" and not VOPS[self.vop].unary
 
     def reads1(self):
-        return list(range(self.src1, self.src1 + self.count * (self.span if self.kind == "VRED"
-                                                                 else 1)))
+        return list(range(self.src1, self.src1 + self.count * (
+            self.span if self.kind in ("VRED", "VTRANS") else 1)))
+
+    def writes(self):
+        """Destination rows."""
+        return self.count * (self.span if self.kind == "VTRANS" else 1)
 
     def reads2(self):
         if not self.binary or self.count == 0 or self.src2_mode == Src2.SCALAR:
@@ -85,6 +89,8 @@ class Command:
         halves = 2 if self.dtype == DType.BF16 and self.kind != "VCAST" else 1
         if self.kind == "VCAST":
             return self.count
+        if self.kind == "VTRANS":        # a pass a row, and the last tile's rows out again
+            return (self.count + (self.count > 0)) * self.span
         if self.kind == "VOP":
             load = self.binary and self.src2_mode == Src2.BROADCAST and self.count > 0
             return self.count * halves + int(load)
@@ -95,7 +101,9 @@ class Command:
         """The destination rows, from the golden memory ``mem`` before the command."""
         if self.count == 0:
             return mem[:0]
-        src1 = mem[self.src1:self.src1 + self.count * (self.span if self.kind == "VRED" else 1)]
+        src1 = mem[self.reads1()[0]:self.reads1()[-1] + 1]
+        if self.kind == "VTRANS":
+            return vtrans_rows(self.dtype, src1)
         if self.kind == "VCAST":
             return vcast_rows(self.cast, src1, scalar=self.scalar, shift=self.shift)
         if self.kind == "VRED":
@@ -111,7 +119,7 @@ class Command:
     def safe(self):
         """Whether the destination rows avoid every source row a later pass of the same
         command reads (the hardware does not order those; docs/tensorcore.md)."""
-        dst = range(self.dst, self.dst + self.count)
+        dst = range(self.dst, self.dst + self.writes())
         sources = [self.reads1()]
         if self.binary and self.src2_mode == Src2.ROWS:
             sources.append(self.reads2())
@@ -161,6 +169,8 @@ class VPUBench:
                                                  shape["vmem_rows"])
         self.ops = [op for op in VOp if shape["vmath"] or VOPS[op].latency != "vmath"]
         """The operations this VPU has (the transcendental functions with ``vmath``)."""
+        self.kinds = ["VOP", "VCAST", "VRED"] + (["VTRANS"] if shape["vtrans"] else [])
+        """The kinds of command this VPU takes (``vtrans`` with the transpose unit)."""
         self.rng = np.random.default_rng(random.getrandbits(64))
         self.cmd_port = Port.of(self.sidecar, "cmd")
         self.streams = StreamBench(dut, dut.clk)
@@ -219,7 +229,7 @@ class VPUBench:
         for i, row in enumerate(out):
             self.expected["dst"].append((c.dst + i, int.from_bytes(row.tobytes(), "little"),
                                          full))
-        self.golden[c.dst:c.dst + c.count] = out
+        self.golden[c.dst:c.dst + len(out)] = out
         passes = c.passes(self.lanes)
         self.passes += passes
         self.budget += 12 * passes + 40
@@ -260,8 +270,14 @@ class VPUBench:
         """A random command (fields given are kept) that reads and writes inside VMEM and does
         not overwrite rows it has still to read."""
         rng = self.rng
-        kind = kind or str(rng.choice(["VOP", "VCAST", "VRED"]))
+        kind = kind or str(rng.choice(self.kinds))
         max_count = max(1, min(6, self.rows // 4))
+        if kind == "VTRANS":        # tiles of a row's elements in rows; at most 3, in half VMEM
+            fields.setdefault("dtype", DType(int(rng.integers(0, len(DType)))))
+            fields.setdefault("span", tile_rows(fields["dtype"], self.row_bytes))
+            max_count = max(1, min(3, self.rows // fields["span"] // 2))
+            if "count" in fields:   # as many tiles as fit
+                fields["count"] = min(fields["count"], max_count)
         for _ in range(1000):
             f = dict(kind=kind, count=int(rng.integers(1, max_count + 1)),
                      vop=self.ops[int(rng.integers(0, len(self.ops)))],
@@ -283,7 +299,8 @@ class VPUBench:
                                                 if f["count"] % d == 0] or [1]))
                 else:                           # count groups (the frontend's product)
                     f["count"] *= f["span"]
-            n1 = f["count"] * (f["span"] if kind == "VRED" else 1)
+            n1 = f["count"] * (f["span"] if kind in ("VRED", "VTRANS") else 1)
+            nd = f["count"] * (f["span"] if kind == "VTRANS" else 1)
             if n1 > self.rows:
                 continue
             f.setdefault("src1", self.region(n1))
@@ -291,8 +308,8 @@ class VPUBench:
             if "dst" not in fields:
                 way = rng.integers(0, 3)
                 f["dst"] = (f["src1"] if way == 0 else max(0, f["src1"] - int(rng.integers(1, 4)))
-                            if way == 1 else self.region(f["count"]))
-                f["dst"] = min(f["dst"], self.rows - f["count"])
+                            if way == 1 else self.region(nd))
+                f["dst"] = min(f["dst"], self.rows - nd)
             c = Command(**f)
             if c.safe():
                 return c
@@ -435,6 +452,8 @@ async def test_special_values(dut, flow):
         for rop in ROp:
             tb.submit(tb.random_command("VRED", rop=rop, dtype=dtype))
         tb.submit(tb.random_command("VCAST"))
+        if "VTRANS" in tb.kinds:       # NaN payloads and all: the bits move unchanged
+            tb.submit(tb.random_command("VTRANS", dtype=dtype))
         await tb.drain()
     tb.log_summary()
 
@@ -442,14 +461,15 @@ async def test_special_values(dut, flow):
 @cocotb.test()
 @cocotb.parametrize(flow=FLOWS)
 async def test_dependent_commands(dut, flow):
-    """Commands that read what the previous ones wrote (in place, chained, a broadcast row
-    or a reduction's source just written), between independent ones, and empty commands:
-    the VPU's results must be those of the commands run one after the other."""
+    """Commands that read what the previous ones wrote (in place, chained, a broadcast row,
+    a reduction's source or a transpose's tile just written), between independent ones, and
+    empty commands: the VPU's results must be those of the commands run one after the
+    other."""
     tb = await bench(dut, flow)
     tb.fill(DType.FP32, "mixed")
     c = None
     for i in range(40):
-        pick = tb.rng.integers(0, 5)
+        pick = tb.rng.integers(0, 6 if "VTRANS" in tb.kinds else 5)
         if c is None or pick == 0:
             c = tb.random_command()
         elif pick == 1:     # in place on the previous destination
@@ -458,9 +478,13 @@ async def test_dependent_commands(dut, flow):
             c = tb.random_command("VOP", src2=c.dst, src2_mode=Src2.BROADCAST)
         elif pick == 3:     # reduce what was just written
             c = tb.random_command("VRED", src1=c.dst, count=1, span=c.count)
-        else:
+        elif pick == 4:
             tb.submit(Command("VOP", 0, dst=c.dst, src1=c.dst))
             c = tb.random_command("VCAST", src1=c.dst, count=c.count)
+        else:               # transpose the tile at the previous destination
+            dtype = DType(int(tb.rng.integers(0, len(DType))))
+            c = tb.random_command("VTRANS", dtype=dtype, count=1,
+                                  src1=min(c.dst, tb.rows - tile_rows(dtype, tb.row_bytes)))
         tb.submit(c)
         if i % 8 == 7:
             await tb.drain()
@@ -500,6 +524,12 @@ async def test_throughput(dut):
         Command("VOP", 0, dst=0, src1=2 * n),
         Command("VRED", 1, dst=n, src1=3 * n, span=n, rop=ROp.MAX),
     ]
+    if "VTRANS" in tb.kinds:        # a pass a row, and a tile's more for the last tile;
+        top = tb.rows - 4 * tb.lanes    # writes below 4 * lanes, reads from the top half
+        commands += [Command("VTRANS", 1, dst=0, src1=top, span=tb.lanes),
+                     Command("VTRANS", 3, dst=0, src1=top, span=tb.lanes),
+                     Command("VTRANS", 2, dst=0, src1=top, span=2 * tb.lanes,
+                             dtype=DType.BF16)]
     for c in commands:
         tb.submit(c)
     await tb.drain()

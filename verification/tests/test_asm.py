@@ -134,6 +134,17 @@ def test_ici_memories():
         text.splitlines()[:3] + ["ici.read r1, r2, r3, 0, s1"]
 
 
+def test_vtrans_text():
+    """``vtrans`` writes its dtype alone, as ``vcast`` its kind; a bad one is refused."""
+    text = "vtrans bf16 r1, r2\nvtrans int32 r3, r4\n"
+    words = assemble(text)
+    assert words == [encode(Op.VTRANS, dtype=DType.BF16, b=1, c=2),
+                     encode(Op.VTRANS, dtype=DType.INT32, b=3, c=4)]
+    assert [line.strip() for line in disassemble(words).splitlines()] == text.splitlines()
+    with pytest.raises(AsmError, match="dtype must be one of int32, fp32, bf16, got 'int8'"):
+        assemble("vtrans int8 r1, r2")
+
+
 @pytest.mark.parametrize("text, message", [
     ("frob r1, r2", "line 2: unknown mnemonic 'frob'"),
     ("add r1, r2, r16", "line 2: bad register 'r16' (registers are r0..r15)"),

@@ -137,13 +137,16 @@ def test_every_parameter_documented():
 
 
 def test_derived_parameters():
-    """row_bytes and the HBM speed follow the parameters they depend on unless given; the
+    """row_bytes, vtrans and the HBM speed follow the parameters they depend on unless given; the
     default configurations are the same as with the old defaults given."""
     assert TensorCoreConfig() == TensorCoreConfig(row_bytes=32)
     assert TensorCoreConfig().digest() == TensorCoreConfig(row_bytes=32).digest()
     assert HBMConfig() == HBMConfig(speed="2000")
     big = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16))
-    assert big.row_bytes == 64 and big.derived == {"row_bytes"}
+    assert big.row_bytes == 64 and big.derived == {"row_bytes", "vtrans"} and big.vtrans
+    # the transpose unit up to 128-byte rows, re-derived when the rows change
+    assert TensorCoreConfig(row_bytes=128).vtrans and not TensorCoreConfig(row_bytes=256).vtrans
+    assert TensorCoreConfig(row_bytes=64).replace(row_bytes=256, vmath=False).vtrans is False
     assert TensorCoreConfig(axi_data_width=1024).row_bytes == 128
     assert TensorCoreConfig(mxu=MXUConfig(rows=256, fmt="bfloat16")).row_bytes == 512
     assert TensorCoreConfig().replace(mxu=MXUConfig(rows=16, cols=16)) == big

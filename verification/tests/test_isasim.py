@@ -291,6 +291,29 @@ def test_vred_sum_max(seed):
     assert list(maxs[:, 0]) == [x[:3].max(), x[3:].max()]
 
 
+def test_vtrans_tiles(seed):
+    """``vtrans``: two fp32 tiles of 8 x 8 (32-byte rows) and one bfloat16 tile of 16 x 16,
+    each transposed bit for bit; a tile transposed in place."""
+    rng = np.random.default_rng(seed)
+    f = rng.integers(0, 2**32, (16, 8), dtype=np.uint32)
+    h = rng.integers(0, 2**16, (16, 16), dtype=np.uint16)
+    image = np.zeros(1024, dtype=np.uint8)
+    image[0:512] = f.view(np.uint8).reshape(-1)
+    image[512:1024] = h.view(np.uint8).reshape(-1)
+    text = (_load_all(1024).replace("wait mxu", "wait vpu") + _vpu_setup(2)
+            + li(4, 0) + li(5, 1024) + li(6, 512) + li(7, 1536)
+            + "vtrans fp32 r5, r4\n" + _vpu_setup(1) + "vtrans bf16 r7, r6\n"
+            + "vtrans int32 r4, r4\nhalt\n")
+    r = done(text, hbm={0: image.tobytes()})
+    assert np.array_equal(_vmem_rows(r, 1024, 16, np.uint32),
+                          np.concatenate([f[:8].T, f[8:].T]))
+    assert np.array_equal(_vmem_rows(r, 1536, 16, np.uint16), h.T)
+    assert np.array_equal(_vmem_rows(r, 0, 8, np.uint32), f[:8].T)       # in place
+    no_unit = TensorCoreConfig(vtrans=False)
+    assert error_of(_vpu_setup(1) + "vtrans fp32 r0, r0\nhalt\n", config=no_unit) == (
+        Error.ILLEGAL_INSTRUCTION, 4)
+
+
 def test_row_statistics_broadcast(seed):
     """The shift of a numerically stable softmax: ``vred max`` over groups of 3 rows (one
     logical row of 24 fp32 elements each), then ``vop sub`` with ``src2=stat`` (``scalar`` =
@@ -390,6 +413,9 @@ VMEM_END = CFG.vmem_bytes
     _vpu_setup(1) + li(4, 16) + "vop copy.int32 r4, r0, r0\n",
     _vpu_setup(2) + li(4, VMEM_END - 32) + "vcast i8_i32 r0, r4\n",
     _vpu_setup(1) + "vred sum.int32 r0, r0, r0\n",
+    # vtrans: two bfloat16 tiles of 16 rows end a row past VMEM; a misaligned destination
+    _vpu_setup(2) + li(4, VMEM_END - 31 * 32) + "vtrans bf16 r0, r4\n",
+    _vpu_setup(1) + li(4, 8) + "vtrans fp32 r4, r0\n",
 ])
 def test_vmem_range(body):
     text = "nop\n" + body + "halt\n"

@@ -11,7 +11,7 @@ from spec.config import ConfigError
 from spec.isa import Cast, DType, ROp, VOp
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig, VPUTopConfig
-from verification.models.vpu import vcast_rows, vop_rows, vred_rows
+from verification.models.vpu import vcast_rows, vop_rows, vred_rows, vtrans_rows
 from verification.tests.suite import cases
 
 TB = "verification.tb.vpu"
@@ -160,6 +160,19 @@ def test_model_reductions():
     assert words(vred_rows(ROp.MAX, DType.FP32, n, 1)) == [[NAN, 0, 0, 0]]
 
 
+def test_model_vtrans():
+    """A tile of 4 x 4 32-bit elements (16-byte rows) and one of 8 x 8 bfloat16 ones: element
+    j of row i to element i of row j, bits unchanged (a NaN payload too); tiles one by one."""
+    a = rows32([0, 1, 2, 3], [10, 11, 12, 13], [20, 21, 22, 23], [30, 31, 32, NAN | 5])
+    assert words(vtrans_rows(DType.FP32, a)) == [[0, 10, 20, 30], [1, 11, 21, 31],
+                                                 [2, 12, 22, 32], [3, 13, 23, NAN | 5]]
+    two = np.concatenate([a, a[::-1]])
+    assert words(vtrans_rows(DType.INT32, two))[4] == [30, 20, 10, 0]
+    b = rows16(*[[16 * i + j for j in range(8)] for i in range(8)])
+    got = vtrans_rows(DType.BF16, b).view(np.uint16)
+    assert got.tolist() == [[16 * i + j for i in range(8)] for j in range(8)]
+
+
 def test_generate_lint_random(seed, tmp_path):
     """Random accepted TensorCore shapes give a VPU top that Verilator lints clean."""
     rng = np.random.default_rng(seed)
@@ -176,12 +189,14 @@ def test_generate_lint_random(seed, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("row_bytes, vmath", [(1024, False), (512, True)])
+@pytest.mark.parametrize("row_bytes, vmath", [(1024, False), (512, True), (128, True)])
 def test_generate_lint_widest(row_bytes, vmath, tmp_path):
-    """The widest VPU (1 KiB rows: 256 lanes), and the widest with the transcendental units
-    (512-byte rows: 128 lanes), on the largest VMEM lint clean; wider with the units is
-    refused (``test_config_refused``)."""
+    """The widest VPU (1 KiB rows: 256 lanes), the widest with the transcendental units
+    (512-byte rows: 128 lanes) and the widest with the transpose unit (128-byte rows: 32 lanes,
+    both units) on the largest VMEM lint clean; wider with the units is refused
+    (``test_config_refused``)."""
     tc = TensorCoreConfig(row_bytes=row_bytes, vmem_bytes=16 << 20, vmath=vmath)
+    assert tc.vtrans == (row_bytes <= 128)
     design = generate("vpu", VPUTopConfig(tc))
     lint(design.write(tmp_path), design.name)
 
@@ -193,3 +208,7 @@ def test_config_refused():
     with pytest.raises(ConfigError) as info:
         make_config("vpu", {"tensorcore": {"row_bytes": 1024, "vmem_bytes": 1 << 20}})
     assert "vpu.tensorcore.vmath must be False for row_bytes 1024" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        make_config("vpu", {"tensorcore": {"row_bytes": 256, "vmem_bytes": 1 << 20,
+                                           "vmath": False, "vtrans": True}})
+    assert "vpu.tensorcore.vtrans must be False for row_bytes 256" in str(info.value)

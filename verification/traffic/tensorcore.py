@@ -15,6 +15,7 @@ program leaves in HBM, its registers and its semaphores are its result.
 """
 
 from spec.isa import VOPS, Cast, DType, Op, Queue, ROp, Src2, encode
+from verification.models.vpu import tile_rows
 
 __all__ = ["random_program"]
 
@@ -91,7 +92,8 @@ class _Chain:
     def vpu(self):
         rng = self.rng
         count = rng.randint(0, 4)
-        kind = rng.choice([Op.VOP, Op.VOP, Op.VCAST, Op.VRED])
+        kind = rng.choice([Op.VOP, Op.VOP, Op.VCAST, Op.VRED]
+                          + ([Op.VTRANS] if self.cfg.vtrans else []))
         body = [_li(6, count), _li(7, rng.getrandbits(32)), _li(8, rng.randrange(64)),
                 encode(Op.VPU_CFG, b=6, c=7, d=8)]
         if kind == Op.VOP:
@@ -114,6 +116,14 @@ class _Chain:
             body += [_li(1, dst), _li(2, src1), _li(3, src2),
                      encode(Op.VOP, vop=op, dtype=rng.choice(VOPS[op].dtypes),
                             b=1, c=2, d=3, src2=mode, relu=rng.randint(0, 1))]
+        elif kind == Op.VTRANS:      # count tiles of a row's elements in rows, if they fit
+            dtype = rng.choice(list(DType))
+            rows = count * tile_rows(dtype, self.cfg.row_bytes)
+            if rows > self.vmem_bytes // self.cfg.row_bytes:
+                rows, body[0] = 0, _li(6, 0)
+            src = self._vrow(rows)
+            body += [_li(1, self._dst(rows, [(src, rows)])), _li(2, src),
+                     encode(Op.VTRANS, dtype=dtype, b=1, c=2)]
         elif kind == Op.VCAST:
             src = self._vrow(count)
             body += [_li(1, self._dst(count, [(src, count)])), _li(2, src),
