@@ -1,0 +1,588 @@
+"""A pre-LN transformer encoder as one fused TensorCore program: an input projection, any
+number of encoder blocks (LN -> QKV -> multi-head attention -> output projection -> residual
+-> LN -> MLP with GELU -> residual), a final LN and a linear classifier on token 0 (a Vision
+Transformer's class token); docs/tensorcore.md, "Compiler: encoder".
+
+Weights and vectors stay in VMEM for the whole program; the batch streams through in tiles
+of ``group`` sequences, every activation of a tile resident in VMEM. A tile's rows are its
+sequences one after another, each padded to ``stride = ceil(seq / n) * n`` tokens (``n =
+row_bytes / 2``, the bfloat16 tile of ``vtrans``), so that every sequence's keys form whole
+``vtrans`` tiles; ``T = group * stride`` rows in all.
+
+Layout. Activations are *chunk-major*, as the MLP compiler's (podium/compiler.py): chunk
+``c`` of a ``T x F`` block holds columns ``c*L .. c*L+L-1`` (``L = row_bytes / 4`` fp32
+lanes) of every row, one VMEM row per token, chunk after chunk; a bias, LN scale or shift row
+is then one ``src2=broadcast`` per chunk, a per-token statistic one ``src2=stat`` per chunk,
+a ``vcast f32_bf16`` in place makes each row the bfloat16 operand chunk of the next
+``matmul`` (``k = L``, accumulated over chunks). Weights are row-major bfloat16 (rows
+``w_stride`` bytes apart); vectors fp32, one VMEM row per chunk. The attention scores of one
+(sequence, head) are row-major (``stride / L`` VMEM rows per query) so that VpuOps' softmax
+(podium/transformer.py) runs on them as they are.
+
+Attention. Per head, ``K_h`` (cast to bfloat16: L elements in the first half of each row)
+is transposed tile by tile with ``vtrans`` (a tile of ``n`` tokens gives ``L`` rows of ``n``
+keys, the rest zero); per (sequence, head) ``S = Q_h K_h^T`` (``1/sqrt(head_dim)`` folded
+into ``W_q`` and ``b_q`` before rounding), padding keys masked with -inf, softmax, cast, and
+``O_h = P V_h``. Scores alternate between two buffers: the MXU computes ``S`` of the next
+(sequence, head) while the VPU runs the softmax of this one.
+
+Synchronization. Each dependency between two engines is a ``signal`` on the producer's queue
+and a ``wait`` on the consumer's, one semaphore per ordered pair of engines, every wait
+dispatched after its signal: queues are in order, so the k-th wait of a pair consumes the
+k-th signal.
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from spec.tensorcore import TensorCoreConfig
+
+from .compiler import _HBM_ALIGN, CompileError, _Asm, _assemble_checked, _check_dim, _roundup
+from .program import Program, Tensor
+from .transformer import Block, VpuOps
+
+__all__ = ["encoder", "EncoderPlan", "block_names"]
+
+_BLOCK = ("ln1_g", "ln1_b", "qkv_w", "qkv_b", "proj_w", "proj_b", "ln2_g", "ln2_b", "fc1_w",
+          "fc1_b", "fc2_w", "fc2_b")
+_PAIRS = ("dma_mxu", "mxu_vpu", "vpu_mxu", "mxu_dma", "vpu_dma", "w", "v", "st")
+_NEG = -np.inf
+
+
+def block_names(blocks):
+    """Every parameter name an encoder of ``blocks`` blocks takes."""
+    return (["embed_w", "embed_b"] + [f"b{i}.{n}" for i in range(blocks) for n in _BLOCK]
+            + ["ln_g", "ln_b", "head_w", "head_b"])
+
+
+class EncoderPlan:
+    """Shapes, VMEM buffers and parameter layout of one encoder program."""
+
+    def __init__(self, config, *, seq, features, width, heads, mlp, blocks, classes, batch,
+                 group):
+        cfg = self.config = config
+        self.seq, self.kin, self.D, self.heads, self.M = seq, features, width, heads, mlp
+        self.blocks, self.classes, self.batch, self.G = blocks, classes, batch, group
+        self.rb = rb = cfg.row_bytes
+        self.L = rb // 4
+        self.n = rb // 2
+        self.stride = _roundup(seq, self.n)
+        self.T = group * self.stride
+        self.hd = width // heads
+        self.hc = self.hd // self.L                     # chunks of a head
+        self.span = self.stride // self.L               # VMEM rows of a query's scores
+        self.nd, self.nm = width // self.L, mlp // self.L
+        self.nc = -(-classes // self.L)
+        self.x_stride = _roundup(features * 2, rb)
+        self.ldx = _roundup(features * 2, cfg.beat_bytes)
+        self.ldo = self.nc * rb
+        cols = cfg.mxu.cols * 2
+        # weights: name -> (VMEM offset in W, rows, w_stride)
+        self.weights, at = {}, 0
+        shapes = [("embed_w", features, width)]
+        for i in range(blocks):
+            shapes += [(f"b{i}.qkv_w", width, 3 * width), (f"b{i}.proj_w", width, width),
+                       (f"b{i}.fc1_w", width, mlp), (f"b{i}.fc2_w", mlp, width)]
+        shapes.append(("head_w", width, self.nc * self.L))
+        for name, k, nn in shapes:
+            stride = _roundup(nn * 2, cols)
+            self.weights[name] = (at, k, stride)
+            at = _roundup(at + k * stride, rb)
+        self.w_bytes = _roundup(at, cfg.beat_bytes)
+        # vectors: name -> (row offset in V, chunks)
+        self.vectors, row = {}, 0
+        for i in range(blocks):
+            for name, chunks in (("ln1_g", self.nd), ("ln1_b", self.nd), ("qkv_b", 3 * self.nd),
+                                 ("proj_b", self.nd), ("ln2_g", self.nd), ("ln2_b", self.nd),
+                                 ("fc1_b", self.nm), ("fc2_b", self.nd)):
+                self.vectors[f"b{i}.{name}"] = (row, chunks)
+                row += chunks
+        for name, chunks in (("ln_g", self.nd), ("ln_b", self.nd), ("head_b", self.nc)):
+            self.vectors[name] = (row, chunks)
+            row += chunks
+        self.v_bytes = _roundup(row * rb, cfg.beat_bytes)
+        self.masked = seq < self.stride
+        T, chunk = self.T, self.T * rb
+        sizes = {"W": self.w_bytes, "V": self.v_bytes,
+                 "E": self.nd * chunk, "IN": T * self.x_stride,
+                 "X": self.nd * chunk, "H": self.nd * chunk, "Y": self.nd * chunk,
+                 "QKV": 3 * self.nd * chunk, "KT": self.nd * chunk, "O": self.nd * chunk,
+                 "MH": self.nm * chunk, "GT": self.nm * chunk, "LG": self.nc * chunk,
+                 "ST": T * rb, "S0": self.stride * self.span * rb,
+                 "S1": self.stride * self.span * rb, "SS": self.stride * rb}
+        if self.masked:
+            sizes["MASK"] = self.stride * self.span * rb
+        self.sizes = sizes
+        self.vmem, at = {}, 0
+        for name, size in sizes.items():
+            self.vmem[name] = at
+            at += _roundup(size, rb)
+        self.vmem_used = at
+
+    def fits(self):
+        """VMEM holds the buffers and the accumulator a GEMM's (T rows) and a score block's
+        (stride rows, two column tiles)."""
+        acc = self.config.mxu.acc_depth
+        return (self.vmem_used <= self.config.vmem_bytes and self.T <= acc
+                and self.stride * -(-self.n // self.config.mxu.cols) <= acc)
+
+    def chunk(self, buf, c, row=0):
+        """VMEM address of row ``row`` of chunk ``c`` of a chunk-major buffer."""
+        return self.vmem[buf] + (c * self.T + row) * self.rb
+
+    def weight(self, name, k_chunk, n_chunk):
+        """VMEM address of the ``L x L`` block (k rows ``k_chunk*L ..``, columns ``n_chunk*L
+        ..``) of weight ``name``, and its row stride."""
+        at, _, stride = self.weights[name]
+        return self.vmem["W"] + at + k_chunk * self.L * stride + n_chunk * self.L * 2, stride
+
+    def vector(self, name, c=0):
+        row, _ = self.vectors[name]
+        return self.vmem["V"] + (row + c) * self.rb
+
+
+def _bf16_bytes(matrix, rows, stride):
+    out = np.zeros((rows, stride), np.uint8)
+    raw = np.ascontiguousarray(np.asarray(matrix, np.float32).astype(ml_dtypes.bfloat16))
+    raw = raw.view(np.uint8).reshape(matrix.shape[0], -1)
+    out[:raw.shape[0], :raw.shape[1]] = raw
+    return out
+
+
+def _constants(p, params):
+    """HBM bytes of the weights block (VMEM layout), the vectors block, the embedding bias
+    (one sequence, chunk-major) and the softmax mask row (one query's scores)."""
+    w = np.zeros(p.w_bytes, np.uint8)
+    scale = 1 / math.sqrt(p.hd)
+    for name, (at, rows, stride) in p.weights.items():
+        m = np.asarray(params[name], np.float64)
+        if name.endswith("qkv_w"):
+            m = m.copy()
+            m[:, :p.D] *= scale
+        block = _bf16_bytes(m, rows, stride)
+        w[at:at + block.size] = block.reshape(-1)
+    v = np.zeros(p.v_bytes, np.uint8)
+    for name, (row, chunks) in p.vectors.items():
+        vec = np.asarray(params[name], np.float64)
+        if name.endswith("qkv_b"):
+            vec = vec.copy()
+            vec[:p.D] *= scale
+        padded = np.zeros(chunks * p.L, np.float32)
+        padded[:vec.size] = vec
+        v[row * p.rb:(row + chunks) * p.rb] = padded.view(np.uint8)
+    e = np.zeros((p.nd, p.stride, p.L), np.float32)
+    emb = np.asarray(params["embed_b"], np.float32)
+    for c in range(p.nd):
+        e[c, :p.seq] = emb[:, c * p.L:(c + 1) * p.L]
+    mask = np.zeros(p.span * p.L, np.float32)
+    mask[p.seq:] = _NEG
+    return w.tobytes(), v.tobytes(), e.tobytes(), mask.tobytes()
+
+
+class _Code:
+    """The program's assembly, phase by phase (see the module docstring)."""
+
+    tile, hin, hout, cnt = "r1", "r2", "r3", "r4"       # tile index, HBM in/out, sequences
+    rows, vrows = "r5", "r6"                            # a Block's registers
+    t = ("r7", "r8", "r9", "r10", "r11")                # scratch of this class
+
+    def __init__(self, p, base, sem, eps):
+        self.p, self.base, self.sem, self.eps = p, base, sem, eps
+        self.e = _Asm()
+        self.ops = VpuOps(self.e)
+
+    # -- small idioms -----------------------------------------------------------------------
+
+    def li(self, k, value):
+        self.e.li(self.t[k], value)
+        return self.t[k]
+
+    def dep(self, src, dst):
+        """``dst`` waits for everything dispatched to ``src`` so far."""
+        s = self.sem[f"{src}_{dst}"]
+        self.e(f"signal {src}, {s}")
+        self.e(f"wait {dst}, {s}")
+
+    def cfg(self, count, scalar=0):
+        self.e(f"vpu.cfg {self.li(0, count)}, {self.li(1, scalar) if scalar else 'r0'}, r0")
+
+    def vop(self, op, dtype, dst, src1, src2=None, mode=None):
+        s2 = "r0" if src2 is None else self.li(4, src2)
+        self.e(f"vop {op}.{dtype} {self.li(2, dst)}, {self.li(3, src1)}, {s2}"
+               + (f", src2={mode}" if mode else ""))
+
+    def mxu_setup(self, m, k, n, sa, sb, sc):
+        self.e(f"mxu.shape {self.li(0, m)}, {self.li(1, k)}, {self.li(2, n)}")
+        self.e(f"mxu.stride {self.li(0, sa)}, {self.li(1, sb)}, {self.li(2, sc)}")
+
+    def matmul(self, a, b, c, first, last):
+        flags = ("" if first else ", accumulate") + (", emit" if last else "")
+        self.e(f"matmul {self.li(0, a)}, {self.li(1, b)}, {self.li(2, c)}, 0{flags}")
+
+    # -- the program -----------------------------------------------------------------------
+
+    def program(self):
+        e, p, sem = self.e, self.p, self.sem
+        e.comment(f"encoder: {p.blocks} blocks, width {p.D}, {p.heads} heads, mlp {p.M}, "
+                  f"seq {p.seq} (stride {p.stride}), {p.G} sequences a tile")
+        self._load_constants()
+        e.li(self.tile, 0)
+        e(f"signal mxu, {sem['st']}")           # no store in flight before the first tile
+        self._fetch()
+        e.place("tile")
+        self._embed()
+        for i in range(p.blocks):
+            self._block(i)
+        self._head()
+        e(f"addi {self.tile}, {self.tile}, 1")
+        e.li(self.t[0], -(-p.batch // p.G))
+        e(f"bne {self.tile}, {self.t[0]}, tile")
+        e(f"wait mxu, {sem['st']}")
+        e("halt")
+        return e.text()
+
+    def _load_constants(self):
+        """Weights, vectors, the embedding bias (replicated over a tile's sequences by an
+        HBM stride of 0) and the mask, loaded once; the IN buffer zeroed (its padding rows
+        are never loaded, so padding tokens start from the embedding bias's zero rows)."""
+        e, p, t, sem = self.e, self.p, self.t, self.sem
+        e.dma_shape(p.w_bytes, [], t)
+        e(f"dma.load {self.li(0, self.base['W'])}, {self.li(1, p.vmem['W'])}, {sem['w']}")
+        e.dma_shape(p.v_bytes, [], t)
+        e(f"dma.load {self.li(0, self.base['V'])}, {self.li(1, p.vmem['V'])}, {sem['v']}")
+        chunk = p.stride * p.rb
+        e.dma_shape(chunk, [(p.nd, chunk, p.T * p.rb), (p.G, 0, chunk)], t)
+        e(f"dma.load {self.li(0, self.base['E'])}, {self.li(1, p.vmem['E'])}, {sem['v']}")
+        if p.masked:
+            e.dma_shape(p.span * p.rb, [(p.stride, 0, p.span * p.rb)], t)
+            e(f"dma.load {self.li(0, self.base['MASK'])}, {self.li(1, p.vmem['MASK'])}, "
+              f"{sem['v']}")
+        self.cfg(p.T * p.x_stride // p.rb)
+        self.vop("mul", "int32", p.vmem["IN"], p.vmem["IN"], mode="scalar")
+        self.dep("vpu", "dma")
+        e(f"wait mxu, {sem['w']}")
+        for _ in range(3 if p.masked else 2):
+            e(f"wait vpu, {sem['v']}")
+
+    def _fetch(self):
+        """DMA load of tile ``tile``'s sequences (``cnt`` of them: fewer in the last tile)
+        into IN, signalling the MXU (whose wait is the tile's embedding's)."""
+        e, p, t = self.e, self.p, self.t
+        e.tile_size(self.cnt, self.tile, p.G, p.batch, t[0])
+        e.dma_shape(p.ldx, [(p.seq, p.ldx, p.x_stride),
+                            (self.cnt, p.seq * p.ldx, p.stride * p.x_stride)],
+                    (t[0], t[1], t[2]))
+        e.affine(self.hin, self.base["IN"], [(self.tile, p.G * p.seq * p.ldx)], t[0])
+        e(f"dma.load {self.hin}, {self.li(1, p.vmem['IN'])}, none")
+        e(f"signal dma, {self.sem['dma_mxu']}")
+
+    def _embed(self):
+        """X = IN @ embed_w + E (per position); then the next tile's input is fetched."""
+        p = self.p
+        self.e(f"wait mxu, {self.sem['dma_mxu']}")
+        self.mxu_setup(p.T, p.kin, p.L, p.x_stride, p.weights["embed_w"][2], p.rb)
+        for c in range(p.nd):
+            b, _ = p.weight("embed_w", 0, c)
+            self.matmul(p.vmem["IN"], b, p.chunk("X", c), True, True)
+        self.dep("mxu", "dma")
+        e = self.e
+        e(f"addi {self.tile}, {self.tile}, 1")
+        skip = e.label("last_tile")
+        e.li(self.t[0], -(-p.batch // p.G))
+        e(f"beq {self.tile}, {self.t[0]}, {skip}")
+        self._fetch()
+        e.place(skip)
+        e(f"addi {self.tile}, {self.tile}, -1")
+        self.dep("mxu", "vpu")
+        self.cfg(p.nd * p.T)
+        self.vop("add", "fp32", p.vmem["X"], p.vmem["X"], p.vmem["E"])
+
+    def _gemm(self, src, weight, dst, nk, nn, m=None):
+        """``dst = src @ weight`` on chunk-major buffers: ``nn`` output chunks, each
+        accumulated over ``nk`` bfloat16 input chunks."""
+        p = self.p
+        self.mxu_setup(m or p.T, p.L, p.L, p.rb, p.weights[weight][2], p.rb)
+        for n in range(nn):
+            for k in range(nk):
+                b, _ = p.weight(weight, k, n)
+                self.matmul(p.chunk(src, k), b, p.chunk(dst, n), k == 0, k == nk - 1)
+
+    def _bias(self, buf, name, chunks):
+        self.cfg(self.p.T)
+        for c in range(chunks):
+            self.vop("add", "fp32", self.p.chunk(buf, c), self.p.chunk(buf, c),
+                     self.p.vector(name, c), mode="broadcast")
+
+    def _cast(self, buf, chunks):
+        self.cfg(chunks * self.p.T)
+        self.e(f"vcast f32_bf16 {self.li(2, self.p.vmem[buf])}, {self.li(3, self.p.vmem[buf])}")
+
+    def _chunk_sum(self, dst, src, chunks):
+        """Row ``r`` of ``dst`` (one chunk) = the sum over the chunks of row ``r`` of
+        ``src``, elementwise (chunk 0 + chunk 1 + ...)."""
+        p = self.p
+        self.cfg(p.T)
+        if chunks == 1:
+            self.vop("copy", "fp32", p.chunk(dst, 0), p.chunk(src, 0))
+        else:
+            self.vop("add", "fp32", p.chunk(dst, 0), p.chunk(src, 0), p.chunk(src, 1))
+        for c in range(2, chunks):
+            self.vop("add", "fp32", p.chunk(dst, 0), p.chunk(dst, 0), p.chunk(src, c))
+
+    def _per_token(self, op, dst, src, chunks):
+        """``dst = src op stat`` chunk by chunk, each token's statistic (ST) over its row."""
+        p = self.p
+        self.cfg(p.T, 1)
+        for c in range(chunks):
+            self.vop(op, "fp32", p.chunk(dst, c), p.chunk(src, c), p.vmem["ST"], mode="stat")
+
+    def _layernorm(self, gamma, beta):
+        """H = LN(X) * gamma + beta, cast to bfloat16 in place (fp32 statistics: the sum of
+        the chunks elementwise, then ``vred sum`` of that row; Y is the temporary)."""
+        p, ops = self.p, self.ops
+        st = p.vmem["ST"]
+        self._chunk_sum("Y", "X", p.nd)
+        self.cfg(p.T)
+        ops.vred("sum", "fp32", st, p.chunk("Y", 0), 1)
+        self.cfg(p.T, _f32(1 / p.D))
+        self.vop("mul", "fp32", st, st, mode="scalar")
+        self._per_token("sub", "H", "X", p.nd)
+        self.cfg(p.nd * p.T)
+        self.vop("mul", "fp32", p.vmem["Y"], p.vmem["H"], p.vmem["H"])
+        self._chunk_sum("Y", "Y", p.nd)
+        self.cfg(p.T)
+        ops.vred("sum", "fp32", st, p.chunk("Y", 0), 1)
+        self.cfg(p.T, _f32(1 / p.D))
+        self.vop("mul", "fp32", st, st, mode="scalar")
+        self.cfg(p.T, _f32(self.eps))
+        self.vop("add", "fp32", st, st, mode="scalar")
+        self.cfg(p.T)
+        self.vop("rsqrt", "fp32", st, st)
+        self._per_token("mul", "H", "H", p.nd)
+        self.cfg(p.T)
+        for c in range(p.nd):
+            h = p.chunk("H", c)
+            self.vop("mul", "fp32", h, h, p.vector(gamma, c), mode="broadcast")
+            self.vop("add", "fp32", h, h, p.vector(beta, c), mode="broadcast")
+        self._cast("H", p.nd)
+
+    def _block(self, i):
+        e, p = self.e, self.p
+        e.comment(f"block {i}")
+        self._layernorm(f"b{i}.ln1_g", f"b{i}.ln1_b")
+        self.dep("vpu", "mxu")
+        self._gemm("H", f"b{i}.qkv_w", "QKV", p.nd, 3 * p.nd)
+        self.dep("mxu", "vpu")
+        self._bias("QKV", f"b{i}.qkv_b", 3 * p.nd)
+        self._cast("QKV", 3 * p.nd)
+        self.cfg(p.T // p.n)
+        for c in range(p.nd):               # K^T of every head, tile by tile
+            src, dst = p.chunk("QKV", p.nd + c), p.chunk("KT", c)
+            e(f"vtrans bf16 {self.li(2, dst)}, {self.li(3, src)}")
+        self.dep("vpu", "mxu")
+        self._attention()
+        self.dep("mxu", "vpu")
+        self._cast("O", p.nd)
+        self.dep("vpu", "mxu")
+        self._gemm("O", f"b{i}.proj_w", "Y", p.nd, p.nd)
+        self.dep("mxu", "vpu")
+        self._residual(f"b{i}.proj_b")
+        self._layernorm(f"b{i}.ln2_g", f"b{i}.ln2_b")
+        self.dep("vpu", "mxu")
+        self._gemm("H", f"b{i}.fc1_w", "MH", p.nd, p.nm)
+        self.dep("mxu", "vpu")
+        self._bias("MH", f"b{i}.fc1_b", p.nm)
+        self.e.li(self.vrows, p.nm * p.T)
+        self.ops.gelu_tanh(Block(self.rows, self.vrows, 1, "fp32"), p.vmem["MH"],
+                           p.vmem["GT"])
+        self._cast("MH", p.nm)
+        self.dep("vpu", "mxu")
+        self._gemm("MH", f"b{i}.fc2_w", "Y", p.nm, p.nd)
+        self.dep("mxu", "vpu")
+        self._residual(f"b{i}.fc2_b")
+
+    def _residual(self, bias):
+        """X += Y + bias."""
+        p = self.p
+        self._bias("Y", bias, p.nd)
+        self.cfg(p.nd * p.T)
+        self.vop("add", "fp32", p.vmem["X"], p.vmem["X"], p.vmem["Y"])
+
+    def _attention(self):
+        """Every (sequence, head) of the tile: S = Q K^T into S0 / S1 by turns, softmax and
+        cast on the VPU, O_h = P V_h; the MXU computes the next S before this P V."""
+        p = self.p
+        pairs = [(g, h) for g in range(p.G) for h in range(p.heads)]
+        for k, pair in enumerate(pairs):
+            self._scores(k, *pair)
+            self._softmax(k)
+            if k:
+                self._pv(k - 1, *pairs[k - 1])
+        self._pv(len(pairs) - 1, *pairs[-1])
+
+    def _scores(self, k, g, h):
+        p = self.p
+        s = p.vmem[f"S{k % 2}"]
+        self.mxu_setup(p.stride, p.L, p.n, p.rb, p.rb, p.span * p.rb)
+        base = g * p.stride
+        for tile in range(p.stride // p.n):
+            for c in range(p.hc):
+                q = p.chunk("QKV", h * p.hc + c, base)
+                kt = p.chunk("KT", h * p.hc + c, base + tile * p.n)
+                self.matmul(q, kt, s + tile * 2 * p.rb, c == 0, c == p.hc - 1)
+        self.dep("mxu", "vpu")
+
+    def _softmax(self, k):
+        p = self.p
+        s = p.vmem[f"S{k % 2}"]
+        self.e.li(self.rows, p.stride)
+        self.e.li(self.vrows, p.stride * p.span)
+        self.ops.softmax(Block(self.rows, self.vrows, p.span, "fp32"), s, p.vmem["SS"],
+                         p.vmem["MASK"] if p.masked else None)
+        self.cfg(p.stride * p.span)
+        self.e(f"vcast f32_bf16 {self.li(2, s)}, {self.li(3, s)}")
+        self.dep("vpu", "mxu")
+
+    def _pv(self, k, g, h):
+        p = self.p
+        s = p.vmem[f"S{k % 2}"]
+        keys = -(-p.seq // p.L)                 # key chunks holding a real key
+        self.mxu_setup(p.stride, p.L, p.L, p.span * p.rb, p.rb, p.rb)
+        base = g * p.stride
+        for c in range(p.hc):
+            for kc in range(keys):
+                v = p.chunk("QKV", 2 * p.nd + h * p.hc + c, base + kc * p.L)
+                self.matmul(s + kc * p.rb, v, p.chunk("O", h * p.hc + c, base), kc == 0,
+                            kc == keys - 1)
+
+    def _head(self):
+        """logits = LN(X) @ head_w + head_b; row 0 of each sequence stored."""
+        e, p, t, sem = self.e, self.p, self.t, self.sem
+        self._layernorm("ln_g", "ln_b")
+        self.dep("vpu", "mxu")
+        e(f"wait mxu, {sem['st']}")             # the previous tile's logits are stored
+        self._gemm("H", "head_w", "LG", p.nd, p.nc)
+        self.dep("mxu", "vpu")
+        self._bias("LG", "head_b", p.nc)
+        self.dep("vpu", "dma")
+        e.tile_size(self.cnt, self.tile, p.G, p.batch, t[0])
+        e.dma_shape(p.rb, [(p.nc, p.rb, p.T * p.rb), (self.cnt, p.ldo, p.stride * p.rb)],
+                    (t[0], t[1], t[2]))
+        e.affine(self.hout, self.base["OUT"], [(self.tile, p.G * p.ldo)], t[0])
+        e(f"dma.store {self.hout}, {self.li(1, p.vmem['LG'])}, {sem['st']}")
+
+
+def _f32(value):
+    return int(np.array(value, np.float32).view(np.uint32))
+
+
+def _shape_of(params, name, shape):
+    if name not in params:
+        raise CompileError(f"params must hold {name!r} of shape {shape}")
+    a = np.asarray(params[name])
+    if a.shape != shape:
+        raise CompileError(f"params[{name!r}] must have shape {shape}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise CompileError(f"params[{name!r}] must be finite")
+    return a
+
+
+def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
+    """A program running the encoder ``params`` (name -> array, :func:`block_names`:
+    ``embed_w`` (F x D), ``embed_b`` (seq x D, a per-position bias), per block ``b{i}.`` LN
+    scales and shifts (D), ``qkv_w`` (D x 3D, columns: the queries of every head, then the
+    keys, then the values, a head's ``D / heads`` columns together), ``qkv_b``, ``proj_w``
+    (D x D), ``proj_b``, ``fc1_w`` (D x M), ``fc1_b``, ``fc2_w`` (M x D), ``fc2_b``, then
+    ``ln_g``, ``ln_b``, ``head_w`` (D x C), ``head_b``) on ``batch`` sequences of ``seq``
+    tokens of F features: input ``X`` (batch*seq x F, bfloat16, sequence after sequence),
+    output ``Y`` (batch x C, float32: the logits of each sequence's token 0). ``group``
+    sequences go through VMEM at a time (default: as many as fit)."""
+    if not isinstance(config, TensorCoreConfig):
+        raise CompileError(f"config must be a TensorCoreConfig, got {config!r}")
+    if config.mxu.fmt != "bfloat16" or config.mxu.output != "float32":
+        raise CompileError(f"config.mxu must be bfloat16 with float32 results for an "
+                           f"encoder, got {config.mxu.fmt} -> {config.mxu.output}")
+    if not config.vmath or not config.vtrans:
+        raise CompileError("config.vmath and config.vtrans must be True for an encoder (its "
+                           f"softmax, LN and GELU, and K^T); got vmath={config.vmath}, "
+                           f"vtrans={config.vtrans}")
+    _check_dim("seq", seq)
+    _check_dim("batch", batch)
+    _check_dim("heads", heads)
+    if not isinstance(params, dict) or "embed_w" not in params:
+        raise CompileError("params must be a dict of arrays holding 'embed_w'")
+    ew = np.asarray(params["embed_w"])
+    if ew.ndim != 2:
+        raise CompileError(f"params['embed_w'] must be 2-D (features x width), got {ew.shape}")
+    features, width = ew.shape
+    blocks = sum(1 for name in params if name.endswith(".qkv_w"))
+    if blocks < 1:
+        raise CompileError("params must hold at least one block (b0.qkv_w ...)")
+    mlp = np.asarray(params.get("b0.fc1_w", np.zeros((0, 0)))).shape[-1]
+    classes = np.asarray(params.get("head_w", np.zeros((0, 0)))).shape[-1]
+    lanes = config.row_bytes // 4
+    for name, value in (("width", width), ("mlp", mlp)):
+        if value < 1 or value % lanes:
+            raise CompileError(f"{name} must be a multiple of {lanes} (row_bytes / 4 lanes), "
+                               f"got {value}")
+    if width % heads or (width // heads) % lanes:
+        raise CompileError(f"heads must divide width {width} into heads of a multiple of "
+                           f"{lanes} columns, got {heads}")
+    if features > 65535 or classes < 1:
+        raise CompileError(f"embed_w must have 1..65535 rows and head_w at least one column, "
+                           f"got {features} and {classes}")
+    shapes = {"embed_w": (features, width), "embed_b": (seq, width), "ln_g": (width,),
+              "ln_b": (width,), "head_w": (width, classes), "head_b": (classes,)}
+    for i in range(blocks):
+        for name in _BLOCK:
+            shapes[f"b{i}.{name}"] = {
+                "qkv_w": (width, 3 * width), "qkv_b": (3 * width,), "proj_w": (width, width),
+                "fc1_w": (width, mlp), "fc1_b": (mlp,), "fc2_w": (mlp, width)}.get(
+                    name, (width,))
+    unknown = sorted(set(params) - set(shapes))
+    if unknown:
+        raise CompileError(f"params has unknown names {unknown}; allowed: "
+                           f"{', '.join(block_names(blocks))}")
+    checked = {name: _shape_of(params, name, shape) for name, shape in shapes.items()}
+
+    def plan(g):
+        return EncoderPlan(config, seq=seq, features=features, width=width, heads=heads,
+                           mlp=mlp, blocks=blocks, classes=classes, batch=batch, group=g)
+
+    if group is None:
+        group = 0
+        while group < batch and plan(group + 1).fits():
+            group += 1
+    p = plan(max(group, 1))
+    if group < 1 or not p.fits():
+        raise CompileError(f"an encoder of width {width}, mlp {mlp}, {blocks} blocks and seq "
+                           f"{seq} (stride {p.stride}) needs {p.vmem_used} bytes of VMEM for "
+                           f"{max(group, 1)} sequence(s) a tile; config.vmem_bytes is "
+                           f"{config.vmem_bytes}")
+    w, v, e, mask = _constants(p, checked)
+    base, at = {}, 0
+    for name, data in (("W", w), ("V", v), ("E", e), ("MASK", mask)):
+        base[name] = at
+        at = _roundup(at + len(data), _HBM_ALIGN)
+    x = Tensor(at, (batch * seq, features), "bfloat16", p.ldx)
+    y = Tensor(_roundup(x.address + x.nbytes, _HBM_ALIGN), (batch, classes), "float32",
+               p.ldo)
+    base.update(IN=x.address, OUT=y.address)
+    sem = {name: f"s{k}" for k, name in enumerate(_PAIRS)}
+    if config.semaphores < len(_PAIRS):
+        raise CompileError(f"config.semaphores must be at least {len(_PAIRS)} for an "
+                           f"encoder, got {config.semaphores}")
+    text = _Code(p, base, sem, eps).program()
+    words = _assemble_checked(config, text)
+    hbm = {base["W"]: w, base["V"]: v, base["E"]: e}
+    if p.masked:
+        hbm[base["MASK"]] = mask
+    return Program(words=words, config=config,
+                   hbm_capacity=_roundup(y.address + y.nbytes, _HBM_ALIGN), hbm=hbm,
+                   inputs={"X": x}, outputs={"Y": y},
+                   metadata={"kind": "encoder", "seq": seq, "stride": p.stride,
+                             "width": width, "heads": heads, "mlp": mlp, "blocks": blocks,
+                             "classes": classes, "batch": batch, "group": p.G,
+                             "eps": eps, "vmem": p.vmem, "assembly": text})
