@@ -192,12 +192,22 @@ class _Code:
         self.p, self.base, self.sem, self.eps = p, base, sem, eps
         self.e = _Asm()
         self.ops = VpuOps(self.e)
+        self.known = {}
 
     # -- small idioms -----------------------------------------------------------------------
 
     def li(self, k, value):
-        self.e.li(self.t[k], value)
+        """Scratch register ``k`` holding ``value``: loaded unless it still holds it (the
+        code is straight-line between :meth:`forget` calls)."""
+        if self.known.get(k) != value:
+            self.e.li(self.t[k], value)
+            self.known[k] = value
         return self.t[k]
+
+    def forget(self):
+        """The scratch registers' values unknown: after a label, or after code that uses
+        them without :meth:`li`."""
+        self.known = {}
 
     def dep(self, src, dst):
         """``dst`` waits for everything dispatched to ``src`` so far."""
@@ -232,13 +242,14 @@ class _Code:
         e(f"signal mxu, {sem['st']}")           # no store in flight before the first tile
         self._fetch()
         e.place("tile")
+        self.forget()
         self._embed()
         for i in range(p.blocks):
             self._block(i)
         self._head()
         e(f"addi {self.tile}, {self.tile}, 1")
-        e.li(self.t[0], -(-p.batch // p.G))
-        e(f"bne {self.tile}, {self.t[0]}, tile")
+        self.forget()
+        e(f"bne {self.tile}, {self.li(0, -(-p.batch // p.G))}, tile")
         e(f"wait mxu, {sem['st']}")
         e("halt")
         return e.text()
@@ -248,17 +259,22 @@ class _Code:
         HBM stride of 0) and the mask, loaded once; the IN buffer zeroed (its padding rows
         are never loaded, so padding tokens start from the embedding bias's zero rows)."""
         e, p, t, sem = self.e, self.p, self.t, self.sem
+        self.forget()
         e.dma_shape(p.w_bytes, [], t)
         e(f"dma.load {self.li(0, self.base['W'])}, {self.li(1, p.vmem['W'])}, {sem['w']}")
+        self.forget()
         e.dma_shape(p.v_bytes, [], t)
         e(f"dma.load {self.li(0, self.base['V'])}, {self.li(1, p.vmem['V'])}, {sem['v']}")
         chunk = p.stride * p.rb
+        self.forget()
         e.dma_shape(chunk, [(p.nd, chunk, p.T * p.rb), (p.G, 0, chunk)], t)
         e(f"dma.load {self.li(0, self.base['E'])}, {self.li(1, p.vmem['E'])}, {sem['v']}")
         if p.masked:
+            self.forget()
             e.dma_shape(p.span * p.rb, [(p.stride, 0, p.span * p.rb)], t)
             e(f"dma.load {self.li(0, self.base['MASK'])}, {self.li(1, p.vmem['MASK'])}, "
               f"{sem['v']}")
+        self.forget()
         self.cfg(p.T * p.x_stride // p.rb)
         self.vop("mul", "int32", p.vmem["IN"], p.vmem["IN"], mode="scalar")
         self.dep("vpu", "dma")
@@ -270,11 +286,13 @@ class _Code:
         """DMA load of tile ``tile``'s sequences (``cnt`` of them: fewer in the last tile)
         into IN, signalling the MXU (whose wait is the tile's embedding's)."""
         e, p, t = self.e, self.p, self.t
+        self.forget()
         e.tile_size(self.cnt, self.tile, p.G, p.batch, t[0])
         e.dma_shape(p.ldx, [(p.seq, p.ldx, p.x_stride),
                             (self.cnt, p.seq * p.ldx, p.stride * p.x_stride)],
                     (t[0], t[1], t[2]))
         e.affine(self.hin, self.base["IN"], [(self.tile, p.G * p.seq * p.ldx)], t[0])
+        self.forget()
         e(f"dma.load {self.hin}, {self.li(1, p.vmem['IN'])}, none")
         e(f"signal dma, {self.sem['dma_mxu']}")
 
@@ -290,10 +308,10 @@ class _Code:
         e = self.e
         e(f"addi {self.tile}, {self.tile}, 1")
         skip = e.label("last_tile")
-        e.li(self.t[0], -(-p.batch // p.G))
-        e(f"beq {self.tile}, {self.t[0]}, {skip}")
+        e(f"beq {self.tile}, {self.li(0, -(-p.batch // p.G))}, {skip}")
         self._fetch()
         e.place(skip)
+        self.forget()
         e(f"addi {self.tile}, {self.tile}, -1")
         self.dep("mxu", "vpu")
         self.cfg(p.nd * p.T)
@@ -467,10 +485,12 @@ class _Code:
         self.dep("mxu", "vpu")
         self._bias("LG", "head_b", p.nc)
         self.dep("vpu", "dma")
+        self.forget()
         e.tile_size(self.cnt, self.tile, p.G, p.batch, t[0])
         e.dma_shape(p.rb, [(p.nc, p.rb, p.T * p.rb), (self.cnt, p.ldo, p.stride * p.rb)],
                     (t[0], t[1], t[2]))
         e.affine(self.hout, self.base["OUT"], [(self.tile, p.G * p.ldo)], t[0])
+        self.forget()
         e(f"dma.store {self.hout}, {self.li(1, p.vmem['LG'])}, {sem['st']}")
 
 
@@ -551,7 +571,11 @@ def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
         return EncoderPlan(config, seq=seq, features=features, width=width, heads=heads,
                            mlp=mlp, blocks=blocks, classes=classes, batch=batch, group=g)
 
-    if group is None:
+    if config.semaphores < len(_PAIRS):
+        raise CompileError(f"config.semaphores must be at least {len(_PAIRS)} for an "
+                           f"encoder, got {config.semaphores}")
+    fixed = group is not None
+    if not fixed:
         group = 0
         while group < batch and plan(group + 1).fits():
             group += 1
@@ -561,19 +585,27 @@ def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
                            f"{seq} (stride {p.stride}) needs {p.vmem_used} bytes of VMEM for "
                            f"{max(group, 1)} sequence(s) a tile; config.vmem_bytes is "
                            f"{config.vmem_bytes}")
+    while True:         # the largest group whose unrolled program fits the IMEM too
+        try:
+            return _program(p, checked, eps)
+        except CompileError:
+            if fixed or p.G == 1:
+                raise
+            p = plan(p.G - 1)
+
+
+def _program(p, checked, eps):
+    config, batch, classes, features = p.config, p.batch, p.classes, p.kin
     w, v, e, mask = _constants(p, checked)
     base, at = {}, 0
     for name, data in (("W", w), ("V", v), ("E", e), ("MASK", mask)):
         base[name] = at
         at = _roundup(at + len(data), _HBM_ALIGN)
-    x = Tensor(at, (batch * seq, features), "bfloat16", p.ldx)
+    x = Tensor(at, (batch * p.seq, features), "bfloat16", p.ldx)
     y = Tensor(_roundup(x.address + x.nbytes, _HBM_ALIGN), (batch, classes), "float32",
                p.ldo)
     base.update(IN=x.address, OUT=y.address)
     sem = {name: f"s{k}" for k, name in enumerate(_PAIRS)}
-    if config.semaphores < len(_PAIRS):
-        raise CompileError(f"config.semaphores must be at least {len(_PAIRS)} for an "
-                           f"encoder, got {config.semaphores}")
     text = _Code(p, base, sem, eps).program()
     words = _assemble_checked(config, text)
     hbm = {base["W"]: w, base["V"]: v, base["E"]: e}
@@ -582,7 +614,7 @@ def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
     return Program(words=words, config=config,
                    hbm_capacity=_roundup(y.address + y.nbytes, _HBM_ALIGN), hbm=hbm,
                    inputs={"X": x}, outputs={"Y": y},
-                   metadata={"kind": "encoder", "seq": seq, "stride": p.stride,
-                             "width": width, "heads": heads, "mlp": mlp, "blocks": blocks,
+                   metadata={"kind": "encoder", "seq": p.seq, "stride": p.stride,
+                             "width": p.D, "heads": p.heads, "mlp": p.M, "blocks": p.blocks,
                              "classes": classes, "batch": batch, "group": p.G,
                              "eps": eps, "vmem": p.vmem, "assembly": text})

@@ -36,7 +36,8 @@ class TensorCoreConfig(Config):
         operand vectors (``mxu.rows`` operands) and the AXI data width
         (``axi_data_width / 8``), at most 1024. None (the default): the smallest of these.
     imem_depth : int
-        Instructions the instruction memory holds, 16..32768, a power of two.
+        Instructions the instruction memory holds, 16..4096, a power of two (the IMEM window of
+        the AXI4-Lite map).
     queue_depth : int
         Entries of each engine queue, 2..64.
     semaphores : int
@@ -109,7 +110,8 @@ class TensorCoreConfig(Config):
             raise ConfigError("vmem_bytes", f"must hold at least one row per bank "
                                             f"({self.vmem_banks * self.row_bytes}), got "
                                             f"{self.vmem_bytes}")
-        check_choice("imem_depth", self.imem_depth, _POW2[4:16])
+        # the AXI4-Lite map's IMEM window, 0x8000 + 8i below 0x10000, holds 4096 words
+        check_choice("imem_depth", self.imem_depth, _POW2[4:13])
         check_int("queue_depth", self.queue_depth, 2, 64)
         check_int("semaphores", self.semaphores, 1, MAX_SEMAPHORES)
         check_int("deadlock_cycles", self.deadlock_cycles, 16, 1 << 20)

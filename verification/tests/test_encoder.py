@@ -16,7 +16,7 @@ from spec.tensorcore import TensorCoreConfig
 from verification.models.encoder import encoder as reference
 
 CHIP = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"), vmem_bytes=1 << 19,
-                        imem_depth=8192)
+                        imem_depth=4096)
 """The ViT's TensorCore (sim/demo.py ``--model vit``): 16x16 bfloat16 MXU, 512 KiB VMEM."""
 TOLERANCE = 0.04
 """Bound on ``|logit - ref| / max(1, |ref|)`` against float64: bfloat16 GEMM operands (a
@@ -103,6 +103,8 @@ def _vit_params():
     (dict(config=TensorCoreConfig()), "config.mxu must be bfloat16 with float32 results"),
     (dict(config=TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"),
                                   vmath=False)), "config.vmath and config.vtrans must be True"),
+    (dict(config=CHIP.replace(semaphores=4)),
+     "config.semaphores must be at least 8 for an encoder, got 4"),
     (dict(heads=3), "heads must divide width 64 into heads of a multiple of 16 columns"),
     (dict(heads=8), "heads must divide width 64 into heads of a multiple of 16 columns"),
     (dict(seq=0), "seq must be an integer in 1..65535, got 0"),
@@ -114,6 +116,8 @@ def _vit_params():
      r"an encoder of width 64, mlp 128, 2 blocks and seq 17 \(stride 32\) needs \d+ bytes of "
      r"VMEM for 1 sequence\(s\) a tile; config.vmem_bytes is 131072"),
     (dict(config=CHIP.replace(imem_depth=1024)),
+     r"the program needs \d+ instructions; config.imem_depth is 1024"),
+    (dict(config=CHIP.replace(imem_depth=1024), group=1),
      r"the program needs \d+ instructions; config.imem_depth is 1024"),
 ])
 def test_refused(change, message):

@@ -94,6 +94,8 @@ def test_config_round_trip():
     ({"tensorcore": {"mxu": {"depth": 3}}}, "chip.tensorcore.mxu: unknown MXU parameter(s): depth"),
     ({"hbm": 5}, "chip.hbm must be a HBMConfig or a dict, got 5"),
     ({"tpu": {}}, "chip: unknown chip parameter(s): tpu"),
+    ({"tensorcore": {"imem_depth": 8192}}, "chip.tensorcore.imem_depth must be one of 16, 32, "
+     "64, 128, 256, 512, 1024, 2048, 4096, got 8192"),
 ])
 def test_chip_config_refused(params, message):
     with pytest.raises(ConfigError) as info:
