@@ -4,10 +4,10 @@ number of encoder blocks (LN -> QKV -> multi-head attention -> output projection
 Transformer's class token); docs/tensorcore.md, "Compiler: encoder".
 
 Weights and vectors stay in VMEM for the whole program; the batch streams through in tiles
-of ``group`` sequences, every activation of a tile resident in VMEM. A tile's rows are its
-sequences one after another, each padded to ``stride = ceil(seq / n) * n`` tokens (``n =
-row_bytes / 2``, the bfloat16 tile of ``vtrans``), so that every sequence's keys form whole
-``vtrans`` tiles; ``T = group * stride`` rows in all.
+of ``group`` sequences, every activation of a tile resident in VMEM, the sequences one after
+another (``T = group * seq`` rows). Only the keys are padded: each sequence's are copied to
+``stride = ceil(seq / n) * n`` rows of KT (``n = row_bytes / 2``, the bfloat16 tile of
+``vtrans``), whose padding rows stay zero, and transposed there in place.
 
 Layout. Activations are *chunk-major*, as the MLP compiler's (podium/compiler.py): chunk
 ``c`` of a ``T x F`` block holds columns ``c*L .. c*L+L-1`` (``L = row_bytes / 4`` fp32
@@ -20,7 +20,7 @@ a ``vcast f32_bf16`` in place makes each row the bfloat16 operand chunk of the n
 (podium/transformer.py) runs on them as they are.
 
 Attention. Per head, ``K_h`` (cast to bfloat16: L elements in the first half of each row)
-is transposed tile by tile with ``vtrans`` (a tile of ``n`` tokens gives ``L`` rows of ``n``
+is transposed tile by tile with ``vtrans`` (a tile of ``n`` keys gives ``L`` rows of ``n``
 keys, the rest zero); per (sequence, head) ``S = Q_h K_h^T`` (``1/sqrt(head_dim)`` folded
 into ``W_q`` and ``b_q`` before rounding), padding keys masked with -inf, softmax, cast, and
 ``O_h = P V_h``. Scores alternate between two buffers: the MXU computes ``S`` of the next
@@ -68,8 +68,8 @@ class EncoderPlan:
         self.rb = rb = cfg.row_bytes
         self.L = rb // 4
         self.n = rb // 2
-        self.stride = _roundup(seq, self.n)
-        self.T = group * self.stride
+        self.stride = _roundup(seq, self.n)             # a sequence's keys in KT
+        self.T = group * seq
         self.hd = width // heads
         self.hc = self.hd // self.L                     # chunks of a head
         self.span = self.stride // self.L               # VMEM rows of a query's scores
@@ -105,15 +105,17 @@ class EncoderPlan:
         self.v_bytes = _roundup(row * rb, cfg.beat_bytes)
         self.masked = seq < self.stride
         T, chunk = self.T, self.T * rb
+        kt = group * self.stride * rb
         sizes = {"W": self.w_bytes, "V": self.v_bytes,
                  "E": self.nd * chunk, "IN": T * self.x_stride,
                  "X": self.nd * chunk, "H": self.nd * chunk, "Y": self.nd * chunk,
-                 "QKV": 3 * self.nd * chunk, "KT": self.nd * chunk, "O": self.nd * chunk,
+                 "QKV": 3 * self.nd * chunk + self.L * rb, "KT": self.nd * kt,
+                 "O": self.nd * chunk,
                  "MH": self.nm * chunk, "GT": self.nm * chunk, "LG": self.nc * chunk,
-                 "ST": T * rb, "S0": self.stride * self.span * rb,
-                 "S1": self.stride * self.span * rb, "SS": self.stride * rb}
+                 "ST": T * rb, "S0": seq * self.span * rb, "S1": seq * self.span * rb,
+                 "SS": seq * rb}
         if self.masked:
-            sizes["MASK"] = self.stride * self.span * rb
+            sizes["MASK"] = seq * self.span * rb
         self.sizes = sizes
         self.vmem, at = {}, 0
         for name, size in sizes.items():
@@ -123,14 +125,18 @@ class EncoderPlan:
 
     def fits(self):
         """VMEM holds the buffers and the accumulator a GEMM's (T rows) and a score block's
-        (stride rows, two column tiles)."""
+        (seq rows, two column tiles)."""
         acc = self.config.mxu.acc_depth
         return (self.vmem_used <= self.config.vmem_bytes and self.T <= acc
-                and self.stride * -(-self.n // self.config.mxu.cols) <= acc)
+                and self.seq * -(-self.n // self.config.mxu.cols) <= acc)
 
     def chunk(self, buf, c, row=0):
         """VMEM address of row ``row`` of chunk ``c`` of a chunk-major buffer."""
         return self.vmem[buf] + (c * self.T + row) * self.rb
+
+    def kt(self, c, g, row=0):
+        """VMEM address of row ``row`` of sequence ``g``'s tiles in key chunk ``c`` of KT."""
+        return self.vmem["KT"] + ((c * self.G + g) * self.stride + row) * self.rb
 
     def weight(self, name, k_chunk, n_chunk):
         """VMEM address of the ``L x L`` block (k rows ``k_chunk*L ..``, columns ``n_chunk*L
@@ -172,10 +178,8 @@ def _constants(p, params):
         padded = np.zeros(chunks * p.L, np.float32)
         padded[:vec.size] = vec
         v[row * p.rb:(row + chunks) * p.rb] = padded.view(np.uint8)
-    e = np.zeros((p.nd, p.stride, p.L), np.float32)
     emb = np.asarray(params["embed_b"], np.float32)
-    for c in range(p.nd):
-        e[c, :p.seq] = emb[:, c * p.L:(c + 1) * p.L]
+    e = np.stack([emb[:, c * p.L:(c + 1) * p.L] for c in range(p.nd)])
     mask = np.zeros(p.span * p.L, np.float32)
     mask[p.seq:] = _NEG
     return w.tobytes(), v.tobytes(), e.tobytes(), mask.tobytes()
@@ -265,19 +269,21 @@ class _Code:
         self.forget()
         e.dma_shape(p.v_bytes, [], t)
         e(f"dma.load {self.li(0, self.base['V'])}, {self.li(1, p.vmem['V'])}, {sem['v']}")
-        chunk = p.stride * p.rb
+        chunk = p.seq * p.rb
         self.forget()
         e.dma_shape(chunk, [(p.nd, chunk, p.T * p.rb), (p.G, 0, chunk)], t)
         e(f"dma.load {self.li(0, self.base['E'])}, {self.li(1, p.vmem['E'])}, {sem['v']}")
         if p.masked:
             self.forget()
-            e.dma_shape(p.span * p.rb, [(p.stride, 0, p.span * p.rb)], t)
+            e.dma_shape(p.span * p.rb, [(p.seq, 0, p.span * p.rb)], t)
             e(f"dma.load {self.li(0, self.base['MASK'])}, {self.li(1, p.vmem['MASK'])}, "
               f"{sem['v']}")
         self.forget()
-        self.cfg(p.T * p.x_stride // p.rb)
-        self.vop("mul", "int32", p.vmem["IN"], p.vmem["IN"], mode="scalar")
-        self.dep("vpu", "dma")
+        self.cfg(p.sizes["KT"] // p.rb)
+        self.vop("mul", "int32", p.vmem["KT"], p.vmem["KT"], mode="scalar")
+        self.cfg(p.L)
+        tail = p.vmem["QKV"] + 3 * p.nd * p.T * p.rb
+        self.vop("mul", "int32", tail, tail, mode="scalar")
         e(f"wait mxu, {sem['w']}")
         for _ in range(3 if p.masked else 2):
             e(f"wait vpu, {sem['v']}")
@@ -289,7 +295,7 @@ class _Code:
         self.forget()
         e.tile_size(self.cnt, self.tile, p.G, p.batch, t[0])
         e.dma_shape(p.ldx, [(p.seq, p.ldx, p.x_stride),
-                            (self.cnt, p.seq * p.ldx, p.stride * p.x_stride)],
+                            (self.cnt, p.seq * p.ldx, p.seq * p.x_stride)],
                     (t[0], t[1], t[2]))
         e.affine(self.hin, self.base["IN"], [(self.tile, p.G * p.seq * p.ldx)], t[0])
         self.forget()
@@ -395,10 +401,13 @@ class _Code:
         self.dep("mxu", "vpu")
         self._bias("QKV", f"b{i}.qkv_b", 3 * p.nd)
         self._cast("QKV", 3 * p.nd)
-        self.cfg(p.T // p.n)
-        for c in range(p.nd):               # K^T of every head, tile by tile
-            src, dst = p.chunk("QKV", p.nd + c), p.chunk("KT", c)
-            e(f"vtrans bf16 {self.li(2, dst)}, {self.li(3, src)}")
+        self.cfg(p.seq)
+        for c in range(p.nd):               # each sequence's keys to whole vtrans tiles
+            for g in range(p.G):
+                self.vop("copy", "int32", p.kt(c, g), p.chunk("QKV", p.nd + c, g * p.seq))
+        self.cfg(p.G * p.stride // p.n)
+        for c in range(p.nd):               # K^T of every head, tile by tile, in place
+            e(f"vtrans bf16 {self.li(2, p.kt(c, 0))}, {self.li(3, p.kt(c, 0))}")
         self.dep("vpu", "mxu")
         self._attention()
         self.dep("mxu", "vpu")
@@ -443,23 +452,22 @@ class _Code:
     def _scores(self, k, g, h):
         p = self.p
         s = p.vmem[f"S{k % 2}"]
-        self.mxu_setup(p.stride, p.L, p.n, p.rb, p.rb, p.span * p.rb)
-        base = g * p.stride
+        self.mxu_setup(p.seq, p.L, p.n, p.rb, p.rb, p.span * p.rb)
         for tile in range(p.stride // p.n):
             for c in range(p.hc):
-                q = p.chunk("QKV", h * p.hc + c, base)
-                kt = p.chunk("KT", h * p.hc + c, base + tile * p.n)
+                q = p.chunk("QKV", h * p.hc + c, g * p.seq)
+                kt = p.kt(h * p.hc + c, g, tile * p.n)
                 self.matmul(q, kt, s + tile * 2 * p.rb, c == 0, c == p.hc - 1)
         self.dep("mxu", "vpu")
 
     def _softmax(self, k):
         p = self.p
         s = p.vmem[f"S{k % 2}"]
-        self.e.li(self.rows, p.stride)
-        self.e.li(self.vrows, p.stride * p.span)
+        self.e.li(self.rows, p.seq)
+        self.e.li(self.vrows, p.seq * p.span)
         self.ops.softmax(Block(self.rows, self.vrows, p.span, "fp32"), s, p.vmem["SS"],
                          p.vmem["MASK"] if p.masked else None)
-        self.cfg(p.stride * p.span)
+        self.cfg(p.seq * p.span)
         self.e(f"vcast f32_bf16 {self.li(2, s)}, {self.li(3, s)}")
         self.dep("vpu", "mxu")
 
@@ -467,8 +475,8 @@ class _Code:
         p = self.p
         s = p.vmem[f"S{k % 2}"]
         keys = -(-p.seq // p.L)                 # key chunks holding a real key
-        self.mxu_setup(p.stride, p.L, p.L, p.span * p.rb, p.rb, p.rb)
-        base = g * p.stride
+        self.mxu_setup(p.seq, p.L, p.L, p.span * p.rb, p.rb, p.rb)
+        base = g * p.seq
         for c in range(p.hc):
             for kc in range(keys):
                 v = p.chunk("QKV", 2 * p.nd + h * p.hc + c, base + kc * p.L)
@@ -487,7 +495,7 @@ class _Code:
         self.dep("vpu", "dma")
         self.forget()
         e.tile_size(self.cnt, self.tile, p.G, p.batch, t[0])
-        e.dma_shape(p.rb, [(p.nc, p.rb, p.T * p.rb), (self.cnt, p.ldo, p.stride * p.rb)],
+        e.dma_shape(p.rb, [(p.nc, p.rb, p.T * p.rb), (self.cnt, p.ldo, p.seq * p.rb)],
                     (t[0], t[1], t[2]))
         e.affine(self.hout, self.base["OUT"], [(self.tile, p.G * p.ldo)], t[0])
         self.forget()
