@@ -189,6 +189,7 @@ class _Code:
     """The program's assembly, phase by phase (see the module docstring)."""
 
     tile, hin, hout, cnt = "r1", "r2", "r3", "r4"       # tile index, HBM in/out, sequences
+    off, koff, sbuf = "r2", "r3", "r4"                  # in the attention: see there
     rows, vrows = "r5", "r6"                            # a Block's registers
     t = ("r7", "r8", "r9", "r10", "r11")                # scratch of this class
 
@@ -323,15 +324,33 @@ class _Code:
         self.cfg(p.nd * p.T)
         self.vop("add", "fp32", p.vmem["X"], p.vmem["X"], p.vmem["E"])
 
-    def _gemm(self, src, weight, dst, nk, nn, m=None):
+    def _gemm(self, src, weight, dst, nk, nn):
         """``dst = src @ weight`` on chunk-major buffers: ``nn`` output chunks, each
-        accumulated over ``nk`` bfloat16 input chunks."""
-        p = self.p
-        self.mxu_setup(m or p.T, p.L, p.L, p.rb, p.weights[weight][2], p.rb)
-        for n in range(nn):
-            for k in range(nk):
-                b, _ = p.weight(weight, k, n)
-                self.matmul(p.chunk(src, k), b, p.chunk(dst, n), k == 0, k == nk - 1)
+        accumulated over ``nk`` bfloat16 input chunks; a loop over the output chunks (its
+        body the ``nk`` matmuls), so the program's length does not grow with the widths."""
+        e, p = self.e, self.p
+        ra, rb, rb0, rc, rn = self.t
+        _, stride = p.weight(weight, 0, 0)
+        self.mxu_setup(p.T, p.L, p.L, p.rb, stride, p.rb)
+        self.forget()
+        e.li(rb0, p.weight(weight, 0, 0)[0])
+        e.li(rc, p.chunk(dst, 0))
+        e.li(rn, nn)
+        loop = e.label("gemm")
+        e.place(loop)
+        e.li(ra, p.chunk(src, 0))
+        e(f"addi {rb}, {rb0}, 0")
+        for k in range(nk):
+            if k:
+                e(f"addi {ra}, {ra}, {p.T * p.rb}")
+                e(f"addi {rb}, {rb}, {p.L * stride}")
+            flags = ("" if k == 0 else ", accumulate") + (", emit" if k == nk - 1 else "")
+            e(f"matmul {ra}, {rb}, {rc}, 0{flags}")
+        e(f"addi {rb0}, {rb0}, {p.L * 2}")
+        e(f"addi {rc}, {rc}, {p.T * p.rb}")
+        e(f"addi {rn}, {rn}, -1")
+        e(f"bne {rn}, r0, {loop}")
+        self.forget()
 
     def _bias(self, buf, name, chunks):
         self.cfg(self.p.T)
@@ -438,50 +457,83 @@ class _Code:
         self.vop("add", "fp32", p.vmem["X"], p.vmem["X"], p.vmem["Y"])
 
     def _attention(self):
-        """Every (sequence, head) of the tile: S = Q K^T into S0 / S1 by turns, softmax and
-        cast on the VPU, O_h = P V_h; the MXU computes the next S before this P V."""
-        p = self.p
-        pairs = [(g, h) for g in range(p.G) for h in range(p.heads)]
-        for k, pair in enumerate(pairs):
-            self._scores(k, *pair)
-            self._softmax(k)
-            if k:
-                self._pv(k - 1, *pairs[k - 1])
-        self._pv(len(pairs) - 1, *pairs[-1])
+        """Every (sequence, head) of the tile, a loop over the sequences (``off`` its first
+        row's offset, ``koff`` its keys' in KT) unrolled over the heads: S = Q K^T into the
+        score buffer ``sbuf`` (S0 and S1 by turns), softmax and cast on the VPU, then the P V
+        of the pair before, so the MXU computes the next S while the VPU works on this one."""
+        e, p = self.e, self.p
+        e.li(self.off, 0)
+        e.li(self.koff, 0)
+        e.li(self.sbuf, p.vmem["S0"])
+        loop = e.label("sequence")
+        e.place(loop)
+        self.forget()
+        for h in range(p.heads):
+            self._scores(h)
+            self._softmax()
+            first = e.label("first_pair")
+            if h == 0:
+                e(f"beq {self.off}, r0, {first}")
+            self._pv((h - 1) % p.heads, h == 0)
+            e.place(first)
+            self.forget()
+            e.toggle(self.sbuf, p.vmem["S0"], p.vmem["S1"], self.t[0])
+        e(f"addi {self.off}, {self.off}, {p.seq * p.rb}")
+        e(f"addi {self.koff}, {self.koff}, {p.stride * p.rb}")
+        e(f"bne {self.off}, {self.li(0, p.T * p.rb)}, {loop}")
+        self._pv(p.heads - 1, True)
+        self.forget()
 
-    def _scores(self, k, g, h):
-        p = self.p
-        s = p.vmem[f"S{k % 2}"]
+    def _plus(self, k, value, reg):
+        """Scratch register ``k`` = ``value + reg``."""
+        self.e.li(self.t[k], value)
+        self.e(f"add {self.t[k]}, {self.t[k]}, {reg}")
+        self.known.pop(k, None)
+        return self.t[k]
+
+    def _scores(self, h):
+        e, p = self.e, self.p
         self.mxu_setup(p.seq, p.L, p.n, p.rb, p.rb, p.span * p.rb)
         for tile in range(p.stride // p.n):
             for c in range(p.hc):
-                q = p.chunk("QKV", h * p.hc + c, g * p.seq)
-                kt = p.kt(h * p.hc + c, g, tile * p.n)
-                self.matmul(q, kt, s + tile * 2 * p.rb, c == 0, c == p.hc - 1)
+                q = self._plus(0, p.chunk("QKV", h * p.hc + c), self.off)
+                kt = self._plus(1, p.kt(h * p.hc + c, 0, tile * p.n), self.koff)
+                s = self._plus(2, tile * 2 * p.rb, self.sbuf)
+                flags = ("" if c == 0 else ", accumulate") + (", emit" if c == p.hc - 1 else "")
+                e(f"matmul {q}, {kt}, {s}, 0{flags}")
         self.dep("mxu", "vpu")
 
-    def _softmax(self, k):
+    def _softmax(self):
         p = self.p
-        s = p.vmem[f"S{k % 2}"]
         self.e.li(self.rows, p.seq)
         self.e.li(self.vrows, p.seq * p.span)
-        self.ops.softmax(Block(self.rows, self.vrows, p.span, "fp32"), s, p.vmem["SS"],
+        self.ops.softmax(Block(self.rows, self.vrows, p.span, "fp32"), self.sbuf, p.vmem["SS"],
                          p.vmem["MASK"] if p.masked else None)
         self.cfg(p.seq * p.span)
-        self.e(f"vcast f32_bf16 {self.li(2, s)}, {self.li(3, s)}")
+        self.e(f"vcast f32_bf16 {self.sbuf}, {self.sbuf}")
         self.dep("vpu", "mxu")
 
-    def _pv(self, k, g, h):
-        p = self.p
-        s = p.vmem[f"S{k % 2}"]
+    def _pv(self, h, previous):
+        """O_h = P V_h of head ``h`` of the pair before: this sequence's, or with
+        ``previous`` the sequence before's (``off - seq`` rows); its scores are in the other
+        buffer (``S0 + S1 - sbuf``)."""
+        e, p, t = self.e, self.p, self.t
         keys = -(-p.seq // p.L)                 # key chunks holding a real key
         self.mxu_setup(p.seq, p.L, p.L, p.span * p.rb, p.rb, p.rb)
-        base = g * p.seq
+        self.forget()
+        off = t[3]
+        e(f"addi {off}, {self.off}, {-p.seq * p.rb if previous else 0}")
+        e.li(t[4], p.vmem["S0"] + p.vmem["S1"])
+        e(f"sub {t[4]}, {t[4]}, {self.sbuf}")
         for c in range(p.hc):
+            o = self._plus(2, p.chunk("O", h * p.hc + c), off)
             for kc in range(keys):
-                v = p.chunk("QKV", 2 * p.nd + h * p.hc + c, base + kc * p.L)
-                self.matmul(s + kc * p.rb, v, p.chunk("O", h * p.hc + c, base), kc == 0,
-                            kc == keys - 1)
+                v = self._plus(1, p.chunk("QKV", 2 * p.nd + h * p.hc + c, kc * p.L), off)
+                e(f"addi {t[0]}, {t[4]}, {kc * p.rb}")
+                flags = ("" if kc == 0 else ", accumulate") + (", emit" if kc == keys - 1
+                                                               else "")
+                e(f"matmul {t[0]}, {v}, {o}, 0{flags}")
+        self.forget()
 
     def _head(self):
         """logits = LN(X) @ head_w + head_b; row 0 of each sequence stored."""
