@@ -91,6 +91,8 @@ class EncoderPlan:
             self.weights[name] = (at, k, stride)
             at = _roundup(at + k * stride, rb)
         self.w_bytes = _roundup(at, cfg.beat_bytes)
+        self.block_w = (self.weights["b1.qkv_w"][0] - self.weights["b0.qkv_w"][0]
+                        if blocks > 1 else 0)
         # vectors: name -> (row offset in V, chunks)
         self.vectors, row = {}, 0
         for i in range(blocks):
@@ -99,6 +101,7 @@ class EncoderPlan:
                                  ("fc1_b", self.nm), ("fc2_b", self.nd)):
                 self.vectors[f"b{i}.{name}"] = (row, chunks)
                 row += chunks
+        self.block_v = row // blocks * rb
         for name, chunks in (("ln_g", self.nd), ("ln_b", self.nd), ("head_b", self.nc)):
             self.vectors[name] = (row, chunks)
             row += chunks
@@ -190,7 +193,7 @@ class _Code:
 
     tile, hin, hout, cnt = "r1", "r2", "r3", "r4"       # tile index, HBM in/out, sequences
     off, koff, sbuf = "r2", "r3", "r4"                  # in the attention: see there
-    rows, vrows = "r5", "r6"                            # a Block's registers
+    rw, rv = "r5", "r6"                                 # block i's offset in W, in V
     t = ("r7", "r8", "r9", "r10", "r11")                # scratch of this class
 
     def __init__(self, p, base, sem, eps):
@@ -224,7 +227,7 @@ class _Code:
         self.e(f"vpu.cfg {self.li(0, count)}, {self.li(1, scalar) if scalar else 'r0'}, r0")
 
     def vop(self, op, dtype, dst, src1, src2=None, mode=None):
-        s2 = "r0" if src2 is None else self.li(4, src2)
+        s2 = "r0" if src2 is None else src2 if isinstance(src2, str) else self.li(4, src2)
         self.e(f"vop {op}.{dtype} {self.li(2, dst)}, {self.li(3, src1)}, {s2}"
                + (f", src2={mode}" if mode else ""))
 
@@ -249,8 +252,7 @@ class _Code:
         e.place("tile")
         self.forget()
         self._embed()
-        for i in range(p.blocks):
-            self._block(i)
+        self._blocks()
         self._head()
         e(f"addi {self.tile}, {self.tile}, 1")
         self.forget()
@@ -334,6 +336,8 @@ class _Code:
         self.mxu_setup(p.T, p.L, p.L, p.rb, stride, p.rb)
         self.forget()
         e.li(rb0, p.weight(weight, 0, 0)[0])
+        if weight.startswith("b0."):
+            e(f"add {rb0}, {rb0}, {self.rw}")
         e.li(rc, p.chunk(dst, 0))
         e.li(rn, nn)
         loop = e.label("gemm")
@@ -352,11 +356,24 @@ class _Code:
         e(f"bne {rn}, r0, {loop}")
         self.forget()
 
+    def vector(self, name, c=0):
+        """Chunk ``c`` of vector ``name``: an address, or in a block (``b0.`` names) a
+        scratch register holding it plus ``rv``."""
+        address = self.p.vector(name, c)
+        return self._plus(4, address, self.rv) if name.startswith("b0.") else address
+
+    def block(self, rows, span=1):
+        """A VpuOps Block of ``rows`` logical rows of ``span`` VMEM rows, its registers
+        scratch registers 3 and 4."""
+        self.li(3, rows)
+        self.li(4, rows * span)
+        return Block(self.t[3], self.t[4], span, "fp32")
+
     def _bias(self, buf, name, chunks):
         self.cfg(self.p.T)
         for c in range(chunks):
             self.vop("add", "fp32", self.p.chunk(buf, c), self.p.chunk(buf, c),
-                     self.p.vector(name, c), mode="broadcast")
+                     self.vector(name, c), mode="broadcast")
 
     def _cast(self, buf, chunks):
         self.cfg(chunks * self.p.T)
@@ -407,18 +424,33 @@ class _Code:
         self.cfg(p.T)
         for c in range(p.nd):
             h = p.chunk("H", c)
-            self.vop("mul", "fp32", h, h, p.vector(gamma, c), mode="broadcast")
-            self.vop("add", "fp32", h, h, p.vector(beta, c), mode="broadcast")
+            self.vop("mul", "fp32", h, h, self.vector(gamma, c), mode="broadcast")
+            self.vop("add", "fp32", h, h, self.vector(beta, c), mode="broadcast")
         self._cast("H", p.nd)
 
-    def _block(self, i):
+    def _blocks(self):
+        """The blocks, a loop: block ``i``'s weights and vectors lie ``i`` block strides
+        after block 0's (``rw``, ``rv``)."""
         e, p = self.e, self.p
-        e.comment(f"block {i}")
-        self._layernorm(f"b{i}.ln1_g", f"b{i}.ln1_b")
+        e.li(self.rw, 0)
+        e.li(self.rv, 0)
+        loop = e.label("block")
+        e.place(loop)
+        self.forget()
+        self._block()
+        e(f"addi {self.rw}, {self.rw}, {p.block_w}")
+        e(f"addi {self.rv}, {self.rv}, {p.block_v}")
+        self.forget()
+        e(f"bne {self.rw}, {self.li(0, p.blocks * p.block_w)}, {loop}")
+
+    def _block(self):
+        """One block, its parameters named as block 0's."""
+        e, p = self.e, self.p
+        self._layernorm("b0.ln1_g", "b0.ln1_b")
         self.dep("vpu", "mxu")
-        self._gemm("H", f"b{i}.qkv_w", "QKV", p.nd, 3 * p.nd)
+        self._gemm("H", "b0.qkv_w", "QKV", p.nd, 3 * p.nd)
         self.dep("mxu", "vpu")
-        self._bias("QKV", f"b{i}.qkv_b", 3 * p.nd)
+        self._bias("QKV", "b0.qkv_b", 3 * p.nd)
         self._cast("QKV", 3 * p.nd)
         self.cfg(p.seq)
         for c in range(p.nd):               # each sequence's keys to whole vtrans tiles
@@ -432,22 +464,20 @@ class _Code:
         self.dep("mxu", "vpu")
         self._cast("O", p.nd)
         self.dep("vpu", "mxu")
-        self._gemm("O", f"b{i}.proj_w", "Y", p.nd, p.nd)
+        self._gemm("O", "b0.proj_w", "Y", p.nd, p.nd)
         self.dep("mxu", "vpu")
-        self._residual(f"b{i}.proj_b")
-        self._layernorm(f"b{i}.ln2_g", f"b{i}.ln2_b")
+        self._residual("b0.proj_b")
+        self._layernorm("b0.ln2_g", "b0.ln2_b")
         self.dep("vpu", "mxu")
-        self._gemm("H", f"b{i}.fc1_w", "MH", p.nd, p.nm)
+        self._gemm("H", "b0.fc1_w", "MH", p.nd, p.nm)
         self.dep("mxu", "vpu")
-        self._bias("MH", f"b{i}.fc1_b", p.nm)
-        self.e.li(self.vrows, p.nm * p.T)
-        self.ops.gelu_tanh(Block(self.rows, self.vrows, 1, "fp32"), p.vmem["MH"],
-                           p.vmem["GT"])
+        self._bias("MH", "b0.fc1_b", p.nm)
+        self.ops.gelu_tanh(self.block(p.nm * p.T), p.vmem["MH"], p.vmem["GT"])
         self._cast("MH", p.nm)
         self.dep("vpu", "mxu")
-        self._gemm("MH", f"b{i}.fc2_w", "Y", p.nm, p.nd)
+        self._gemm("MH", "b0.fc2_w", "Y", p.nm, p.nd)
         self.dep("mxu", "vpu")
-        self._residual(f"b{i}.fc2_b")
+        self._residual("b0.fc2_b")
 
     def _residual(self, bias):
         """X += Y + bias."""
@@ -505,9 +535,7 @@ class _Code:
 
     def _softmax(self):
         p = self.p
-        self.e.li(self.rows, p.seq)
-        self.e.li(self.vrows, p.seq * p.span)
-        self.ops.softmax(Block(self.rows, self.vrows, p.span, "fp32"), self.sbuf, p.vmem["SS"],
+        self.ops.softmax(self.block(p.seq, p.span), self.sbuf, p.vmem["SS"],
                          p.vmem["MASK"] if p.masked else None)
         self.cfg(p.seq * p.span)
         self.e(f"vcast f32_bf16 {self.sbuf}, {self.sbuf}")

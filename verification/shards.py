@@ -76,6 +76,7 @@ COSTS = [
     ("*test_vpu.py::test_generate_lint_widest*", 0, 210),
     ("*test_transformer.py::test_rtl_matches_golden", 210, 40),
     ("*test_vmath.py::*", 40, 20),
+    ("*test_encoder.py::test_on_the_rtl", 260, 60),
     ("*test_chip.py::test_chip[[]*]", 210, 40),
     ("*test_sparsecore.py::test_sparsecore[[]hbm]", 130, 150),
     ("*test_sparsecore.py::*", 130, 20),

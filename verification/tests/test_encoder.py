@@ -141,6 +141,7 @@ def test_names():
     assert set(block_names(2)) == set(_vit_params())
 
 
+@pytest.mark.slow
 def test_on_the_rtl(seed=5):
     """The ViT's shape on the RTL chip, two tiles (the second one short), random HBM idle and
     backpressure: every logit bit-exact with the golden simulator."""
