@@ -65,11 +65,14 @@ class EncoderPlan:
         cfg = self.config = config
         self.seq, self.kin, self.D, self.heads, self.M = seq, features, width, heads, mlp
         self.blocks, self.classes, self.batch, self.G = blocks, classes, batch, group
+        self.halves = 2 if group % 2 == 0 else 1         # interleaved halves of a tile
+        self.gh = group // self.halves                  # sequences of a half
         self.rb = rb = cfg.row_bytes
         self.L = rb // 4
         self.n = rb // 2
         self.stride = _roundup(seq, self.n)             # a sequence's keys in KT
-        self.T = group * seq
+        self.T = group * seq                            # rows of a tile
+        self.Th = self.gh * seq                         # rows of a half
         self.hd = width // heads
         self.hc = self.hd // self.L                     # chunks of a head
         self.span = self.stride // self.L               # VMEM rows of a query's scores
@@ -107,18 +110,19 @@ class EncoderPlan:
             row += chunks
         self.v_bytes = _roundup(row * rb, cfg.beat_bytes)
         self.masked = seq < self.stride
-        T, chunk = self.T, self.T * rb
-        kt = group * self.stride * rb
-        sizes = {"W": self.w_bytes, "V": self.v_bytes,
-                 "E": self.nd * chunk, "IN": T * self.x_stride,
-                 "X": self.nd * chunk, "H": self.nd * chunk, "Y": self.nd * chunk,
-                 "QKV": 3 * self.nd * chunk + self.L * rb, "KT": self.nd * kt,
-                 "O": self.nd * chunk,
-                 "MH": self.nm * chunk, "GT": self.nm * chunk, "LG": self.nc * chunk,
-                 "ST": T * rb, "S0": seq * self.span * rb, "S1": seq * self.span * rb,
-                 "SS": seq * rb}
+        Th, chunk = self.Th, self.Th * rb
+        sizes = {"W": self.w_bytes, "V": self.v_bytes, "E": self.nd * chunk,
+                 "IN": self.T * self.x_stride, "LG": self.nc * self.T * rb}
         if self.masked:
             sizes["MASK"] = seq * self.span * rb
+        for k in range(self.halves):
+            sizes.update({
+                f"X{k}": self.nd * chunk, f"H{k}": self.nd * chunk, f"Y{k}": self.nd * chunk,
+                f"QKV{k}": 3 * self.nd * chunk + self.L * rb,
+                f"KT{k}": self.nd * self.gh * self.stride * rb, f"O{k}": self.nd * chunk,
+                f"MH{k}": self.nm * chunk, f"GT{k}": self.nm * chunk, f"ST{k}": Th * rb,
+                f"S0{k}": seq * self.span * rb, f"S1{k}": seq * self.span * rb,
+                f"SS{k}": seq * rb})
         self.sizes = sizes
         self.vmem, at = {}, 0
         for name, size in sizes.items():
@@ -130,16 +134,23 @@ class EncoderPlan:
         """VMEM holds the buffers and the accumulator a GEMM's (T rows) and a score block's
         (seq rows, two column tiles)."""
         acc = self.config.mxu.acc_depth
-        return (self.vmem_used <= self.config.vmem_bytes and self.T <= acc
+        return (self.vmem_used <= self.config.vmem_bytes and self.Th <= acc
                 and self.seq * -(-self.n // self.config.mxu.cols) <= acc)
 
-    def chunk(self, buf, c, row=0):
-        """VMEM address of row ``row`` of chunk ``c`` of a chunk-major buffer."""
-        return self.vmem[buf] + (c * self.T + row) * self.rb
+    def addr(self, buf, half, c=0, row=0):
+        """VMEM address of row ``row`` of chunk ``c`` of chunk-major buffer ``buf`` of tile
+        half ``half``: its own buffer, or its rows of the tile's IN and LG; E is the same
+        for both halves."""
+        if buf == "IN":
+            return self.vmem["IN"] + (half * self.Th + row) * self.x_stride
+        if buf == "LG":
+            return self.vmem["LG"] + (c * self.T + half * self.Th + row) * self.rb
+        base = self.vmem["E"] if buf == "E" else self.vmem[f"{buf}{half}"]
+        return base + (c * self.Th + row) * self.rb
 
-    def kt(self, c, g, row=0):
+    def kt(self, half, c, g, row=0):
         """VMEM address of row ``row`` of sequence ``g``'s tiles in key chunk ``c`` of KT."""
-        return self.vmem["KT"] + ((c * self.G + g) * self.stride + row) * self.rb
+        return self.vmem[f"KT{half}"] + ((c * self.gh + g) * self.stride + row) * self.rb
 
     def weight(self, name, k_chunk, n_chunk):
         """VMEM address of the ``L x L`` block (k rows ``k_chunk*L ..``, columns ``n_chunk*L
@@ -201,6 +212,11 @@ class _Code:
         self.e = _Asm()
         self.ops = VpuOps(self.e)
         self.known = {}
+        self.half = 0
+
+    def a(self, buf, c=0, row=0):
+        """VMEM address of row ``row`` of chunk ``c`` of ``buf`` of the current half."""
+        return self.p.addr(buf, self.half, c, row)
 
     # -- small idioms -----------------------------------------------------------------------
 
@@ -262,9 +278,10 @@ class _Code:
         return e.text()
 
     def _load_constants(self):
-        """Weights, vectors, the embedding bias (replicated over a tile's sequences by an
-        HBM stride of 0) and the mask, loaded once; the IN buffer zeroed (its padding rows
-        are never loaded, so padding tokens start from the embedding bias's zero rows)."""
+        """Weights, vectors, the embedding bias (replicated over a half's sequences by an
+        HBM stride of 0) and the mask, loaded once; the K^T buffers zeroed (their padding
+        keys stay zero) and the row after the last of QKV (the last value chunk's P V reads
+        a padding key's row there, whose P is 0)."""
         e, p, t, sem = self.e, self.p, self.t, self.sem
         self.forget()
         e.dma_shape(p.w_bytes, [], t)
@@ -274,7 +291,7 @@ class _Code:
         e(f"dma.load {self.li(0, self.base['V'])}, {self.li(1, p.vmem['V'])}, {sem['v']}")
         chunk = p.seq * p.rb
         self.forget()
-        e.dma_shape(chunk, [(p.nd, chunk, p.T * p.rb), (p.G, 0, chunk)], t)
+        e.dma_shape(chunk, [(p.nd, chunk, p.Th * p.rb), (p.gh, 0, chunk)], t)
         e(f"dma.load {self.li(0, self.base['E'])}, {self.li(1, p.vmem['E'])}, {sem['v']}")
         if p.masked:
             self.forget()
@@ -282,11 +299,12 @@ class _Code:
             e(f"dma.load {self.li(0, self.base['MASK'])}, {self.li(1, p.vmem['MASK'])}, "
               f"{sem['v']}")
         self.forget()
-        self.cfg(p.sizes["KT"] // p.rb)
-        self.vop("mul", "int32", p.vmem["KT"], p.vmem["KT"], mode="scalar")
-        self.cfg(p.L)
-        tail = p.vmem["QKV"] + 3 * p.nd * p.T * p.rb
-        self.vop("mul", "int32", tail, tail, mode="scalar")
+        for self.half in range(p.halves):
+            self.cfg(p.sizes[f"KT{self.half}"] // p.rb)
+            self.vop("mul", "int32", self.a("KT"), self.a("KT"), mode="scalar")
+            self.cfg(p.L)
+            tail = self.a("QKV", 3 * p.nd)
+            self.vop("mul", "int32", tail, tail, mode="scalar")
         e(f"wait mxu, {sem['w']}")
         for _ in range(3 if p.masked else 2):
             e(f"wait vpu, {sem['v']}")
@@ -309,10 +327,11 @@ class _Code:
         """X = IN @ embed_w + E (per position); then the next tile's input is fetched."""
         p = self.p
         self.e(f"wait mxu, {self.sem['dma_mxu']}")
-        self.mxu_setup(p.T, p.kin, p.L, p.x_stride, p.weights["embed_w"][2], p.rb)
-        for c in range(p.nd):
-            b, _ = p.weight("embed_w", 0, c)
-            self.matmul(p.vmem["IN"], b, p.chunk("X", c), True, True)
+        self.mxu_setup(p.Th, p.kin, p.L, p.x_stride, p.weights["embed_w"][2], p.rb)
+        for self.half in range(p.halves):
+            for c in range(p.nd):
+                b, _ = p.weight("embed_w", 0, c)
+                self.matmul(self.a("IN"), b, self.a("X", c), True, True)
         self.dep("mxu", "dma")
         e = self.e
         e(f"addi {self.tile}, {self.tile}, 1")
@@ -323,8 +342,9 @@ class _Code:
         self.forget()
         e(f"addi {self.tile}, {self.tile}, -1")
         self.dep("mxu", "vpu")
-        self.cfg(p.nd * p.T)
-        self.vop("add", "fp32", p.vmem["X"], p.vmem["X"], p.vmem["E"])
+        self.cfg(p.nd * p.Th)
+        for self.half in range(p.halves):
+            self.vop("add", "fp32", self.a("X"), self.a("X"), self.a("E"))
 
     def _gemm(self, src, weight, dst, nk, nn):
         """``dst = src @ weight`` on chunk-major buffers: ``nn`` output chunks, each
@@ -333,25 +353,25 @@ class _Code:
         e, p = self.e, self.p
         ra, rb, rb0, rc, rn = self.t
         _, stride = p.weight(weight, 0, 0)
-        self.mxu_setup(p.T, p.L, p.L, p.rb, stride, p.rb)
+        self.mxu_setup(p.Th, p.L, p.L, p.rb, stride, p.rb)
         self.forget()
         e.li(rb0, p.weight(weight, 0, 0)[0])
         if weight.startswith("b0."):
             e(f"add {rb0}, {rb0}, {self.rw}")
-        e.li(rc, p.chunk(dst, 0))
+        e.li(rc, self.a(dst))
         e.li(rn, nn)
         loop = e.label("gemm")
         e.place(loop)
-        e.li(ra, p.chunk(src, 0))
+        e.li(ra, self.a(src))
         e(f"addi {rb}, {rb0}, 0")
         for k in range(nk):
             if k:
-                e(f"addi {ra}, {ra}, {p.T * p.rb}")
+                e(f"addi {ra}, {ra}, {self.a(src, 1) - self.a(src)}")
                 e(f"addi {rb}, {rb}, {p.L * stride}")
             flags = ("" if k == 0 else ", accumulate") + (", emit" if k == nk - 1 else "")
             e(f"matmul {ra}, {rb}, {rc}, 0{flags}")
         e(f"addi {rb0}, {rb0}, {p.L * 2}")
-        e(f"addi {rc}, {rc}, {p.T * p.rb}")
+        e(f"addi {rc}, {rc}, {self.a(dst, 1) - self.a(dst)}")
         e(f"addi {rn}, {rn}, -1")
         e(f"bne {rn}, r0, {loop}")
         self.forget()
@@ -370,63 +390,81 @@ class _Code:
         return Block(self.t[3], self.t[4], span, "fp32")
 
     def _bias(self, buf, name, chunks):
-        self.cfg(self.p.T)
+        self.cfg(self.p.Th)
         for c in range(chunks):
-            self.vop("add", "fp32", self.p.chunk(buf, c), self.p.chunk(buf, c),
-                     self.vector(name, c), mode="broadcast")
+            self.vop("add", "fp32", self.a(buf, c), self.a(buf, c), self.vector(name, c),
+                     mode="broadcast")
 
     def _cast(self, buf, chunks):
-        self.cfg(chunks * self.p.T)
-        self.e(f"vcast f32_bf16 {self.li(2, self.p.vmem[buf])}, {self.li(3, self.p.vmem[buf])}")
+        self.cfg(chunks * self.p.Th)
+        self.e(f"vcast f32_bf16 {self.li(2, self.a(buf))}, {self.li(3, self.a(buf))}")
 
     def _chunk_sum(self, dst, src, chunks):
         """Row ``r`` of ``dst`` (one chunk) = the sum over the chunks of row ``r`` of
         ``src``, elementwise (chunk 0 + chunk 1 + ...)."""
         p = self.p
-        self.cfg(p.T)
+        self.cfg(p.Th)
         if chunks == 1:
-            self.vop("copy", "fp32", p.chunk(dst, 0), p.chunk(src, 0))
+            self.vop("copy", "fp32", self.a(dst, 0), self.a(src, 0))
         else:
-            self.vop("add", "fp32", p.chunk(dst, 0), p.chunk(src, 0), p.chunk(src, 1))
+            self.vop("add", "fp32", self.a(dst, 0), self.a(src, 0), self.a(src, 1))
         for c in range(2, chunks):
-            self.vop("add", "fp32", p.chunk(dst, 0), p.chunk(dst, 0), p.chunk(src, c))
+            self.vop("add", "fp32", self.a(dst, 0), self.a(dst, 0), self.a(src, c))
 
     def _per_token(self, op, dst, src, chunks):
         """``dst = src op stat`` chunk by chunk, each token's statistic (ST) over its row."""
-        p = self.p
-        self.cfg(p.T, 1)
+        self.cfg(self.p.Th, 1)
         for c in range(chunks):
-            self.vop(op, "fp32", p.chunk(dst, c), p.chunk(src, c), p.vmem["ST"], mode="stat")
+            self.vop(op, "fp32", self.a(dst, c), self.a(src, c), self.a("ST"), mode="stat")
 
     def _layernorm(self, gamma, beta):
         """H = LN(X) * gamma + beta, cast to bfloat16 in place (fp32 statistics: the sum of
         the chunks elementwise, then ``vred sum`` of that row; Y is the temporary)."""
         p, ops = self.p, self.ops
-        st = p.vmem["ST"]
+        st = self.a("ST")
         self._chunk_sum("Y", "X", p.nd)
-        self.cfg(p.T)
-        ops.vred("sum", "fp32", st, p.chunk("Y", 0), 1)
-        self.cfg(p.T, _f32(1 / p.D))
+        self.cfg(p.Th)
+        ops.vred("sum", "fp32", st, self.a("Y", 0), 1)
+        self.cfg(p.Th, _f32(1 / p.D))
         self.vop("mul", "fp32", st, st, mode="scalar")
         self._per_token("sub", "H", "X", p.nd)
-        self.cfg(p.nd * p.T)
-        self.vop("mul", "fp32", p.vmem["Y"], p.vmem["H"], p.vmem["H"])
+        self.cfg(p.nd * p.Th)
+        self.vop("mul", "fp32", self.a("Y"), self.a("H"), self.a("H"))
         self._chunk_sum("Y", "Y", p.nd)
-        self.cfg(p.T)
-        ops.vred("sum", "fp32", st, p.chunk("Y", 0), 1)
-        self.cfg(p.T, _f32(1 / p.D))
+        self.cfg(p.Th)
+        ops.vred("sum", "fp32", st, self.a("Y", 0), 1)
+        self.cfg(p.Th, _f32(1 / p.D))
         self.vop("mul", "fp32", st, st, mode="scalar")
-        self.cfg(p.T, _f32(self.eps))
+        self.cfg(p.Th, _f32(self.eps))
         self.vop("add", "fp32", st, st, mode="scalar")
-        self.cfg(p.T)
+        self.cfg(p.Th)
         self.vop("rsqrt", "fp32", st, st)
         self._per_token("mul", "H", "H", p.nd)
-        self.cfg(p.T)
+        self.cfg(p.Th)
         for c in range(p.nd):
-            h = p.chunk("H", c)
+            h = self.a("H", c)
             self.vop("mul", "fp32", h, h, self.vector(gamma, c), mode="broadcast")
             self.vop("add", "fp32", h, h, self.vector(beta, c), mode="broadcast")
         self._cast("H", p.nd)
+
+    def _interleave(self, phases):
+        """The phases of both halves (``phases(half)``: a list of (first engine, last
+        engine, emitter)), half 1 a phase behind half 0, so that while one half's work is on
+        the MXU the other's is on the VPU; a phase on another engine than its half's last
+        waits for it. Both halves start and end on the VPU."""
+        p = self.p
+        lists = [phases(h) for h in range(p.halves)]
+        last = ["vpu"] * p.halves
+        order = [(h, i - h) for i in range(len(lists[0]) + p.halves - 1)
+                 for h in range(p.halves) if 0 <= i - h < len(lists[0])]
+        for h, i in order:
+            self.half = h
+            first, end, emit = lists[h][i]
+            if first != last[h]:
+                self.dep(last[h], first)
+            emit()
+            last[h] = end
+        assert last == ["vpu"] * p.halves
 
     def _blocks(self):
         """The blocks, a loop: block ``i``'s weights and vectors lie ``i`` block strides
@@ -437,64 +475,70 @@ class _Code:
         loop = e.label("block")
         e.place(loop)
         self.forget()
-        self._block()
+        self._interleave(self._block)
         e(f"addi {self.rw}, {self.rw}, {p.block_w}")
         e(f"addi {self.rv}, {self.rv}, {p.block_v}")
         self.forget()
         e(f"bne {self.rw}, {self.li(0, p.blocks * p.block_w)}, {loop}")
 
-    def _block(self):
-        """One block, its parameters named as block 0's."""
+    def _block(self, half):
+        """The phases of one block (its parameters named as block 0's) on tile half
+        ``half``."""
+        p = self.p
+        return [
+            ("vpu", "vpu", lambda: self._layernorm("b0.ln1_g", "b0.ln1_b")),
+            ("mxu", "mxu", lambda: self._gemm("H", "b0.qkv_w", "QKV", p.nd, 3 * p.nd)),
+            ("vpu", "vpu", self._keys),
+            ("mxu", "mxu", self._attention),
+            ("vpu", "vpu", lambda: self._cast("O", p.nd)),
+            ("mxu", "mxu", lambda: self._gemm("O", "b0.proj_w", "Y", p.nd, p.nd)),
+            ("vpu", "vpu", lambda: (self._residual("b0.proj_b"),
+                                    self._layernorm("b0.ln2_g", "b0.ln2_b"))),
+            ("mxu", "mxu", lambda: self._gemm("H", "b0.fc1_w", "MH", p.nd, p.nm)),
+            ("vpu", "vpu", self._gelu),
+            ("mxu", "mxu", lambda: self._gemm("MH", "b0.fc2_w", "Y", p.nm, p.nd)),
+            ("vpu", "vpu", lambda: self._residual("b0.fc2_b")),
+        ]
+
+    def _keys(self):
+        """QKV's bias and cast; each sequence's key chunks copied to whole vtrans tiles of
+        KT and transposed there in place."""
         e, p = self.e, self.p
-        self._layernorm("b0.ln1_g", "b0.ln1_b")
-        self.dep("vpu", "mxu")
-        self._gemm("H", "b0.qkv_w", "QKV", p.nd, 3 * p.nd)
-        self.dep("mxu", "vpu")
         self._bias("QKV", "b0.qkv_b", 3 * p.nd)
         self._cast("QKV", 3 * p.nd)
         self.cfg(p.seq)
-        for c in range(p.nd):               # each sequence's keys to whole vtrans tiles
-            for g in range(p.G):
-                self.vop("copy", "int32", p.kt(c, g), p.chunk("QKV", p.nd + c, g * p.seq))
-        self.cfg(p.G * p.stride // p.n)
-        for c in range(p.nd):               # K^T of every head, tile by tile, in place
-            e(f"vtrans bf16 {self.li(2, p.kt(c, 0))}, {self.li(3, p.kt(c, 0))}")
-        self.dep("vpu", "mxu")
-        self._attention()
-        self.dep("mxu", "vpu")
-        self._cast("O", p.nd)
-        self.dep("vpu", "mxu")
-        self._gemm("O", "b0.proj_w", "Y", p.nd, p.nd)
-        self.dep("mxu", "vpu")
-        self._residual("b0.proj_b")
-        self._layernorm("b0.ln2_g", "b0.ln2_b")
-        self.dep("vpu", "mxu")
-        self._gemm("H", "b0.fc1_w", "MH", p.nd, p.nm)
-        self.dep("mxu", "vpu")
+        for c in range(p.nd):
+            for g in range(p.gh):
+                self.vop("copy", "int32", p.kt(self.half, c, g),
+                         self.a("QKV", p.nd + c, g * p.seq))
+        self.cfg(p.gh * p.stride // p.n)
+        for c in range(p.nd):
+            kt = p.kt(self.half, c, 0)
+            e(f"vtrans bf16 {self.li(2, kt)}, {self.li(3, kt)}")
+
+    def _gelu(self):
+        p = self.p
         self._bias("MH", "b0.fc1_b", p.nm)
-        self.ops.gelu_tanh(self.block(p.nm * p.T), p.vmem["MH"], p.vmem["GT"])
+        self.ops.gelu_tanh(self.block(p.nm * p.Th), self.a("MH"), self.a("GT"))
         self._cast("MH", p.nm)
-        self.dep("vpu", "mxu")
-        self._gemm("MH", "b0.fc2_w", "Y", p.nm, p.nd)
-        self.dep("mxu", "vpu")
-        self._residual("b0.fc2_b")
 
     def _residual(self, bias):
         """X += Y + bias."""
         p = self.p
         self._bias("Y", bias, p.nd)
-        self.cfg(p.nd * p.T)
-        self.vop("add", "fp32", p.vmem["X"], p.vmem["X"], p.vmem["Y"])
+        self.cfg(p.nd * p.Th)
+        self.vop("add", "fp32", self.a("X"), self.a("X"), self.a("Y"))
 
     def _attention(self):
-        """Every (sequence, head) of the tile, a loop over the sequences (``off`` its first
+        """Every (sequence, head) of the half, a loop over the sequences (``off`` its first
         row's offset, ``koff`` its keys' in KT) unrolled over the heads: S = Q K^T into the
         score buffer ``sbuf`` (S0 and S1 by turns), softmax and cast on the VPU, then the P V
         of the pair before, so the MXU computes the next S while the VPU works on this one."""
         e, p = self.e, self.p
+        s0, s1 = self.a("S0"), self.a("S1")
         e.li(self.off, 0)
         e.li(self.koff, 0)
-        e.li(self.sbuf, p.vmem["S0"])
+        e.li(self.sbuf, s0)
         loop = e.label("sequence")
         e.place(loop)
         self.forget()
@@ -507,10 +551,10 @@ class _Code:
             self._pv((h - 1) % p.heads, h == 0)
             e.place(first)
             self.forget()
-            e.toggle(self.sbuf, p.vmem["S0"], p.vmem["S1"], self.t[0])
+            e.toggle(self.sbuf, s0, s1, self.t[0])
         e(f"addi {self.off}, {self.off}, {p.seq * p.rb}")
         e(f"addi {self.koff}, {self.koff}, {p.stride * p.rb}")
-        e(f"bne {self.off}, {self.li(0, p.T * p.rb)}, {loop}")
+        e(f"bne {self.off}, {self.li(0, p.Th * p.rb)}, {loop}")
         self._pv(p.heads - 1, True)
         self.forget()
 
@@ -526,8 +570,8 @@ class _Code:
         self.mxu_setup(p.seq, p.L, p.n, p.rb, p.rb, p.span * p.rb)
         for tile in range(p.stride // p.n):
             for c in range(p.hc):
-                q = self._plus(0, p.chunk("QKV", h * p.hc + c), self.off)
-                kt = self._plus(1, p.kt(h * p.hc + c, 0, tile * p.n), self.koff)
+                q = self._plus(0, self.a("QKV", h * p.hc + c), self.off)
+                kt = self._plus(1, p.kt(self.half, h * p.hc + c, 0, tile * p.n), self.koff)
                 s = self._plus(2, tile * 2 * p.rb, self.sbuf)
                 flags = ("" if c == 0 else ", accumulate") + (", emit" if c == p.hc - 1 else "")
                 e(f"matmul {q}, {kt}, {s}, 0{flags}")
@@ -535,7 +579,7 @@ class _Code:
 
     def _softmax(self):
         p = self.p
-        self.ops.softmax(self.block(p.seq, p.span), self.sbuf, p.vmem["SS"],
+        self.ops.softmax(self.block(p.seq, p.span), self.sbuf, self.a("SS"),
                          p.vmem["MASK"] if p.masked else None)
         self.cfg(p.seq * p.span)
         self.e(f"vcast f32_bf16 {self.sbuf}, {self.sbuf}")
@@ -551,12 +595,12 @@ class _Code:
         self.forget()
         off = t[3]
         e(f"addi {off}, {self.off}, {-p.seq * p.rb if previous else 0}")
-        e.li(t[4], p.vmem["S0"] + p.vmem["S1"])
+        e.li(t[4], self.a("S0") + self.a("S1"))
         e(f"sub {t[4]}, {t[4]}, {self.sbuf}")
         for c in range(p.hc):
-            o = self._plus(2, p.chunk("O", h * p.hc + c), off)
+            o = self._plus(2, self.a("O", h * p.hc + c), off)
             for kc in range(keys):
-                v = self._plus(1, p.chunk("QKV", 2 * p.nd + h * p.hc + c, kc * p.L), off)
+                v = self._plus(1, self.a("QKV", 2 * p.nd + h * p.hc + c, kc * p.L), off)
                 e(f"addi {t[0]}, {t[4]}, {kc * p.rb}")
                 flags = ("" if kc == 0 else ", accumulate") + (", emit" if kc == keys - 1
                                                                else "")
@@ -564,14 +608,18 @@ class _Code:
         self.forget()
 
     def _head(self):
-        """logits = LN(X) @ head_w + head_b; row 0 of each sequence stored."""
+        """logits = LN(X) @ head_w + head_b per half; row 0 of each sequence stored."""
         e, p, t, sem = self.e, self.p, self.t, self.sem
-        self._layernorm("ln_g", "ln_b")
-        self.dep("vpu", "mxu")
-        e(f"wait mxu, {sem['st']}")             # the previous tile's logits are stored
-        self._gemm("H", "head_w", "LG", p.nd, p.nc)
-        self.dep("mxu", "vpu")
-        self._bias("LG", "head_b", p.nc)
+
+        def gemm():
+            if self.half == 0:
+                e(f"wait mxu, {sem['st']}")     # the previous tile's logits are stored
+            self._gemm("H", "head_w", "LG", p.nd, p.nc)
+
+        self._interleave(lambda half: [
+            ("vpu", "vpu", lambda: self._layernorm("ln_g", "ln_b")),
+            ("mxu", "mxu", gemm),
+            ("vpu", "vpu", lambda: self._bias("LG", "head_b", p.nc))])
         self.dep("vpu", "dma")
         self.forget()
         e.tile_size(self.cnt, self.tile, p.G, p.batch, t[0])
@@ -606,7 +654,8 @@ def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
     ``ln_g``, ``ln_b``, ``head_w`` (D x C), ``head_b``) on ``batch`` sequences of ``seq``
     tokens of F features: input ``X`` (batch*seq x F, bfloat16, sequence after sequence),
     output ``Y`` (batch x C, float32: the logits of each sequence's token 0). ``group``
-    sequences go through VMEM at a time (default: as many as fit)."""
+    sequences go through VMEM at a time, in two halves when it is even (default: the most
+    that fit, even, at most the batch rounded up to even)."""
     if not isinstance(config, TensorCoreConfig):
         raise CompileError(f"config must be a TensorCoreConfig, got {config!r}")
     if config.mxu.fmt != "bfloat16" or config.mxu.output != "float32":
@@ -619,6 +668,8 @@ def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
     _check_dim("seq", seq)
     _check_dim("batch", batch)
     _check_dim("heads", heads)
+    if group is not None:
+        _check_dim("group", group)
     if not isinstance(params, dict) or "embed_w" not in params:
         raise CompileError("params must be a dict of arrays holding 'embed_w'")
     ew = np.asarray(params["embed_w"])
@@ -662,24 +713,17 @@ def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
     if config.semaphores < len(_PAIRS):
         raise CompileError(f"config.semaphores must be at least {len(_PAIRS)} for an "
                            f"encoder, got {config.semaphores}")
-    fixed = group is not None
-    if not fixed:
-        group = 0
-        while group < batch and plan(group + 1).fits():
-            group += 1
-    p = plan(max(group, 1))
-    if group < 1 or not p.fits():
+    if group is None:       # two halves of as many sequences as fit, or one sequence
+        group = 1
+        while 1 < batch and group // 2 < -(-batch // 2) and plan(2 * (group // 2 + 1)).fits():
+            group = 2 * (group // 2 + 1)
+    p = plan(group)
+    if not p.fits():
         raise CompileError(f"an encoder of width {width}, mlp {mlp}, {blocks} blocks and seq "
                            f"{seq} (stride {p.stride}) needs {p.vmem_used} bytes of VMEM for "
-                           f"{max(group, 1)} sequence(s) a tile; config.vmem_bytes is "
+                           f"{group} sequence(s) a tile; config.vmem_bytes is "
                            f"{config.vmem_bytes}")
-    while True:         # the largest group whose unrolled program fits the IMEM too
-        try:
-            return _program(p, checked, eps)
-        except CompileError:
-            if fixed or p.G == 1:
-                raise
-            p = plan(p.G - 1)
+    return _program(p, checked, eps)
 
 
 def _program(p, checked, eps):
