@@ -47,7 +47,8 @@ __all__ = ["encoder", "EncoderPlan", "block_names"]
 
 _BLOCK = ("ln1_g", "ln1_b", "qkv_w", "qkv_b", "proj_w", "proj_b", "ln2_g", "ln2_b", "fc1_w",
           "fc1_b", "fc2_w", "fc2_b")
-_PAIRS = ("dma_mxu", "mxu_vpu", "vpu_mxu", "mxu_dma", "vpu_dma", "w", "v", "st")
+_SEMS = ("dma_mxu", "mxu_vpu0", "vpu_mxu0", "mxu_vpu1", "vpu_mxu1", "mxu_dma", "vpu_dma",
+         "w", "v", "st")
 _NEG = -np.inf
 
 
@@ -233,11 +234,16 @@ class _Code:
         them without :meth:`li`."""
         self.known = {}
 
+    def sem_of(self, src, dst):
+        """The semaphore from engine ``src`` to ``dst``: the MXU's and the VPU's have one per
+        tile half."""
+        pair = f"{src}_{dst}"
+        return self.sem[pair + str(self.half) if pair in ("mxu_vpu", "vpu_mxu") else pair]
+
     def dep(self, src, dst):
         """``dst`` waits for everything dispatched to ``src`` so far."""
-        s = self.sem[f"{src}_{dst}"]
-        self.e(f"signal {src}, {s}")
-        self.e(f"wait {dst}, {s}")
+        self.e(f"signal {src}, {self.sem_of(src, dst)}")
+        self.e(f"wait {dst}, {self.sem_of(src, dst)}")
 
     def cfg(self, count, scalar=0):
         self.e(f"vpu.cfg {self.li(0, count)}, {self.li(1, scalar) if scalar else 'r0'}, r0")
@@ -450,21 +456,26 @@ class _Code:
     def _interleave(self, phases):
         """The phases of both halves (``phases(half)``: a list of (first engine, last
         engine, emitter)), half 1 a phase behind half 0, so that while one half's work is on
-        the MXU the other's is on the VPU; a phase on another engine than its half's last
-        waits for it. Both halves start and end on the VPU."""
+        the MXU the other's is on the VPU. A phase whose next runs on the other engine
+        signals it as soon as it is emitted (so the signal follows only its own work in its
+        queue), and the next waits for it; each half has its own semaphores for this, so
+        the k-th wait of each pairs with its k-th signal. Both halves start and end on the
+        VPU."""
         p = self.p
         lists = [phases(h) for h in range(p.halves)]
-        last = ["vpu"] * p.halves
-        order = [(h, i - h) for i in range(len(lists[0]) + p.halves - 1)
-                 for h in range(p.halves) if 0 <= i - h < len(lists[0])]
+        n = len(lists[0])
+        order = [(h, i - h) for i in range(n + p.halves - 1)
+                 for h in range(p.halves) if 0 <= i - h < n]
         for h, i in order:
             self.half = h
             first, end, emit = lists[h][i]
-            if first != last[h]:
-                self.dep(last[h], first)
+            before = lists[h][i - 1][1] if i else "vpu"
+            if first != before:
+                self.e(f"wait {first}, {self.sem_of(before, first)}")
             emit()
-            last[h] = end
-        assert last == ["vpu"] * p.halves
+            after = lists[h][i + 1][0] if i + 1 < n else "vpu"
+            if after != end:
+                self.e(f"signal {end}, {self.sem_of(end, after)}")
 
     def _blocks(self):
         """The blocks, a loop: block ``i``'s weights and vectors lie ``i`` block strides
@@ -710,8 +721,8 @@ def encoder(config, params, *, seq, heads, batch, eps=1e-5, group=None):
         return EncoderPlan(config, seq=seq, features=features, width=width, heads=heads,
                            mlp=mlp, blocks=blocks, classes=classes, batch=batch, group=g)
 
-    if config.semaphores < len(_PAIRS):
-        raise CompileError(f"config.semaphores must be at least {len(_PAIRS)} for an "
+    if config.semaphores < len(_SEMS):
+        raise CompileError(f"config.semaphores must be at least {len(_SEMS)} for an "
                            f"encoder, got {config.semaphores}")
     if group is None:       # two halves of as many sequences as fit, or one sequence
         group = 1
@@ -737,7 +748,7 @@ def _program(p, checked, eps):
     y = Tensor(_roundup(x.address + x.nbytes, _HBM_ALIGN), (batch, classes), "float32",
                p.ldo)
     base.update(IN=x.address, OUT=y.address)
-    sem = {name: f"s{k}" for k, name in enumerate(_PAIRS)}
+    sem = {name: f"s{k}" for k, name in enumerate(_SEMS)}
     text = _Code(p, base, sem, eps).program()
     words = _assemble_checked(config, text)
     hbm = {base["W"]: w, base["V"]: v, base["E"]: e}
@@ -747,6 +758,7 @@ def _program(p, checked, eps):
                    hbm_capacity=_roundup(y.address + y.nbytes, _HBM_ALIGN), hbm=hbm,
                    inputs={"X": x}, outputs={"Y": y},
                    metadata={"kind": "encoder", "seq": p.seq, "stride": p.stride,
+                             "features": features,
                              "width": p.D, "heads": p.heads, "mlp": p.M, "blocks": p.blocks,
                              "classes": classes, "batch": batch, "group": p.G,
                              "eps": eps, "vmem": p.vmem, "assembly": text})

@@ -104,7 +104,7 @@ def _vit_params():
     (dict(config=TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"),
                                   vmath=False)), "config.vmath and config.vtrans must be True"),
     (dict(config=CHIP.replace(semaphores=4)),
-     "config.semaphores must be at least 8 for an encoder, got 4"),
+     "config.semaphores must be at least 10 for an encoder, got 4"),
     (dict(heads=3), "heads must divide width 64 into heads of a multiple of 16 columns"),
     (dict(heads=8), "heads must divide width 64 into heads of a multiple of 16 columns"),
     (dict(seq=0), "seq must be an integer in 1..65535, got 0"),
