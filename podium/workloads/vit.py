@@ -130,7 +130,7 @@ def embedding_bias(params):
 
 def gelu_tanh(z):
     c = np.sqrt(2 / np.pi).astype(z.dtype)
-    return 0.5 * z * (1 + np.tanh(c * (z + z.dtype.type(0.044715) * z ** 3)))
+    return 0.5 * z * (1 + np.tanh(c * (z + z.dtype.type(0.044715) * (z * z * z))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,7 +221,7 @@ def _backward(dlogits, cache, P, shape):
         dg = dm @ P[f"b{b}.fc2_w"].T
         z = c["z"].reshape(n * TOKENS, -1)
         k0, k1 = dtype(math.sqrt(2 / math.pi)), dtype(0.044715)
-        t = np.tanh(k0 * (z + k1 * z ** 3))
+        t = np.tanh(k0 * (z + k1 * (z * z * z)))
         dz = dg * (0.5 * (1 + t) + 0.5 * z * (1 - t * t) * k0 * (1 + 3 * k1 * z * z))
         h2 = c["h2"].reshape(-1, d)
         grads[f"b{b}.fc1_w"] = h2.T @ dz
