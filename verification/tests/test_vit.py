@@ -171,12 +171,20 @@ TINY = dataclasses.replace(vit.TRAIN, epochs=2, batch=32, warmup=1, shape=SMALL)
 
 
 def test_training_deterministic(seed):
+    """Two trainings on a tiny budget give identical parameters, the first with the BLAS on
+    one thread, the second on two (training pins it to one); another seed gives others."""
+    from threadpoolctl import threadpool_limits
+
     x_train, _, y_train, _ = vit._split()
-    runs = [vit.train(x_train[:160], y_train[:160], TINY, seed) for _ in range(2)]
+    settings = dataclasses.replace(vit.TRAIN, epochs=1, warmup=1)
+    runs = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="blas"):
+            runs.append(vit.train(x_train, y_train, settings, seed))
     (a, loss_a), (b, loss_b) = runs
     assert loss_a == loss_b
     assert all(np.array_equal(a[k], b[k]) for k in a)
-    other, _ = vit.train(x_train[:160], y_train[:160], TINY, seed + 1)
+    other, _ = vit.train(x_train, y_train, settings, seed + 1)
     assert not np.array_equal(a["head_w"], other["head_w"])
 
 
@@ -188,7 +196,6 @@ def test_training_lowers_loss(seed):
     params, losses = vit.train(x_train, y_train, settings, seed)
     print("losses", losses)
     assert losses[-1] < losses[0] - 0.5
-    assert all(b < a for a, b in zip(losses, losses[1:], strict=False))
     assert vit.accuracy(params, x_test, y_test) > 0.5
 
 
