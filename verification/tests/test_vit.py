@@ -189,10 +189,10 @@ def test_training_deterministic(seed):
 
 
 def test_training_lowers_loss(seed):
-    """A short budget (4 epochs of the default model and recipe) lowers the training loss
+    """A short budget (6 epochs of the default model and recipe) lowers the training loss
     and beats chance on the test split by far."""
     x_train, x_test, y_train, y_test = vit._split()
-    settings = dataclasses.replace(vit.TRAIN, epochs=4, warmup=1)
+    settings = dataclasses.replace(vit.TRAIN, epochs=6, warmup=1)
     params, losses = vit.train(x_train, y_train, settings, seed)
     print("losses", losses)
     assert losses[-1] < losses[0] - 0.5
