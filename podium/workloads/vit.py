@@ -16,17 +16,18 @@ per head ``softmax(Q K^T / sqrt(dim / heads)) V`` over all 17 tokens; the heads 
 fc2_b``. Logits ``LN(x[:, 0]) @ head_w + head_b``. LayerNorm eps 1e-5, GELU in its tanh form.
 
 Training (``TRAIN``): AdamW, minibatches, label-smoothed cross-entropy, random 1-pixel shifts
-of the training images, linear warmup then cosine decay, all drawn from one seeded generator,
-the BLAS on one thread, so a training is a function of its settings (and of the machine's
-BLAS kernels). The
-trained parameters are cached under build/vit/, keyed by a hash of the settings and of this
-module's source. ``python -m podium.workloads.vit`` trains (or loads) and reports.
+of the training images, linear warmup then cosine decay; the random draws come from
+generators seeded by the seed and the BLAS runs on one thread, so a training is a function of
+its settings and seed (and of the machine's BLAS kernels). The trained parameters are cached
+under build/vit/, keyed by a hash of the settings, the seed and this module's source.
+``python -m podium.workloads.vit`` trains (or loads) and reports.
 """
 
 import argparse
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -37,7 +38,7 @@ import numpy as np
 
 __all__ = ["VitShape", "TrainSettings", "TRAIN", "Vit", "TOKENS", "PATCH", "CLASSES", "EPS",
            "param_shapes", "init_params", "patches", "embedding_bias", "forward",
-           "accuracy", "loss_and_grads", "train", "load", "quantize_bf16", "forward_bf16",
+           "accuracy", "loss_and_grads", "train", "split", "load", "cache_key", "quantize_bf16", "forward_bf16",
            "gelu_tanh", "CACHE"]
 
 TOKENS = 17
@@ -347,7 +348,9 @@ def _shift(images, rng, shift):
     return pad[np.arange(n)[:, None, None], rows, cols].reshape(n, 64)
 
 
-def _split(seed=0):
+def split(seed=0):
+    """``x_train, x_test, y_train, y_test``: the digits (pixels / 16), 75/25 with
+    ``random_state=seed``, as podium/workloads/digits.py splits them."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
@@ -441,7 +444,7 @@ def cache_key(settings=TRAIN, seed=0):
 def load(seed=0, settings=TRAIN, verbose=False, cache=CACHE):
     """The ViT trained with ``settings`` from ``seed`` on the split of ``random_state=seed``:
     read from ``cache`` if this training was done before, else trained (and stored)."""
-    x_train, x_test, y_train, y_test = _split(seed)
+    x_train, x_test, y_train, y_test = split(seed)
     key = cache_key(settings, seed)
     stored, meta = Path(cache) / f"vit-{key}.npz", Path(cache) / f"vit-{key}.json"
     if stored.exists() and meta.exists():
@@ -459,20 +462,29 @@ def load(seed=0, settings=TRAIN, verbose=False, cache=CACHE):
                                x_test if verbose else None, y_test)
         seconds, cpu = time.perf_counter() - start, time.process_time() - start_cpu
         Path(cache).mkdir(parents=True, exist_ok=True)
-        tmp = stored.with_suffix(".tmp.npz")
+        tmp = stored.with_name(f"{stored.stem}.{os.getpid()}.tmp.npz")
         np.savez(tmp, **params)
         tmp.replace(stored)
-        meta.write_text(json.dumps({"train_seconds": seconds, "train_cpu_seconds": cpu,
-                                    "losses": losses,
-                                    "settings": asdict(settings), "seed": seed}) + "\n")
+        tmp = meta.with_name(f"{meta.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"train_seconds": seconds, "train_cpu_seconds": cpu,
+                                   "losses": losses,
+                                   "settings": asdict(settings), "seed": seed}) + "\n")
+        tmp.replace(meta)
     acc = accuracy(params, x_test, y_test, settings.shape)
     return Vit(params, settings.shape, x_train, x_test, y_train, y_test, acc, seconds, cpu)
+
+
+def _seed(text):
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return int(text)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m podium.workloads.vit",
                                      description="Train (or load) the digits ViT and report.")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=_seed, default=0,
+                        help="training seed and random_state of the split (default 0)")
     args = parser.parse_args(argv)
     vit = load(args.seed, verbose=True)
     bf16 = accuracy(vit.params, vit.x_test, vit.y_test, vit.shape, bf16=True)

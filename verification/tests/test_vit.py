@@ -175,7 +175,7 @@ def test_training_deterministic(seed):
     one thread, the second on two (training pins it to one); another seed gives others."""
     from threadpoolctl import threadpool_limits
 
-    x_train, _, y_train, _ = vit._split()
+    x_train, _, y_train, _ = vit.split()
     settings = dataclasses.replace(vit.TRAIN, epochs=1, warmup=1)
     runs = []
     for threads in (1, 2):
@@ -191,7 +191,7 @@ def test_training_deterministic(seed):
 def test_training_lowers_loss(seed):
     """A short budget (6 epochs of the default model and recipe) lowers the training loss
     and beats chance on the test split by far."""
-    x_train, x_test, y_train, y_test = vit._split()
+    x_train, x_test, y_train, y_test = vit.split()
     settings = dataclasses.replace(vit.TRAIN, epochs=6, warmup=1)
     params, losses = vit.train(x_train, y_train, settings, seed)
     print("losses", losses)
@@ -209,6 +209,14 @@ def test_load_caches(tmp_path, seed):
     assert second.float_accuracy == first.float_accuracy
     assert len(first.x_test) == 450 and len(first.x_train) == 1347
     assert vit.cache_key(settings) != vit.cache_key(TINY) != vit.cache_key(TINY, 1)
+
+
+def test_command_line_refuses_bad_seed(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        vit.main(["--seed", "-1"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--seed: must be a non-negative integer, got '-1'" in err
 
 
 def test_quantize_bf16(seed):
