@@ -38,8 +38,8 @@ import numpy as np
 
 __all__ = ["VitShape", "TrainSettings", "TRAIN", "Vit", "TOKENS", "PATCH", "CLASSES", "EPS",
            "param_shapes", "init_params", "patches", "embedding_bias", "forward",
-           "accuracy", "loss_and_grads", "train", "split", "load", "cache_key", "quantize_bf16", "forward_bf16",
-           "gelu_tanh", "CACHE"]
+           "accuracy", "loss_and_grads", "train", "split", "load", "cache_key",
+           "quantize_bf16", "forward_bf16", "gelu_tanh", "CACHE"]
 
 TOKENS = 17
 """Sequence length: the class token and 16 patches."""
