@@ -1,2 +1,3 @@
-"""Real workloads compiled for the TensorCore: ``digits`` (the UCI digits MLP)."""
+"""Real workloads compiled for the TensorCore: ``digits`` (the UCI digits MLP),
+``vit`` (a Vision Transformer on the same digits, trained in numpy)."""
 __all__ = []
