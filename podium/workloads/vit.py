@@ -21,6 +21,10 @@ generators seeded by the seed and the BLAS runs on one thread, so a training is 
 its settings and seed (and of the machine's BLAS kernels). The trained parameters are cached
 under build/vit/, keyed by a hash of the settings, the seed and this module's source.
 ``python -m podium.workloads.vit`` trains (or loads) and reports.
+
+On the chip: ``compile_vit`` compiles the inference of a batch of images with the encoder
+compiler (podium/encoder.py, its parameters from ``encoder_params``) for ``TENSORCORE``, the
+ViT's TensorCore (``make demo ARGS="--model vit"``).
 """
 
 import argparse
@@ -36,7 +40,12 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-__all__ = ["VitShape", "TrainSettings", "TRAIN", "Vit", "TOKENS", "PATCH", "CLASSES", "EPS",
+from spec.mxu import MXUConfig
+from spec.tensorcore import TensorCoreConfig
+
+from ..encoder import encoder
+
+__all__ = ["TENSORCORE", "encoder_params", "compile_vit", "VitShape", "TrainSettings", "TRAIN", "Vit", "TOKENS", "PATCH", "CLASSES", "EPS",
            "param_shapes", "init_params", "patches", "embedding_bias", "forward",
            "accuracy", "loss_and_grads", "train", "split", "load", "cache_key",
            "quantize_bf16", "forward_bf16", "gelu_tanh", "CACHE"]
@@ -48,6 +57,12 @@ PATCH = 4
 CLASSES = 10
 EPS = 1e-5
 """LayerNorm epsilon."""
+TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"),
+                              vmem_bytes=1 << 19, imem_depth=4096, queue_depth=64)
+"""The ViT's TensorCore (and the transformer benchmark's): a 16 x 16 bfloat16 MXU, 512 KiB
+of VMEM (the weights and six images' activations), a 4096-instruction IMEM and 64-entry
+engine queues (a GEMM's matmuls fit the MXU's queue, so the front end goes on to the other
+half's VPU work)."""
 CACHE = Path(__file__).resolve().parents[2] / "build" / "vit"
 """Where trained parameters are kept (one .npz and one .json per training)."""
 
@@ -128,6 +143,24 @@ def embedding_bias(params):
     emb = params["pos"] + params["patch_b"]
     emb[0] = params["cls"] + params["pos"][0]
     return emb
+
+
+def encoder_params(params):
+    """The encoder compiler's parameters of the ViT's: the patch embedding is its input
+    projection, the class token and the position embedding its per-position bias."""
+    out = {k: v for k, v in params.items() if k not in ("patch_w", "patch_b", "cls", "pos")}
+    out["embed_w"] = params["patch_w"]
+    out["embed_b"] = embedding_bias(params)
+    return out
+
+
+def compile_vit(config, model, images):
+    """A program classifying ``images`` (n x 64, pixels / 16) with the trained ``model`` (a
+    :class:`Vit`): its input bound into the HBM image, output ``Y`` the n x 10 fp32 logits."""
+    program = encoder(config, encoder_params(model.params), seq=TOKENS,
+                      heads=model.shape.heads, batch=len(images), eps=EPS)
+    program.bind(X=patches(images).reshape(-1, PATCH))
+    return program
 
 
 def gelu_tanh(z):
