@@ -45,7 +45,8 @@ from spec.tensorcore import TensorCoreConfig
 
 from ..encoder import encoder
 
-__all__ = ["TENSORCORE", "encoder_params", "compile_vit", "VitShape", "TrainSettings", "TRAIN", "Vit", "TOKENS", "PATCH", "CLASSES", "EPS",
+__all__ = ["TENSORCORE", "encoder_params", "compile_vit",
+           "VitShape", "TrainSettings", "TRAIN", "Vit", "TOKENS", "PATCH", "CLASSES", "EPS",
            "param_shapes", "init_params", "patches", "embedding_bias", "forward",
            "accuracy", "loss_and_grads", "train", "split", "load", "cache_key",
            "quantize_bf16", "forward_bf16", "gelu_tanh", "CACHE"]

@@ -8,7 +8,7 @@ import numpy as np
 
 from .transformer import gelu_tanh, layernorm, softmax
 
-__all__ = ["encoder"]
+__all__ = ["encoder", "random_params"]
 
 
 def encoder(params, x, *, seq, heads, eps=1e-5):
@@ -37,3 +37,25 @@ def encoder(params, x, *, seq, heads, eps=1e-5):
                 + p[f"b{i}.fc2_b"]
         out.append(layernorm(h[:1], p["ln_g"], p["ln_b"], eps) @ p["head_w"] + p["head_b"])
     return np.concatenate(out, axis=0)
+
+
+def random_params(rng, *, features, width, mlp, classes, seq, blocks):
+    """Parameters of the scale a trained model has: unit-variance layer outputs."""
+    def normal(scale, *shape):
+        return rng.normal(0, scale, shape).astype(np.float32)
+
+    p = {"embed_w": normal(0.5, features, width), "embed_b": normal(0.5, seq, width),
+         "ln_g": 1 + normal(0.1, width), "ln_b": normal(0.1, width),
+         "head_w": normal(width ** -0.5, width, classes), "head_b": normal(0.1, classes)}
+    for i in range(blocks):
+        p.update({f"b{i}.ln1_g": 1 + normal(0.1, width), f"b{i}.ln1_b": normal(0.1, width),
+                  f"b{i}.qkv_w": normal(width ** -0.5, width, 3 * width),
+                  f"b{i}.qkv_b": normal(0.1, 3 * width),
+                  f"b{i}.proj_w": normal(width ** -0.5, width, width),
+                  f"b{i}.proj_b": normal(0.1, width),
+                  f"b{i}.ln2_g": 1 + normal(0.1, width), f"b{i}.ln2_b": normal(0.1, width),
+                  f"b{i}.fc1_w": normal(width ** -0.5, width, mlp),
+                  f"b{i}.fc1_b": normal(0.1, mlp),
+                  f"b{i}.fc2_w": normal(mlp ** -0.5, mlp, width),
+                  f"b{i}.fc2_b": normal(0.1, width)})
+    return p

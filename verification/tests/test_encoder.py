@@ -14,6 +14,7 @@ from podium.runner import run
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 from verification.models.encoder import encoder as reference
+from verification.models.encoder import random_params
 
 CHIP = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"), vmem_bytes=1 << 19,
                         imem_depth=4096)
@@ -22,28 +23,6 @@ TOLERANCE = 0.04
 """Bound on ``|logit - ref| / max(1, |ref|)`` against float64: bfloat16 GEMM operands (a
 relative rounding of 2^-9 per operand) through up to three blocks; measured at most 0.016 over
 the shapes below."""
-
-
-def random_params(rng, *, features, width, mlp, classes, seq, blocks):
-    """Parameters of the scale a trained model has: unit-variance layer outputs."""
-    def normal(scale, *shape):
-        return rng.normal(0, scale, shape).astype(np.float32)
-
-    p = {"embed_w": normal(0.5, features, width), "embed_b": normal(0.5, seq, width),
-         "ln_g": 1 + normal(0.1, width), "ln_b": normal(0.1, width),
-         "head_w": normal(width ** -0.5, width, classes), "head_b": normal(0.1, classes)}
-    for i in range(blocks):
-        p.update({f"b{i}.ln1_g": 1 + normal(0.1, width), f"b{i}.ln1_b": normal(0.1, width),
-                  f"b{i}.qkv_w": normal(width ** -0.5, width, 3 * width),
-                  f"b{i}.qkv_b": normal(0.1, 3 * width),
-                  f"b{i}.proj_w": normal(width ** -0.5, width, width),
-                  f"b{i}.proj_b": normal(0.1, width),
-                  f"b{i}.ln2_g": 1 + normal(0.1, width), f"b{i}.ln2_b": normal(0.1, width),
-                  f"b{i}.fc1_w": normal(width ** -0.5, width, mlp),
-                  f"b{i}.fc1_b": normal(0.1, mlp),
-                  f"b{i}.fc2_w": normal(mlp ** -0.5, mlp, width),
-                  f"b{i}.fc2_b": normal(0.1, width)})
-    return p
 
 
 # (seq, features, width, heads, mlp, classes, blocks, batch)

@@ -255,3 +255,20 @@ def test_accuracy():
           f"trained in {model.train_seconds:.1f} s")
     assert model.float_accuracy >= 0.96
     assert bf16 >= 0.95 and abs(bf16 - model.float_accuracy) <= 0.005
+
+
+@pytest.mark.slow
+def test_on_the_golden_simulator():
+    """The trained ViT compiled for its TensorCore (podium/encoder.py) on the golden ISA
+    simulator over the whole test split: at least 95%, within 0.5 point of float64; the
+    RTL's bits are the golden simulator's (``make demo ARGS="--model vit"``,
+    test_encoder.py)."""
+    from podium.runner import run
+
+    model = vit.load()
+    program = vit.compile_vit(vit.TENSORCORE, model, model.x_test)
+    result, out = run(program)
+    assert result.status == "done", (result.error, result.error_pc)
+    accuracy = float(np.mean(np.argmax(out["Y"], axis=1) == model.y_test))
+    print(f"chip program {accuracy:.2%}  float {model.float_accuracy:.2%}")
+    assert accuracy >= 0.95 and abs(accuracy - model.float_accuracy) <= 0.005
