@@ -39,7 +39,6 @@ two (``d`` 16, 64, 256, ...), else applied in fp32 on S (one more VPU pass per s
 
 import math
 
-import ml_dtypes
 import numpy as np
 
 from spec.tensorcore import TensorCoreConfig
@@ -55,7 +54,7 @@ from .compiler import (
     _semaphores,
 )
 from .program import Program, Tensor
-from .transformer import Block, VpuOps, _bits
+from .transformer import Block, VpuOps
 
 __all__ = ["attention", "TOLERANCE", "useful_macs"]
 
