@@ -148,7 +148,8 @@ def _check_head_dim(config, d):
     n = rb // 2
     unit = math.lcm(config.axi_data_width // 16, config.mxu.rows, config.mxu.cols, rb // 4)
     if d % unit or (d > n and d % n):
-        allowed = f"a multiple of {unit} up to {n} or a multiple of {n}"
+        allowed = (f"a multiple of {unit} up to {n} or a multiple of {n}" if unit < n
+                   else f"a multiple of {unit}")
         raise CompileError(f"head_dim must be {allowed} (the AXI beat, the MXU and the "
                            f"{n}-element transpose tile of config.row_bytes {rb}), got {d}")
 

@@ -5,6 +5,8 @@ the blocks, causal and not, head_dim 16, 32, 64 and 128, several heads and batch
 also under a seeded random interleaving of the engines (bit-identical). Then a NaN in Q,
 the refusals, and the RTL chip, bit-exact with the golden simulator."""
 
+import json
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -156,3 +158,23 @@ def test_refusal_limit_is_the_limit():
     assert attention(WIDE, 64, 192).metadata["head_dim"] == 192
     with pytest.raises(CompileError, match="at most head_dim 192"):
         attention(WIDE, 64, 224)
+
+
+def test_command_line(tmp_path):
+    """``podium compile attention`` and ``podium run`` (checked against float64 within the
+    tolerance); a bad head_dim is one line naming it, exit status 2."""
+    from verification.tests.test_tools import podium
+
+    r = podium("compile", "attention", "--seq", 50, "--head-dim", 32, "--heads", 2,
+               "--causal", "-o", "a.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = podium("run", "a.json", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["within_tolerance"] is True and report["max_error"] <= TOLERANCE
+    r = podium("compile", "attention", "--seq", 50, "--head-dim", 24, "-o", "b.json",
+               cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "podium: error: head_dim must be a multiple of 16 (the AXI beat, the MXU and the "
+        "16-element transpose tile of config.row_bytes 32), got 24"]
