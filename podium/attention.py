@@ -49,7 +49,7 @@ from .compiler import (
     _Asm,
     _assemble_checked,
     _check_dim,
-    _place,
+    _layout,
     _roundup,
     _semaphores,
 )
@@ -101,8 +101,8 @@ class _Plan:
         self.fold = (d & (d - 1)) == 0 and int(math.log2(d)) % 2 == 0   # 1/sqrt(d) = 2^-k
         self.mask = causal or self.vk < bk
         sizes = {}
-        for name, size in (("Q", bq * d * 2), ("K", bk * self.dp * 2), ("V", bk * d * 2),
-                           ("S", bq * bk * 4), ("PV", bq * d * 4), ("O", bq * d * 4)):
+        for name, size in (("S", bq * bk * 4), ("K", bk * self.dp * 2), ("V", bk * d * 2),
+                           ("Q", bq * d * 2), ("PV", bq * d * 4), ("O", bq * d * 4)):
             sizes[f"{name}0"], sizes[f"{name}1"] = size, size
         if self.mask:
             sizes["MASK"] = bq * bk * 4
@@ -111,8 +111,10 @@ class _Plan:
         self.sizes = sizes
         acc = config.mxu.acc_depth
         cols = config.mxu.cols
-        self.acc_ok = bq * -(-max(d, self.n) // cols) <= acc
-        self.vmem = _place(config, sizes) if self.acc_ok else None
+        # S matmuls alternate between two accumulator ranges, P V accumulates in a third
+        self.acc_s = bq * -(-self.n // cols)
+        self.acc_ok = 2 * self.acc_s + bq * -(-d // cols) <= acc
+        self.vmem = _placement(config, sizes) if self.acc_ok else None
 
     def cost(self):
         """Cycles of the steps (each its busier engine) in a small model."""
@@ -124,6 +126,21 @@ class _Plan:
         vpu = (2 * bq * (span + log) + 9 * bq + (3 + (not self.fold)) * bq * span
                + 2 * bq * self.dspan + (bk // self.n) * self.ct * self.n + 30 * 8)
         return self.steps * (max(mxu, vpu) + _STEP_OVERHEAD)
+
+
+_FRESH = (("S0", "S1", "K0", "K1", "V0", "V1", "Q0", "O0"), ("S0", "S1", "K0", "K1", "V0", "V1"),
+          ("S0", "S1"), ())
+"""Buffers that start on a bank boundary, the first of these that fits: the two score
+buffers, then K and V, apart, so that the MXU's operand reads and the VPU's softmax seldom
+meet on a bank's read port."""
+
+
+def _placement(config, sizes):
+    for fresh in _FRESH:
+        vmem = _layout(config, sizes, fresh)
+        if vmem is not None:
+            return vmem
+    return None
 
 
 def _check_config(config):
@@ -549,7 +566,7 @@ class _Code:
         for a in range(p.bk // p.n):
             e.li(t[1], kt + a * p.ct * p.n * p.rb)
             e.li(t[2], s + a * p.n * 4)
-            e(f"matmul {self.x}, {t[1]}, {t[2]}, 0, emit")
+            e(f"matmul {self.x}, {t[1]}, {t[2]}, {(a % 2) * p.acc_s}, emit")
         e(f"signal mxu, {sem['k_empty']}")
         notlast = e.label("qkeep")
         self.skip_unless(self.f1, self.LAST, notlast)
@@ -605,7 +622,7 @@ class _Code:
             e.li(t[0], s + c * p.rb)
             e.li(t[1], v + c * p.L * p.d * 2)
             flags = (", accumulate" if c else "") + (", emit" if c == chunks - 1 else "")
-            e(f"matmul {t[0]}, {t[1]}, {t[2]}, 0{flags}")
+            e(f"matmul {t[0]}, {t[1]}, {t[2]}, {2 * p.acc_s}{flags}")
         e(f"signal mxu, {sem['v_empty']}")
         e(f"signal mxu, {sem['pv_full']}")
 
