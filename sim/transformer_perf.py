@@ -39,9 +39,11 @@ SHAPE = (32, 256)
 """Logical rows x features of every measurement (``quick``: 8 x 64)."""
 DTYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}
 ATTENTION_CHIP = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"),
-                                  vmem_bytes=1 << 19)
-"""The attention chip: 16 x 16 bfloat16 MXU, 512 KiB VMEM (verification/tests/test_attention.py
-runs on the same build)."""
+                                  vmem_bytes=1 << 19, queue_depth=64)
+"""The attention chip: 16 x 16 bfloat16 MXU, 512 KiB VMEM, 64-entry engine queues (a step
+dispatches 24 matmuls: with 8-entry queues the front end waits on the MXU's queue and the
+VPU's next softmax is dispatched late; verification/tests/test_attention.py runs on the same
+build)."""
 ATTENTION_SHAPES = [(seq, d, False) for d in (64, 128) for seq in (128, 256, 512, 1024)] + [
     (512, 64, True), (1024, 64, True)]
 """(seq, head_dim, causal) of the attention rows: one head, one batch (``quick``: 64 x 64)."""
@@ -103,6 +105,7 @@ def bench(quick=False, parts=("ops", "attention")):
                   chip={"lanes": tc.lanes, "row_bytes": tc.row_bytes,
                         "mxu": f"{tc.mxu.rows}x{tc.mxu.cols} {tc.mxu.fmt}"},
                   attention_chip={"mxu": "16x16 bfloat16", "vmem_bytes": 1 << 19,
+                                  "queue_depth": ATTENTION_CHIP.queue_depth,
                                   "lanes": ATTENTION_CHIP.lanes,
                                   "row_bytes": ATTENTION_CHIP.row_bytes},
                   anchors=ANCHORS)
@@ -177,7 +180,9 @@ def _attention(quick):
             "cycles": int(c["cycles"]), "useful_macs": macs,
             "mxu_utilization": macs / (peak * c["cycles"]),
             "mxu_busy": int(c["mxu_busy"]), "vpu_busy": int(c["vpu_busy"]),
-            "dma_busy": int(c["dma_busy"]),
+            "dma_busy": int(c["dma_busy"]), "mxu_vectors": int(c["mxu_vectors"]),
+            "mxu_starved": int(c["mxu_starved"]), "vpu_wait": int(c["vpu_wait"]),
+            "dispatch_stalls": int(c["dispatch_stalls"]),
             "bit_exact_with_golden": bool(np.array_equal(got["O"].view(np.uint32),
                                                          want["O"].view(np.uint32))),
             "max_error": err, "tolerance": attn.TOLERANCE,
@@ -250,27 +255,32 @@ def _render_attention(data):
     rows = data["tables"].get("attention") or []
     if not rows:
         return []
-    chip = data["attention_chip"]
+    chip, env = data["attention_chip"], data["environment"]
     return [
         "## Attention (FlashAttention forward)", "",
         f"Measured on "
-        f"{environment_line(data.get('environments', {}).get('attention', data['environment']))}.",
+        f"{environment_line(data.get('environments', {}).get('attention', env))}.",
         "",
         f"podium/attention.py on a {chip['mxu']} MXU chip ({chip['vmem_bytes'] // 1024} KiB "
-        f"VMEM, {chip['lanes']} VPU lanes) in Verilator, one head, Q, K, V seeded N(0, 1) "
-        "bfloat16, O float32. Cycles: the chip's cycle counter for the whole program (Q, K, V "
-        "from HBM, O back); useful MACs `2 x pairs x head_dim` (pairs: seq^2, causal seq (seq "
-        "+ 1) / 2); MXU utilization = useful MACs / (16 x 16 x cycles); busy: cycles each "
-        "engine had work. Anchors, same definition: "
+        f"VMEM, {chip['lanes']} VPU lanes, {chip['queue_depth']}-entry engine queues) in "
+        "Verilator, one head, Q, K, V seeded N(0, 1) bfloat16, O float32. Cycles: the chip's "
+        "cycle counter for the whole program (Q, K, V from HBM, O back); useful MACs `2 x "
+        "pairs x head_dim` (pairs: seq^2, causal seq (seq + 1) / 2); MXU utilization = "
+        "useful MACs / (16 x 16 x cycles); busy: cycles each engine had work; MXU vectors: "
+        "activation vectors the MXU took (x 256 MACs: the MACs computed, masked ones "
+        "included); MXU starved: cycles the MXU waited with nothing to do. Anchors, same "
+        "definition: "
         + ", ".join(f"{k} {v}" for k, v in data["anchors"].items())
         + ". error: max |O - ref| / max |V| against numpy float64.", "",
         table(["seq", "head_dim", "causal", "blocks q x kv", "cycles", "useful MACs",
-               "MXU utilization", "MXU busy", "VPU busy", "DMA busy", "bit-exact",
+               "MXU utilization", "MXU busy", "MXU vectors", "MXU starved", "VPU busy",
+               "DMA busy", "bit-exact",
                "error (tolerance)"],
               [[r["seq"], r["head_dim"], "yes" if r["causal"] else "no",
                 f"{r['q_block']} x {r['kv_block']}", f"{r['cycles']:,}",
                 f"{r['useful_macs']:,}", f"{100 * r['mxu_utilization']:.1f}%",
-                f"{r['mxu_busy'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
+                f"{r['mxu_busy'] / r['cycles']:.1%}", f"{r['mxu_vectors'] / r['cycles']:.1%}",
+                f"{r['mxu_starved'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
                 f"{r['dma_busy'] / r['cycles']:.1%}",
                 "yes" if r["bit_exact_with_golden"] else "NO",
                 f"{r['max_error']:.2g} ({r['tolerance']:.2g})"] for r in rows]), "",

@@ -19,7 +19,8 @@ from spec.tensorcore import TensorCoreConfig
 from verification.models import transformer as ref
 
 WIDE = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"), vmem_bytes=1 << 17)
-CHIP = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"), vmem_bytes=1 << 19)
+CHIP = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"), vmem_bytes=1 << 19,
+                        queue_depth=64)
 """The RTL chip of the test and of ``make bench transformer`` (one build for both)."""
 
 
