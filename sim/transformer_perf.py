@@ -96,6 +96,8 @@ def bench(quick=False, parts=("ops", "attention")):
     tables = {"ops": old.get("tables", {}).get("ops", []),
               "attention": old.get("tables", {}).get("attention", [])}
     envs = dict(old.get("environments", {}))
+    if old and "environments" not in old:       # a JSON from before the parts: ops only
+        envs["ops"] = old["environment"]
     for part in parts:
         tables[part] = _ops(quick) if part == "ops" else _attention(quick)
         envs[part] = environment()
