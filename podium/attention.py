@@ -117,7 +117,8 @@ class _Plan:
         self.vmem = _placement(config, sizes) if self.acc_ok else None
 
     def cost(self):
-        """Cycles of the steps (each its busier engine) in a small model."""
+        """Cycles of the steps (each its busier engine) and of the pipeline's fill and
+        drain, in a small model."""
         rows, cols, lanes = self.config.mxu.rows, self.config.mxu.cols, self.config.lanes
         bq, bk, d, span = self.bq, self.bk, self.d, self.span
         mxu = (math.ceil(d / rows) * math.ceil(self.n / cols) * bq * (bk // self.n)
@@ -125,7 +126,9 @@ class _Plan:
         log = int(math.log2(lanes))
         vpu = (2 * bq * (span + log) + 9 * bq + (3 + (not self.fold)) * bq * span
                + 2 * bq * self.dspan + (bk // self.n) * self.ct * self.n + 30 * 8)
-        return self.steps * (max(mxu, vpu) + _STEP_OVERHEAD)
+        # the pipeline's fill and drain: the first S and the last softmax and P V overlap
+        # nothing
+        return self.steps * (max(mxu, vpu) + _STEP_OVERHEAD) + mxu + vpu
 
 
 _FRESH = (("S0", "S1", "K0", "K1", "V0", "V1", "Q0", "O0"), ("S0", "S1", "K0", "K1", "V0", "V1"),
