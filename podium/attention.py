@@ -69,6 +69,7 @@ _SEMS = ("mask_full", "k_full", "kt_full", "k_empty", "q_full", "q_empty", "v_fu
          "v_empty", "s_full", "p_full", "pv_full", "pv_empty", "o_full", "o_empty")
 _CAND_BQ = (16, 32, 64, 128, 256)
 _CAND_BK = (32, 64, 128, 256, 512)
+_DMA_BYTES_PER_CYCLE = 20
 _STEP_OVERHEAD = 300
 """Cycles a step costs beyond its busiest engine in the tiling's cost model (instruction
 latencies, semaphores): the cost favours fewer, larger steps."""
@@ -117,8 +118,8 @@ class _Plan:
         self.vmem = _placement(config, sizes) if self.acc_ok else None
 
     def cost(self):
-        """Cycles of the steps (each its busier engine) and of the pipeline's fill and
-        drain, in a small model."""
+        """Cycles of the steps (each its busiest engine: MXU, VPU or DMA) and of the
+        pipeline's fill and drain, in a small model."""
         rows, cols, lanes = self.config.mxu.rows, self.config.mxu.cols, self.config.lanes
         bq, bk, d, span = self.bq, self.bk, self.d, self.span
         mxu = (math.ceil(d / rows) * math.ceil(self.n / cols) * bq * (bk // self.n)
@@ -126,9 +127,15 @@ class _Plan:
         log = int(math.log2(lanes))
         vpu = (2 * bq * (span + log) + 9 * bq + (3 + (not self.fold)) * bq * span
                + 2 * bq * self.dspan + (bk // self.n) * self.ct * self.n + 30 * 8)
+        # K and V each step, Q and O once a Q block, at the rate the DMA reached on the RTL
+        # beside the MXU and VPU (about 20 of the HBM's 32 bytes a cycle); the DMA's VMEM
+        # writes also take bank ports from the engines (dma / 16)
+        per_q = self.steps_per_head / self.nq
+        dma = (bk * d * 4 + bq * d * 6 / per_q) / _DMA_BYTES_PER_CYCLE
         # the pipeline's fill and drain: the first S and the last softmax and P V overlap
         # nothing
-        return self.steps * (max(mxu, vpu) + _STEP_OVERHEAD) + mxu + vpu
+        return (self.steps * (max(mxu, vpu, dma) + _STEP_OVERHEAD + dma / 16)
+                + mxu + vpu)
 
 
 _FRESH = (("S0", "S1", "K0", "K1", "V0", "V1", "Q0", "O0"), ("S0", "S1", "K0", "K1", "V0", "V1"),
