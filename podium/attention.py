@@ -192,7 +192,7 @@ def _choose(config, seq, d, bh, causal, kv_block, q_block):
                 continue
             if kv_block is None and bk > max(n, _roundup(seq, n)):
                 continue
-            if q_block is None and bq > max(16, _roundup(seq, 16)):
+            if q_block is None and bq > max(n if causal else 16, _roundup(seq, 16)):
                 continue
             plan = _Plan(config, seq, d, bh, causal, bq, bk)
             if plan.vmem is None:

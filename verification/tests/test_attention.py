@@ -179,3 +179,19 @@ def test_command_line(tmp_path):
     assert r.stderr.strip().splitlines() == [
         "podium: error: head_dim must be a multiple of 16 (the AXI beat, the MXU and the "
         "16-element transpose tile of config.row_bytes 32), got 24"]
+
+
+@pytest.mark.parametrize("config, seq, d, heads, batch, causal", [
+    (TensorCoreConfig(mxu=MXUConfig(fmt="bfloat16")), 50, 32, 2, 1, True),   # 8 x 8, 32-byte rows
+    (TensorCoreConfig(mxu=MXUConfig(fmt="bfloat16")), 40, 16, 1, 1, False),
+    (WIDE, 1, 64, 3, 2, True),                  # one query: every block is padding but one row
+    (WIDE, 1, 16, 1, 1, False),
+], ids=["8x8-causal", "8x8", "seq1-causal", "seq1"])
+def test_small_shapes_and_configs(config, seq, d, heads, batch, causal, seed):
+    """The default TensorCore with a bfloat16 MXU (16-element transpose tiles) and a
+    sequence of one: within the tolerance, also under a random interleaving."""
+    program = attention(config, seq, d, heads, batch, causal)
+    x = inputs(seq, d, heads * batch, np.random.default_rng(seed))
+    result, out = run(program, x, seed=seed)
+    assert result.status == "done", (result.error, result.error_pc)
+    assert error(out["O"], x, seq, heads * batch, causal) <= TOLERANCE
