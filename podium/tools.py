@@ -8,6 +8,8 @@ command line.
     podium compile digits [--dtype int8|bfloat16] -o digits.json
     podium compile softmax|layernorm|rmsnorm|gelu|silu|add --rows 64 --features 200
                    [--dtype float32|bfloat16] [--form tanh|erf] -o op.json
+    podium compile attention --seq 128 --head-dim 64 [--heads 1] [--batch 1] [--causal]
+                   [--kv-block 64] [--q-block 64] -o attn.json
     podium run gemm.json [--sim golden] [--seed S] [--json]
     podium run gemm.json --input A=a.npy --input B=b.npy --outputs build/out   (C.npy)
     podium run prog.s | prog.hex [--config tc.json]
@@ -22,7 +24,8 @@ any numeric array, rounded to the input's format), fills those not given with se
 values, writes every output to ``<dir>/<name>.npy`` with ``--outputs`` (bfloat16 and fp8 as
 float32, exactly), and checks what it can: a GEMM against numpy / the MXU golden model, the
 digits program against its numpy inference and labels, a transformer operation against its
-float64 reference and documented tolerance.
+float64 reference and documented tolerance, attention against its float64 reference (the
+bound ``max |O - ref| <= tolerance * max |V|`` per head).
 """
 
 import json
@@ -46,9 +49,12 @@ from spec.files import (
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 from verification.models.transformer import REFERENCES
+from verification.models.transformer import attention as attention_reference
 
 from . import transformer
 from .asm import AsmError, assemble, disassemble
+from .attention import TOLERANCE as ATTENTION_TOLERANCE
+from .attention import attention
 from .compiler import gemm, gemm_reference, mlp, result_bits
 from .program import DTYPES, Program
 from .runner import BACKENDS, LIMITS, run
@@ -65,9 +71,9 @@ def add_parsers(sub):
     d = sub.add_parser("disasm", help="disassemble hex words or a program file")
     d.add_argument("source", help="hex words (one a line), a program .json or assembly .s")
     d.set_defaults(func=_disasm)
-    c = sub.add_parser("compile", help="compile a GEMM, an MLP, the digits workload or a "
-                       "transformer operation")
-    c.add_argument("what", choices=("gemm", "mlp", "digits", *_TRANSFORMER))
+    c = sub.add_parser("compile", help="compile a GEMM, an MLP, the digits workload, a "
+                       "transformer operation or attention")
+    c.add_argument("what", choices=("gemm", "mlp", "digits", *_TRANSFORMER, "attention"))
     c.add_argument("--config", help="TensorCoreConfig parameters: a JSON file or inline JSON "
                    "(default: the default TensorCore, its MXU in --dtype)")
     c.add_argument("--m", type=int, help="GEMM rows of A and C (default: none; gemm needs it)")
@@ -76,7 +82,16 @@ def add_parsers(sub):
                    "it)")
     c.add_argument("--layers", help="MLP widths, such as 64,32,10 (default: none; mlp needs "
                    "it)")
-    c.add_argument("--batch", type=int, default=64, help="MLP batch rows")
+    c.add_argument("--batch", type=int, help="MLP batch rows (default 64); attention: "
+                   "batches (default 1)")
+    c.add_argument("--seq", type=int, help="attention: sequence length (default: none; it "
+                   "needs it)")
+    c.add_argument("--head-dim", type=int, help="attention: head dimension (default: none; "
+                   "it needs it)")
+    c.add_argument("--heads", type=int, default=1, help="attention: heads")
+    c.add_argument("--causal", action="store_true", help="attention: causal mask")
+    c.add_argument("--kv-block", type=int, help="attention: K/V block rows (default: chosen)")
+    c.add_argument("--q-block", type=int, help="attention: Q block rows (default: chosen)")
     c.add_argument("--activation", default="relu", help="MLP hidden activation")
     c.add_argument("--dtype", choices=("int8", "bfloat16", "float32"),
                    help="digits and mlp: model format (int8, bfloat16); gemm: must match the "
@@ -228,6 +243,14 @@ def _compile(args):
         config = _config(args.config, args.dtype if args.what != "gemm" else None)
     if args.what == "transformer":
         pass
+    elif args.what == "attention":
+        missing = [f"--{d}" for d in ("seq", "head-dim")
+                   if getattr(args, d.replace("-", "_")) is None]
+        if missing:
+            raise ValueError(f"compile attention needs {', '.join(missing)}")
+        program = attention(_config(args.config, "bfloat16"), args.seq, args.head_dim,
+                            args.heads, 1 if args.batch is None else args.batch, args.causal,
+                            args.kv_block, args.q_block)
     elif args.what == "gemm":
         missing = [f"--{d}" for d in ("m", "k", "n") if getattr(args, d) is None]
         if missing:
@@ -238,13 +261,15 @@ def _compile(args):
             raise ValueError("compile mlp needs --layers, such as 64,32,10")
         widths = [int(w) for w in args.layers.split(",")]
         layers, requant = _random_mlp(config, widths, args.seed)
-        program = mlp(config, layers, args.batch, args.activation, requant)
+        program = mlp(config, layers, 64 if args.batch is None else args.batch,
+                      args.activation, requant)
     else:
         from .workloads.digits import compile_digits, load
         program = compile_digits(config, load(args.seed), args.dtype or "int8")
     program.save(args.out)
     meta = {k: v for k, v in program.metadata.items() if k in ("tiling", "grid", "tm",
-                                                                 "span")}
+                                                                 "span", "q_block",
+                                                                 "kv_block", "steps")}
     print(f"{args.out}: {len(program.words)} instructions, {program.metadata['kind']}"
           f"{' ' + json.dumps(meta) if meta else ''}")
     return 0
@@ -323,6 +348,18 @@ def _checks(program, inputs, outputs):
         err = float(np.max(np.abs(y - expect) / np.maximum(1, np.abs(expect)), initial=0))
         bound = transformer.TOLERANCE[op][meta["dtype"] == "bfloat16"]
         return {"max_error": err, "tolerance": bound, "within_tolerance": err <= bound}
+    if meta.get("kind") == "attention":
+        seq, worst = meta["seq"], 0.0
+        for h in range(meta["heads"] * meta["batch"]):
+            rows = slice(h * seq, (h + 1) * seq)
+            expect = attention_reference(inputs["Q"][rows], inputs["K"][rows],
+                                         inputs["V"][rows], meta["causal"])
+            scale = max(float(np.max(np.abs(inputs["V"][rows].astype(np.float64)))), 2.0**-126)
+            diff = np.abs(outputs["O"][rows].astype(np.float64) - expect)
+            diff[np.isnan(diff) & ~np.isnan(expect)] = np.inf      # a NaN the reference lacks
+            worst = max(worst, float(np.nanmax(diff, initial=0)) / scale)
+        return {"max_error": worst, "tolerance": ATTENTION_TOLERANCE,
+                "within_tolerance": worst <= ATTENTION_TOLERANCE}
     if meta.get("workload") == "digits":
         classes = np.argmax(outputs["Y"], axis=1)
         labels = np.array(meta["labels"])

@@ -2,10 +2,16 @@
 LayerNorm, RMSNorm, GELU tanh / erf, SiLU, residual add; fp32 and bfloat16) on the RTL chip in
 Verilator: cycles and the VPU's busy cycles per logical row, beside the VPU passes the
 documented pass counts give (docs/tensorcore.md, "VPU hardware"; podium/transformer.py
-``vpu_passes``). The per-operation VPU rates the performance model is to read. Writes
-docs/results/transformer.{json,md}.
+``vpu_passes``). The per-operation VPU rates the performance model is to read. Then
+FlashAttention (podium/attention.py) on a 16 x 16 bfloat16 chip: exact cycles, useful MACs,
+MXU utilization (useful MACs / (rows x cols x cycles)) and the engines' busy counters, the
+``attention`` table of the JSON (docs/tensorcore.md, "Compiler: attention"). Writes
+docs/results/transformer.{json,md} and transformer_attention.png.
 
-Attention and the encoder block are not here yet: the chip has no transpose for ``K^T``.
+    python -m sim.transformer_perf [ops] [attention] [--quick]
+
+runs the parts named (default both); a part not run keeps its table from the JSON already
+in docs/results (its rows say when they were measured: ``environment``).
 """
 
 import math
@@ -14,22 +20,34 @@ import time
 import ml_dtypes
 import numpy as np
 
+from podium import attention as attn
 from podium import transformer as tf
 from podium.runner import run
+from podium.workloads import vit
 from spec.chip import ChipConfig
 from spec.tensorcore import TensorCoreConfig
 from verification.models import transformer as ref
 
 from . import programs  # noqa: F401  (registers the verilator backend)
-from .measure import environment, environment_line, table, write_results
+from .measure import environment, environment_line, results_directory, table, write_results, wrote
 from .progress import stage
 
-__all__ = ["bench", "render", "SEED"]
+__all__ = ["bench", "render", "SEED", "ATTENTION_CHIP", "ATTENTION_SHAPES"]
 
 SEED = 36
 SHAPE = (32, 256)
 """Logical rows x features of every measurement (``quick``: 8 x 64)."""
 DTYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}
+ATTENTION_CHIP = vit.TENSORCORE
+"""The attention and encoder chip, the ViT's: 16 x 16 bfloat16 MXU, 512 KiB VMEM, 64-entry
+engine queues (an attention step dispatches 24 matmuls: with 8-entry queues the front end
+waits on the MXU's queue and the VPU's next softmax is dispatched late; the same for an
+encoder's GEMM); verification/tests/test_attention.py and test_encoder.py run on the same
+build."""
+ATTENTION_SHAPES = [(seq, d, False) for d in (64, 128) for seq in (128, 256, 512, 1024)] + [
+    (512, 64, True), (1024, 64, True)]
+"""(seq, head_dim, causal) of the attention rows: one head, one batch (``quick``: 64 x 64)."""
+ANCHORS = {"FlashAttention-2, A100, forward": "50-73%", "FlashAttention-3, H100, forward": "~75%"}
 
 
 def _inputs(op, rows, features, dtype, rng):
@@ -65,8 +83,40 @@ def _passes(op, features, dtype, lanes, row_bytes):
     return elementwise * span * halves + stat + reductions * red
 
 
-def bench(quick=False):
-    """Every operation and type on the default chip; writes docs/results/transformer.*."""
+def bench(quick=False, parts=("ops", "attention")):
+    """The parts named (``ops``: every operation and type on the default chip; ``attention``:
+    the attention rows); writes docs/results/transformer.*, a part not run keeping its table
+    (and environment) from the JSON already there."""
+    old = {}
+    path = results_directory(quick) / "transformer.json"
+    if path.exists():
+        import json
+
+        old = json.loads(path.read_text())
+    tables = {"ops": old.get("tables", {}).get("ops", []),
+              "attention": old.get("tables", {}).get("attention", [])}
+    envs = dict(old.get("environments", {}))
+    if old and "environments" not in old:       # a JSON from before the parts: ops only
+        envs["ops"] = old["environment"]
+    for part in parts:
+        tables[part] = _ops(quick) if part == "ops" else _attention(quick)
+        envs[part] = environment()
+    tc = TensorCoreConfig()
+    write_results("transformer", tables, environment(), render, quick, seed=SEED,
+                  environments=envs,
+                  chip={"lanes": tc.lanes, "row_bytes": tc.row_bytes,
+                        "mxu": f"{tc.mxu.rows}x{tc.mxu.cols} {tc.mxu.fmt}"},
+                  attention_chip={"mxu": "16x16 bfloat16", "vmem_bytes": 1 << 19,
+                                  "queue_depth": ATTENTION_CHIP.queue_depth,
+                                  "lanes": ATTENTION_CHIP.lanes,
+                                  "row_bytes": ATTENTION_CHIP.row_bytes},
+                  anchors=ANCHORS)
+    if tables["attention"]:
+        _plot(tables["attention"], results_directory(quick) / "transformer_attention.png")
+    return tables
+
+
+def _ops(quick):
     rows, features = (8, 64) if quick else SHAPE
     tc = TensorCoreConfig()
     chip = ChipConfig(tensorcore=tc)
@@ -98,10 +148,78 @@ def bench(quick=False):
                 "max_error": err, "tolerance": tf.TOLERANCE[op][dtype == "bfloat16"],
                 "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
             })
-    write_results("transformer", {"ops": out_rows}, environment(), render, quick,
-                  seed=SEED, chip={"lanes": tc.lanes, "row_bytes": tc.row_bytes,
-                                   "mxu": f"{tc.mxu.rows}x{tc.mxu.cols} {tc.mxu.fmt}"})
     return out_rows
+
+
+def _attention(quick):
+    """Each shape of :data:`ATTENTION_SHAPES` on the attention chip: the RTL's counters, the
+    golden simulator's output (bit-exact?) and the float64 reference's (error)."""
+    chip = ChipConfig(tensorcore=ATTENTION_CHIP)
+    rows = []
+    for seq, d, causal in ([(64, 64, False)] if quick else ATTENTION_SHAPES):
+        program = attn.attention(ATTENTION_CHIP, seq, d, causal=causal)
+        rng = np.random.default_rng(SEED)
+        x = {n: rng.standard_normal((seq, d)).astype(ml_dtypes.bfloat16) for n in "QKV"}
+        stage(f"attention: seq {seq} head_dim {d}{' causal' if causal else ''} on the RTL "
+              f"chip")
+        golden, want = run(program, x)
+        start = time.perf_counter()
+        result, got = run(program, x, sim="verilator", chip=chip, max_steps=20_000_000)
+        wall = time.perf_counter() - start
+        if result.status != "done":
+            raise RuntimeError(f"attention {seq} x {d}: the RTL stopped with "
+                               f"{result.error.name}")
+        c = result.counters
+        expect = ref.attention(x["Q"], x["K"], x["V"], causal)
+        err = float(np.max(np.abs(got["O"] - expect))
+                    / np.max(np.abs(x["V"].astype(np.float64))))
+        macs = program.metadata["useful_macs"]
+        peak = ATTENTION_CHIP.mxu.rows * ATTENTION_CHIP.mxu.cols
+        rows.append({
+            "seq": seq, "head_dim": d, "heads": 1, "batch": 1, "causal": causal,
+            "q_block": program.metadata["q_block"], "kv_block": program.metadata["kv_block"],
+            "steps": program.metadata["steps"], "scale": program.metadata["scale"],
+            "cycles": int(c["cycles"]), "useful_macs": macs,
+            "mxu_utilization": macs / (peak * c["cycles"]),
+            "mxu_busy": int(c["mxu_busy"]), "vpu_busy": int(c["vpu_busy"]),
+            "dma_busy": int(c["dma_busy"]), "mxu_vectors": int(c["mxu_vectors"]),
+            "mxu_starved": int(c["mxu_starved"]), "vpu_wait": int(c["vpu_wait"]),
+            "dispatch_stalls": int(c["dispatch_stalls"]),
+            "bit_exact_with_golden": bool(np.array_equal(got["O"].view(np.uint32),
+                                                         want["O"].view(np.uint32))),
+            "max_error": err, "tolerance": attn.TOLERANCE,
+            "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
+        })
+    return rows
+
+
+def _plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for d in sorted({r["head_dim"] for r in rows}):
+        for causal in (False, True):
+            pts = sorted((r["seq"], r["mxu_utilization"]) for r in rows
+                         if r["head_dim"] == d and r["causal"] == causal)
+            if pts:
+                ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o",
+                        label=f"head_dim {d}{', causal' if causal else ''}")
+    ax.axhspan(50, 73, color="grey", alpha=0.15, label="FlashAttention-2 on A100 (fwd)")
+    ax.axhline(75, color="grey", ls="--", lw=1, label="FlashAttention-3 on H100 (fwd)")
+    ax.axhline(80, color="red", ls=":", lw=1, label="target 80%")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("MXU utilization (%)")
+    ax.set_title("FlashAttention forward, 16 x 16 bfloat16 MXU (RTL)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    wrote(path)
+    plt.close(fig)
 
 
 def render(data):
@@ -110,7 +228,9 @@ def render(data):
     chip = data["chip"]
     return "\n".join([
         "# Transformer operations on the RTL chip", "",
-        f"Measured by `make bench` on {environment_line(data['environment'])}.", "",
+        f"Measured by `make bench` on "
+        f"{environment_line(data.get('environments', {}).get('ops', data['environment']))}.",
+        "",
         f"Each operation of podium/transformer.py on the default chip ({chip['mxu']} MXU, "
         f"{chip['lanes']} VPU lanes, {chip['row_bytes']}-byte VMEM rows, HBM through the "
         f"golden device model) in Verilator, on seeded (seed {data['seed']}) N(0, 3^2) data: "
@@ -129,4 +249,55 @@ def render(data):
                 f"{r['vpu_busy']:,}", f"{r['vpu_passes_documented']:,}",
                 f"{r['vpu_busy'] / r['vpu_passes_documented']:.2f}",
                 "yes" if r["bit_exact_with_golden"] else "NO",
-                f"{r['max_error']:.2g} ({r['tolerance']:g})"] for r in rows]), ""])
+                f"{r['max_error']:.2g} ({r['tolerance']:g})"] for r in rows]), "",
+        *_render_attention(data)])
+
+
+def _render_attention(data):
+    rows = data["tables"].get("attention") or []
+    if not rows:
+        return []
+    chip, env = data["attention_chip"], data["environment"]
+    return [
+        "## Attention (FlashAttention forward)", "",
+        f"Measured on "
+        f"{environment_line(data.get('environments', {}).get('attention', env))}.",
+        "",
+        f"podium/attention.py on a {chip['mxu']} MXU chip ({chip['vmem_bytes'] // 1024} KiB "
+        f"VMEM, {chip['lanes']} VPU lanes, {chip['queue_depth']}-entry engine queues) in "
+        "Verilator, one head, Q, K, V seeded N(0, 1) bfloat16, O float32. Cycles: the chip's "
+        "cycle counter for the whole program (Q, K, V from HBM, O back); useful MACs `2 x "
+        "pairs x head_dim` (pairs: seq^2, causal seq (seq + 1) / 2); MXU utilization = "
+        "useful MACs / (16 x 16 x cycles); busy: cycles each engine had work; MXU vectors: "
+        "activation vectors the MXU took (x 256 MACs: the MACs computed, masked ones "
+        "included); MXU starved: cycles the MXU waited with nothing to do. Anchors, same "
+        "definition: "
+        + ", ".join(f"{k} {v}" for k, v in data["anchors"].items())
+        + ". error: max |O - ref| / max |V| against numpy float64.", "",
+        table(["seq", "head_dim", "causal", "blocks q x kv", "cycles", "useful MACs",
+               "MXU utilization", "MXU busy", "MXU vectors", "MXU starved", "VPU busy",
+               "DMA busy", "bit-exact",
+               "error (tolerance)"],
+              [[r["seq"], r["head_dim"], "yes" if r["causal"] else "no",
+                f"{r['q_block']} x {r['kv_block']}", f"{r['cycles']:,}",
+                f"{r['useful_macs']:,}", f"{100 * r['mxu_utilization']:.1f}%",
+                f"{r['mxu_busy'] / r['cycles']:.1%}", f"{r['mxu_vectors'] / r['cycles']:.1%}",
+                f"{r['mxu_starved'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
+                f"{r['dma_busy'] / r['cycles']:.1%}",
+                "yes" if r["bit_exact_with_golden"] else "NO",
+                f"{r['max_error']:.2g} ({r['tolerance']:.2g})"] for r in rows]), "",
+        "![MXU utilization vs sequence](transformer_attention.png)", ""]
+
+
+def main(argv=None):
+    import argparse
+
+    p = argparse.ArgumentParser(description="the transformer benchmark's parts")
+    p.add_argument("parts", nargs="*", choices=[[], "ops", "attention"], default=[])
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    bench(args.quick, tuple(args.parts) or ("ops", "attention"))
+
+
+if __name__ == "__main__":
+    main()

@@ -75,8 +75,8 @@ COSTS = [
     ("*test_mxu.py::test_generate_lint_limits[[]*]", 0, 90),
     ("*test_vpu.py::test_generate_lint_widest*", 0, 210),
     ("*test_transformer.py::test_rtl_matches_golden", 210, 40),
+    ("vit-tensorcore", 330, 40),
     ("*test_vmath.py::*", 40, 20),
-    ("*test_encoder.py::test_on_the_rtl", 260, 60),
     ("*test_chip.py::test_chip[[]*]", 210, 40),
     ("*test_sparsecore.py::test_sparsecore[[]hbm]", 130, 150),
     ("*test_sparsecore.py::*", 130, 20),
@@ -88,15 +88,22 @@ COSTS = [
 
 ONE_BUILD = ["*test_transformer.py::test_rtl_matches_golden"]
 """Test functions whose items, whatever their parameters, run on one build."""
+SHARED_BUILDS = {"*test_attention.py::test_rtl_matches_golden": "vit-tensorcore",
+                 "*test_encoder.py::test_on_the_rtl": "vit-tensorcore"}
+"""Test functions of several files on one build (podium.workloads.vit.TENSORCORE's chip):
+pattern -> the group they share."""
 
 
 def group_key(nodeid):
     """The build an item shares with others: ``<file>::<function>[<config>]`` for an item
     whose parameter id is ``<config>-<test>``, ``<file>::<function>`` for one whose id is a
-    cocotb test's name (one configuration) or of a function of ``ONE_BUILD``, otherwise its
-    own node id."""
+    cocotb test's name (one configuration) or of a function of ``ONE_BUILD``, the group of
+    ``SHARED_BUILDS`` a function is in, otherwise its own node id."""
     base, _, param = nodeid.partition("[")
     param = param[:-1]
+    for pattern, group in SHARED_BUILDS.items():
+        if fnmatch.fnmatchcase(base, pattern):
+            return group
     if param.startswith("test_") or any(fnmatch.fnmatchcase(base, p) for p in ONE_BUILD):
         return base
     if "-test_" in param:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 __all__ = ["softmax", "layernorm", "rmsnorm", "gelu_tanh", "gelu_erf", "silu", "add",
-           "REFERENCES"]
+           "REFERENCES", "attention"]
 
 
 def _f64(x):
@@ -76,3 +76,18 @@ def add(x, r):
 
 REFERENCES = {"softmax": softmax, "layernorm": layernorm, "rmsnorm": rmsnorm,
               "gelu_tanh": gelu_tanh, "gelu_erf": gelu_erf, "silu": silu, "add": add}
+
+
+def attention(q, k, v, causal=False):
+    """``softmax(q k^T / sqrt(d) [+ mask]) v`` for one head (``seq x d`` arrays), the textbook
+    two-pass softmax in float64; ``causal``: key ``j`` is masked (-inf) for query ``i < j``.
+    A NaN or inf anywhere in a query row, or in a key or value that row attends, gives NaN
+    in that row (numpy's arithmetic)."""
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    s = q @ k.T / math.sqrt(q.shape[1])
+    if causal:
+        s = np.where(np.triu(np.ones(s.shape, dtype=bool), 1), -np.inf, s)
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = np.max(s, axis=1, keepdims=True)
+        e = np.exp(s - m)
+        return (e / e.sum(axis=1, keepdims=True)) @ v

@@ -11,14 +11,16 @@ import pytest
 from podium.compiler import CompileError
 from podium.encoder import block_names, encoder
 from podium.runner import run
+from podium.workloads import vit
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 from verification.models.encoder import encoder as reference
 from verification.models.encoder import random_params
 
-CHIP = TensorCoreConfig(mxu=MXUConfig(rows=16, cols=16, fmt="bfloat16"), vmem_bytes=1 << 19,
-                        imem_depth=4096)
-"""The ViT's TensorCore (sim/demo.py ``--model vit``): 16x16 bfloat16 MXU, 512 KiB VMEM."""
+CHIP = vit.TENSORCORE
+"""The ViT's TensorCore (16 x 16 bfloat16 MXU, 512 KiB VMEM, 64-entry queues): the RTL chip
+of the attention and encoder tests, of ``make bench transformer`` and of ``make demo
+ARGS="--model vit"`` (one build for all)."""
 TOLERANCE = 0.04
 """Bound on ``|logit - ref| / max(1, |ref|)`` against float64: bfloat16 GEMM operands (a
 relative rounding of 2^-9 per operand) through up to three blocks; measured at most 0.016 over

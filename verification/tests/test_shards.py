@@ -43,6 +43,8 @@ def test_groups_are_builds():
     assert key("t/test_hbm.py::test_hbm_deep[test_random_mix]") == "t/test_hbm.py::test_hbm_deep"
     assert key("t/test_ici.py::test_ici_large[8x8t]") == "t/test_ici.py::test_ici_large[8x8t]"
     assert key("t/test_ici.py::test_router_logic_depth") == "t/test_ici.py::test_router_logic_depth"
+    assert key("t/test_attention.py::test_rtl_matches_golden[3]") == "vit-tensorcore"
+    assert key("t/test_encoder.py::test_on_the_rtl") == "vit-tensorcore"
     ids = [f"t/test_x.py::test_x[{c}-test_{t}]" for c in "abcde" for t in "pqr"]
     plan = shards.plan(ids, built={"t/test_x.py::test_x[a]"}, shards=3)
     where = {nodeid: k for k, s in enumerate(plan) for _, _, g in s["groups"] for nodeid in g}
