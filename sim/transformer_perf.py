@@ -5,12 +5,14 @@ documented pass counts give (docs/tensorcore.md, "VPU hardware"; podium/transfor
 ``vpu_passes``). The per-operation VPU rates the performance model is to read. Then
 FlashAttention (podium/attention.py) on a 16 x 16 bfloat16 chip: exact cycles, useful MACs,
 MXU utilization (useful MACs / (rows x cols x cycles)) and the engines' busy counters, the
-``attention`` table of the JSON (docs/tensorcore.md, "Compiler: attention"). Writes
-docs/results/transformer.{json,md} and transformer_attention.png.
+``attention`` table of the JSON (docs/tensorcore.md, "Compiler: attention"). Then the
+encoder (podium/encoder.py) in the digits ViT's shape on the same chip: cycles split by the
+counters into MXU busy, VPU busy, DMA and waits, the non-GEMM share (the ``encoder`` table).
+Writes docs/results/transformer.{json,md} and transformer_attention.png.
 
-    python -m sim.transformer_perf [ops] [attention] [--quick]
+    python -m sim.transformer_perf [ops] [attention] [encoder] [--quick]
 
-runs the parts named (default both); a part not run keeps its table from the JSON already
+runs the parts named (default all); a part not run keeps its table from the JSON already
 in docs/results (its rows say when they were measured: ``environment``).
 """
 
@@ -22,17 +24,21 @@ import numpy as np
 
 from podium import attention as attn
 from podium import transformer as tf
+from podium.encoder import encoder
 from podium.runner import run
 from podium.workloads import vit
 from spec.chip import ChipConfig
 from spec.tensorcore import TensorCoreConfig
 from verification.models import transformer as ref
+from verification.models.encoder import encoder as reference
+from verification.models.encoder import random_params
 
 from . import programs  # noqa: F401  (registers the verilator backend)
 from .measure import environment, environment_line, results_directory, table, write_results, wrote
 from .progress import stage
 
-__all__ = ["bench", "render", "SEED", "ATTENTION_CHIP", "ATTENTION_SHAPES"]
+__all__ = ["bench", "render", "SEED", "PARTS", "ATTENTION_CHIP", "ATTENTION_SHAPES",
+           "ENCODER_BATCHES"]
 
 SEED = 36
 SHAPE = (32, 256)
@@ -83,23 +89,27 @@ def _passes(op, features, dtype, lanes, row_bytes):
     return elementwise * span * halves + stat + reductions * red
 
 
-def bench(quick=False, parts=("ops", "attention")):
+PARTS = ("ops", "attention", "encoder")
+ENCODER_BATCHES = (6, 12)
+"""Images of the ViT-shaped encoder rows: one tile of six (two halves of three), two tiles."""
+
+
+def bench(quick=False, parts=PARTS):
     """The parts named (``ops``: every operation and type on the default chip; ``attention``:
-    the attention rows); writes docs/results/transformer.*, a part not run keeping its table
-    (and environment) from the JSON already there."""
+    the attention rows; ``encoder``: the ViT's encoder); writes docs/results/transformer.*,
+    a part not run keeping its table (and environment) from the JSON already there."""
     old = {}
     path = results_directory(quick) / "transformer.json"
     if path.exists():
         import json
 
         old = json.loads(path.read_text())
-    tables = {"ops": old.get("tables", {}).get("ops", []),
-              "attention": old.get("tables", {}).get("attention", [])}
+    tables = {part: old.get("tables", {}).get(part, []) for part in PARTS}
     envs = dict(old.get("environments", {}))
     if old and "environments" not in old:       # a JSON from before the parts: ops only
         envs["ops"] = old["environment"]
     for part in parts:
-        tables[part] = _ops(quick) if part == "ops" else _attention(quick)
+        tables[part] = {"ops": _ops, "attention": _attention, "encoder": _encoder}[part](quick)
         envs[part] = environment()
     tc = TensorCoreConfig()
     write_results("transformer", tables, environment(), render, quick, seed=SEED,
@@ -193,6 +203,63 @@ def _attention(quick):
     return rows
 
 
+def _encoder(quick):
+    """The ViT's encoder shape (random parameters at a trained model's scale: cycles do not
+    depend on the values) on the transformer chip: the RTL's counters split into MXU busy,
+    VPU busy, DMA and stalls; useful MACs, MXU utilization, the non-GEMM share."""
+
+    chip = ChipConfig(tensorcore=ATTENTION_CHIP)
+    shape = vit.VitShape()
+    rows = []
+    for batch in ([2] if quick else ENCODER_BATCHES):
+        rng = np.random.default_rng(SEED)
+        params = random_params(rng, features=vit.PATCH, width=shape.dim, mlp=shape.mlp,
+                               classes=vit.CLASSES, seq=vit.TOKENS, blocks=shape.blocks)
+        x = rng.uniform(0, 1, (batch * vit.TOKENS, vit.PATCH)).astype(np.float32)
+        program = encoder(ATTENTION_CHIP, params, seq=vit.TOKENS, heads=shape.heads,
+                          batch=batch)
+        stage(f"encoder: ViT shape, {batch} images on the RTL chip")
+        _, want = run(program, {"X": x})
+        start = time.perf_counter()
+        result, got = run(program, {"X": x}, sim="verilator", chip=chip,
+                          max_steps=40_000 * batch + 100_000)
+        wall = time.perf_counter() - start
+        if result.status != "done":
+            raise RuntimeError(f"encoder {batch}: the RTL stopped with {result.error.name}")
+        c = result.counters
+        macs = _encoder_macs(program.metadata) * batch
+        peak = ATTENTION_CHIP.mxu.rows * ATTENTION_CHIP.mxu.cols
+        expect = reference(params, x, seq=vit.TOKENS, heads=shape.heads)
+        rows.append({
+            "model": "vit", "batch": batch, "group": program.metadata["group"],
+            "blocks": shape.blocks, "width": shape.dim, "heads": shape.heads,
+            "mlp": shape.mlp, "seq": vit.TOKENS, "instructions": len(program.words),
+            "cycles": int(c["cycles"]), "cycles_per_sequence": c["cycles"] / batch,
+            "useful_macs": macs, "mxu_utilization": macs / (peak * c["cycles"]),
+            "mxu_busy": int(c["mxu_busy"]), "vpu_busy": int(c["vpu_busy"]),
+            "dma_busy": int(c["dma_busy"]), "mxu_starved": int(c["mxu_starved"]),
+            "vpu_wait": int(c["vpu_wait"]), "mxu_wait": int(c["mxu_wait"]),
+            "dma_wait": int(c["dma_wait"]), "dispatch_stalls": int(c["dispatch_stalls"]),
+            "non_gemm_share": 1 - c["mxu_busy"] / c["cycles"],
+            "bit_exact_with_golden": bool(np.array_equal(got["Y"].view(np.uint32),
+                                                         want["Y"].view(np.uint32))),
+            "max_error": float(np.max(np.abs(got["Y"] - expect)
+                                      / np.maximum(1, np.abs(expect)))),
+            "build_seconds": float(c["build_seconds"]),
+            "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
+            "cycles_per_second": c["cycles"] / c["run_seconds"],
+        })
+    return rows
+
+
+def _encoder_macs(meta):
+    """Useful multiply-accumulates of one sequence: its GEMMs (embedding, QKV, projection,
+    MLP, the classifier on token 0) and attention (Q K^T and P V of every head)."""
+    s, d, m, blocks = meta["seq"], meta["width"], meta["mlp"], meta["blocks"]
+    per_block = s * (d * 3 * d + d * d + 2 * d * m) + 2 * s * s * d
+    return s * meta["features"] * d + blocks * per_block + d * meta["classes"]
+
+
 def _plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -250,7 +317,7 @@ def render(data):
                 f"{r['vpu_busy'] / r['vpu_passes_documented']:.2f}",
                 "yes" if r["bit_exact_with_golden"] else "NO",
                 f"{r['max_error']:.2g} ({r['tolerance']:g})"] for r in rows]), "",
-        *_render_attention(data)])
+        *_render_attention(data), *_render_encoder(data)])
 
 
 def _render_attention(data):
@@ -289,14 +356,46 @@ def _render_attention(data):
         "![MXU utilization vs sequence](transformer_attention.png)", ""]
 
 
+def _render_encoder(data):
+    rows = data["tables"].get("encoder") or []
+    if not rows:
+        return []
+    chip, env = data["attention_chip"], data["environment"]
+    return [
+        "## The encoder (the digits ViT's shape)", "",
+        f"Measured on "
+        f"{environment_line(data.get('environments', {}).get('encoder', env))}.",
+        "",
+        f"podium/encoder.py on the same chip ({chip['mxu']} MXU, {chip['lanes']} VPU lanes, "
+        f"{chip['queue_depth']}-entry queues): the ViT's shape (2 blocks, width 64, 4 heads "
+        "of 16, MLP 128, 17 tokens of 4 features, 10 classes) with seeded random parameters "
+        "(cycles do not depend on the values), the whole program (weights loaded once, "
+        "images in tiles of two halves). Useful MACs: every GEMM's and attention's "
+        "(`Q K^T`, `P V`) multiply-accumulates of the real tokens; MXU utilization = useful "
+        "MACs / (16 x 16 x cycles); non-GEMM share = 1 - MXU busy / cycles (cycles the MXU "
+        "had no work: VPU-only phases, waits, DMA); MXU busy / VPU busy / DMA busy: cycles "
+        "each engine had work; VPU wait / MXU starved: cycles an engine's queue waited on a "
+        "semaphore. error: max |logit - ref| / max(1, |ref|) against float64.", "",
+        table(["images", "group", "cycles", "cycles / image", "useful MACs",
+               "MXU utilization", "MXU busy", "VPU busy", "DMA busy", "VPU wait",
+               "MXU starved", "non-GEMM share", "bit-exact", "error", "simulated cycles/s"],
+              [[r["batch"], r["group"], f"{r['cycles']:,}", f"{r['cycles_per_sequence']:,.0f}",
+                f"{r['useful_macs']:,}", f"{100 * r['mxu_utilization']:.1f}%",
+                f"{r['mxu_busy'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
+                f"{r['dma_busy'] / r['cycles']:.1%}", f"{r['vpu_wait'] / r['cycles']:.1%}",
+                f"{r['mxu_starved'] / r['cycles']:.1%}", f"{r['non_gemm_share']:.1%}",
+                "yes" if r["bit_exact_with_golden"] else "NO", f"{r['max_error']:.2g}",
+                f"{r['cycles_per_second']:,.0f}"] for r in rows]), ""]
+
+
 def main(argv=None):
     import argparse
 
     p = argparse.ArgumentParser(description="the transformer benchmark's parts")
-    p.add_argument("parts", nargs="*", choices=[[], "ops", "attention"], default=[])
+    p.add_argument("parts", nargs="*", choices=[[], *PARTS], default=[])
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
-    bench(args.quick, tuple(args.parts) or ("ops", "attention"))
+    bench(args.quick, tuple(args.parts) or PARTS)
 
 
 if __name__ == "__main__":
