@@ -683,6 +683,27 @@ class _Code:
 
     # -- the pipeline's shift and the step odometer -------------------------------------
 
+    def _row(self, dst, index, block):
+        """``dst = bh * seq + index * block``: a (batch, head)'s row ``index * block``."""
+        e, t = self.e, self.T
+        e.li(t[0], self.p.seq)
+        e(f"mul {dst}, {self.bh}, {t[0]}")
+        e.li(t[0], block)
+        e(f"mul {t[0]}, {index}, {t[0]}")
+        e(f"add {dst}, {dst}, {t[0]}")
+
+    def _flag_if(self, reg, other, bit):
+        """Flag ``bit`` set in ``x`` when ``reg`` equals ``other`` (a register or a
+        constant)."""
+        e, t = self.e, self.T
+        lab = e.label("f")
+        if not isinstance(other, str):
+            e.li(t[0], other)
+            other = t[0]
+        e(f"bne {reg}, {other}, {lab}")
+        e(f"addi {self.x}, {self.x}, {1 << bit}")
+        e.place(lab)
+
     def advance(self):
         e, p, t = self.e, self.p, self.T
         x, z = self.x, self.z
@@ -692,24 +713,10 @@ class _Code:
         e.li(t[0], p.steps - 1)
         e(f"blt {t[0]}, {self.i}, {end}")
         # flags of c2: first, last, Q parity, partial Q block, padded K block, Q row
-        e.li(t[0], p.seq)
-        e(f"mul {x}, {self.bh}, {t[0]}")
-        e.li(t[0], p.bq)
-        e(f"mul {t[0]}, {self.qi}, {t[0]}")
-        e(f"add {x}, {x}, {t[0]}")
+        self._row(x, self.qi, p.bq)
         e(f"slli {x}, {x}, {self.ROW}")
-        lab = e.label("f")
-        e(f"bne {self.j}, r0, {lab}")
-        e(f"addi {x}, {x}, {1 << self.FIRST}")
-        e.place(lab)
-        lab = e.label("f")
-        if p.causal:
-            e(f"bne {self.j}, {self.qi}, {lab}")
-        else:
-            e.li(t[0], p.nk - 1)
-            e(f"bne {self.j}, {t[0]}, {lab}")
-        e(f"addi {x}, {x}, {1 << self.LAST}")
-        e.place(lab)
+        self._flag_if(self.j, "r0", self.FIRST)
+        self._flag_if(self.j, self.qi if p.causal else p.nk - 1, self.LAST)
         e.li(t[0], p.nq)
         e(f"mul {z}, {self.bh}, {t[0]}")
         e(f"add {z}, {z}, {self.qi}")
@@ -719,24 +726,12 @@ class _Code:
         e(f"slli {z}, {z}, {self.QPAR}")
         e(f"add {x}, {x}, {z}")
         if p.vq < p.bq:
-            lab = e.label("f")
-            e.li(t[0], p.nq - 1)
-            e(f"bne {self.qi}, {t[0]}, {lab}")
-            e(f"addi {x}, {x}, {1 << self.PARTQ}")
-            e.place(lab)
+            self._flag_if(self.qi, p.nq - 1, self.PARTQ)
         if p.vk < p.bk:
-            lab = e.label("f")
-            e.li(t[0], p.nk - 1)
-            e(f"bne {self.j}, {t[0]}, {lab}")
-            e(f"addi {x}, {x}, {1 << self.PADK}")
-            e.place(lab)
+            self._flag_if(self.j, p.nk - 1, self.PADK)
         e(f"addi {self.f1}, {x}, 0")
         # the K/V row of c2, for its V load next iteration
-        e.li(t[0], p.seq)
-        e(f"mul {self.kv1}, {self.bh}, {t[0]}")
-        e.li(t[0], p.bk)
-        e(f"mul {t[0]}, {self.j}, {t[0]}")
-        e(f"add {self.kv1}, {self.kv1}, {t[0]}")
+        self._row(self.kv1, self.j, p.bk)
         # the odometer: j, then qi, then the head
         e(f"addi {self.j}, {self.j}, 1")
         if p.causal:
