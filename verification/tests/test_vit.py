@@ -135,16 +135,22 @@ def test_gradient_check_every_entry(seed):
     for name, value in params.items():
         numeric = np.zeros_like(value)
         for i in np.ndindex(value.shape):
-            old = value[i]
-            value[i] = old + 1e-6
-            up = _loss(params, p, labels, SMALL)
-            value[i] = old - 1e-6
-            down = _loss(params, p, labels, SMALL)
-            value[i] = old
-            numeric[i] = (up - down) / 2e-6
+            numeric[i] = _central_difference(params, p, labels, SMALL, name, i)
         assert grads[name].shape == value.shape
         np.testing.assert_allclose(grads[name], numeric, rtol=1e-5,
                                    atol=1e-7 * np.abs(numeric).max(), err_msg=name)
+
+
+def _central_difference(params, p, labels, shape, name, i):
+    """d loss / d params[name][i] by a central difference of step 1e-6."""
+    value = params[name]
+    old = value[i]
+    value[i] = old + 1e-6
+    up = _loss(params, p, labels, shape)
+    value[i] = old - 1e-6
+    down = _loss(params, p, labels, shape)
+    value[i] = old
+    return (up - down) / 2e-6
 
 
 def test_gradient_check_default_shape(seed):
@@ -157,13 +163,7 @@ def test_gradient_check_default_shape(seed):
     for name, value in params.items():
         for _ in range(3):
             i = tuple(int(rng.integers(s)) for s in value.shape)
-            old = value[i]
-            value[i] = old + 1e-6
-            up = _loss(params, p, labels, shape)
-            value[i] = old - 1e-6
-            down = _loss(params, p, labels, shape)
-            value[i] = old
-            numeric = (up - down) / 2e-6
+            numeric = _central_difference(params, p, labels, shape, name, i)
             assert abs(grads[name][i] - numeric) <= 1e-6 + 1e-4 * abs(numeric), (name, i)
 
 
