@@ -76,6 +76,8 @@ COSTS = [
     ("*test_vpu.py::test_generate_lint_widest*", 0, 210),
     ("*test_transformer.py::test_rtl_matches_golden", 210, 40),
     ("vit-tensorcore", 330, 40),
+    ("*test_vit.py::test_accuracy", 0, 90),                 # trains unless build/vit has it
+    ("*test_vit.py::test_on_the_golden_simulator", 0, 110),
     ("*test_vmath.py::*", 40, 20),
     ("*test_chip.py::test_chip[[]*]", 210, 40),
     ("*test_sparsecore.py::test_sparsecore[[]hbm]", 130, 150),
