@@ -311,11 +311,12 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
                              " ".join(str(w) for w in program.words) + "\n")
     setup_seconds = time.perf_counter() - start
     progress.stage(f"simulating {design.name} natively, at most {max_steps:,} cycles")
-    begin = time.perf_counter()
+    begin, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([str(built.executable), *(str(paths[k]) for k in
                                                     ("spec", "image", "report", "dump")),
                            str(trace)], capture_output=True, text=True)
     run_seconds = time.perf_counter() - begin
+    run_cpu = _children_cpu() - cpu
     if done.returncode:
         raise RuntimeError(f"the native simulator exited with code {done.returncode}: "
                            f"{(done.stderr or done.stdout).strip()[-500:]}")
@@ -352,7 +353,7 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
                   hbm=_Outputs(program, out, hbm),
                   counters={**counters, "build_seconds": built.seconds,
                             "setup_seconds": setup_seconds, "run_seconds": run_seconds,
-                            "check_seconds": check_seconds, "simulated_cycles": r["edges"],
+                            "run_cpu_seconds": run_cpu, "check_seconds": check_seconds, "simulated_cycles": r["edges"],
                             "hbm_commands": commands or r["commands"]})
 
 

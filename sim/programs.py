@@ -9,6 +9,7 @@ golden HBM device model on every pseudo-channel, and reads the program's outputs
 import base64
 import hashlib
 import json
+from pathlib import Path
 
 from podium.isasim import Result
 from podium.runner import register
@@ -74,7 +75,7 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
     image_path.write_text(json.dumps([{"address": a, "data": base64.b64encode(
         bytes(d)).decode()} for a, d in sorted(image.items())]))
     spec = {"program": str(prog_path), "image": str(image_path), "flow": flow,
-            "budget": max_steps, **({"hbm_trace": str(trace)} if trace else {})}
+            "budget": max_steps, **({"hbm_trace": str(Path(trace).resolve())} if trace else {})}
     done = measure("chip", chip, "verification.tb.chip", "run_program", spec, tag="programs",
                    seed=seed,
                    note=f"at most {max_steps:,} cycles (about {_duration(max_steps)} at "
