@@ -353,7 +353,8 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
                   hbm=_Outputs(program, out, hbm),
                   counters={**counters, "build_seconds": built.seconds,
                             "setup_seconds": setup_seconds, "run_seconds": run_seconds,
-                            "run_cpu_seconds": run_cpu, "check_seconds": check_seconds, "simulated_cycles": r["edges"],
+                            "run_cpu_seconds": run_cpu, "check_seconds": check_seconds,
+                            "simulated_cycles": r["edges"],
                             "hbm_commands": commands or r["commands"]})
 
 

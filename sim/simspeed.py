@@ -108,6 +108,11 @@ def _mib(value):
     return f"{value / 2**20:,.0f}" if value else "not recorded"
 
 
+def _base(by, row):
+    """The cocotb row of ``row``'s workload."""
+    return by[(row["workload"], "verilator")]
+
+
 def render(data):
     rows = data["tables"]["runs"]
     builds = data["builds"]
@@ -136,7 +141,7 @@ def render(data):
                 else "-",
                 f"{r['check_seconds']:.2f}" if r["check_seconds"] is not None else "-",
                 f"{r['command_seconds']:.1f}", f"{r['command_cpu_seconds']:.1f}",
-                f"{by[(r['workload'], 'verilator')]['command_seconds'] / r['command_seconds']:.1f}x"]
+                f"{_base(by, r)['command_seconds'] / r['command_seconds']:.1f}x"]
                for r in rows]),
         "",
         "Builds of the default chip (wall time of the first build; CPU seconds of Verilator, "

@@ -42,13 +42,13 @@ def _digits_program(seed):
 PROGRAMS = {"digits": _digits_program, "gemm": _gemm_program}
 
 
-def _both(program, inputs, directory):
+def _both(program, inputs, directory, **options):
     """The program run on the cocotb path and on the native path: ``[(result, outputs,
     trace text), ...]``."""
     out = []
     for backend in ("verilator", "native"):
         trace = directory / f"{backend}.trace"
-        result, outputs = run(program, inputs, sim=backend, trace=trace)
+        result, outputs = run(program, inputs, sim=backend, trace=trace, **options)
         out.append((result, outputs, trace.read_text()))
     return out
 
@@ -81,6 +81,23 @@ def test_native_run_is_the_cocotb_run(tmp_path, seed, name):
     else:
         want = compiler.gemm_reference(program.config, inputs["A"], inputs["B"])
         assert np.array_equal(compiler.result_bits(program.config, nat_out["C"]), want)
+
+
+def test_a_timeout_is_the_cocotb_timeout(tmp_path):
+    """A program that never ends (``loop: jmp loop``), stopped after two refresh intervals:
+    aborted at the same cycle, with the same counters, registers and HBM trace (refreshes
+    only) on both paths."""
+    config = TensorCoreConfig()
+    chip = ChipConfig(tensorcore=config)
+    program = Program(assemble("loop: jmp loop\n"), config, chip.hbm.capacity)
+    budget = 2 * chip.hbm.timing.refi
+    (ref, _, ref_trace), (nat, _, nat_trace) = _both(program, {}, tmp_path, max_steps=budget)
+    assert ref.status == nat.status == "timeout" and ref.error == nat.error
+    assert budget <= nat.steps == ref.steps < budget + 100
+    assert {k: v for k, v in nat.counters.items() if k not in TIMING_KEYS} == {
+        k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
+    assert nat.registers == ref.registers
+    assert nat_trace == ref_trace and nat_trace.count(" REF") > 0
 
 
 def _model(chip=None):
