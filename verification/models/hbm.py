@@ -53,6 +53,8 @@ knows nothing of ECC. :meth:`inject` flips stored bits to test the controller's 
 
 from collections import defaultdict, deque
 
+import numpy as np
+
 from . import ecc
 
 __all__ = ["HBMDeviceModel", "Violation", "MAX_POSTPONED", "MAX_PULLED_IN", "MAX_INTERVAL",
@@ -409,11 +411,13 @@ def backdoor_load(model, config, address, data):
     ``model``'s storage, as the controller ``config`` (an HBMConfig) would have written it."""
     ab = config.access_bytes
     assert address % ab == 0 and len(data) % ab == 0, "backdoor loads whole accesses"
-    for at in range(0, len(data), ab):
+    lo = np.frombuffer(bytes(data), dtype="<u8")
+    codewords = [int(d) | int(c) << 64 for d, c in zip(lo.tolist(),
+                                                        ecc.check_bits(lo).tolist(), strict=True)]
+    n = ab // 8
+    for k, at in enumerate(range(0, len(data), ab)):
         pc, bank, row, col = config.decode(address + at)
-        words = [ecc.encode(int.from_bytes(data[at + 8 * w: at + 8 * w + 8], "little"))
-                 for w in range(ab // 8)]
-        model.pc[pc].mem[(bank, row, col)] = words
+        model.pc[pc].mem[(bank, row, col)] = codewords[k * n: (k + 1) * n]
 
 
 def backdoor_write(model, config, address, data):

@@ -18,6 +18,7 @@ from podium.workloads import digits
 from sim import native, programs  # noqa: F401  (programs: registers both RTL backends)
 from spec.chip import ChipConfig
 from spec.tensorcore import TensorCoreConfig
+from verification.models import ecc
 from verification.models.hbm import HBMDeviceModel, Violation, replay
 
 TIMING_KEYS = ("build_seconds", "setup_seconds", "run_seconds", "run_cpu_seconds",
@@ -148,3 +149,14 @@ def test_native_refusals():
         native.native(program, {}, chip=other)
     with pytest.raises(ValueError, match="max_steps must be at least 1"):
         native.native(program, {}, max_steps=0)
+
+
+def test_check_bits_are_the_codewords(seed):
+    """The backdoor's vectorised ECC (``ecc.check_bits``) gives each word's check bits as
+    ``ecc.encode`` does, on seeded random words and the corners."""
+    rng = np.random.default_rng(seed)
+    words = [int(w) for w in rng.integers(0, 2**63, 5000, dtype=np.uint64) * 2 + 1]
+    words += [0, 1, 2**63, 2**64 - 1]
+    got = ecc.check_bits(np.array(words, dtype=np.uint64)).tolist()
+    assert got == [ecc.encode(w) >> 64 for w in words]
+    assert len(set(got)) > 100
