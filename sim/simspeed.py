@@ -24,6 +24,9 @@ __all__ = ["bench", "render", "PAGE"]
 
 PAGE = "simspeed"
 PATHS = ("verilator", "native")
+MAX_STEPS = 20_000_000
+"""Every run's cycle budget (``--max-steps``): above the default of the verilator backend,
+which the 512^3 GEMM (about 2.2 million cycles) passes."""
 
 
 def _children_cpu():
@@ -73,7 +76,8 @@ def _run(path, sim):
     cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "sim.cli", "run", str(path), "--sim", sim,
-                           "--json"], capture_output=True, text=True, cwd=ROOT)
+                           "--max-steps", str(MAX_STEPS), "--json"], capture_output=True,
+                          text=True, cwd=ROOT)
     wall = time.perf_counter() - start
     if done.returncode:
         raise RuntimeError(f"podium run {path} --sim {sim} failed: {done.stderr.strip()}")
