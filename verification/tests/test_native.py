@@ -17,6 +17,7 @@ from podium.runner import run
 from podium.workloads import digits
 from sim import native, programs  # noqa: F401  (programs: registers both RTL backends)
 from spec.chip import ChipConfig
+from spec.isa import SEM_NONE, Error, Op, encode
 from spec.tensorcore import TensorCoreConfig
 from verification.models import ecc
 from verification.models.hbm import HBMDeviceModel, Violation, replay
@@ -99,6 +100,26 @@ def test_a_timeout_is_the_cocotb_timeout(tmp_path):
         k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
     assert nat.registers == ref.registers
     assert nat_trace == ref_trace and nat_trace.count(" REF") > 0
+
+
+def test_an_error_is_the_cocotb_error(tmp_path):
+    """A DMA load past the HBM's capacity (answered DECERR): the run stops with DMA_RESPONSE
+    at that instruction, with the same cycle, counters, registers and HBM trace on both
+    paths."""
+    config = TensorCoreConfig()
+    chip = ChipConfig(tensorcore=config)
+    past, beat = chip.hbm.capacity, config.beat_bytes
+    words = [encode(Op.LI, a=1, imm32=past & 0xFFFFFFFF), encode(Op.LI, a=2, imm32=4 * beat),
+             encode(Op.DMA_SHAPE, dim=0, b=2), encode(Op.DMA_LOAD, b=1, c=0, sem=SEM_NONE),
+             encode(Op.HALT)]
+    program = Program(words, config, chip.hbm.capacity)
+    (ref, _, ref_trace), (nat, _, nat_trace) = _both(program, {}, tmp_path)
+    assert ref.status == nat.status == "error"
+    assert ref.error == nat.error == Error.DMA_RESPONSE and nat.error_pc == ref.error_pc == 3
+    assert nat.steps == ref.steps > 0
+    assert {k: v for k, v in nat.counters.items() if k not in TIMING_KEYS} == {
+        k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
+    assert nat.registers == ref.registers and nat_trace == ref_trace
 
 
 def _model(chip=None):
