@@ -62,7 +62,11 @@ which this module does not import: the testbench imports cocotb)."""
 SETTLE_CYCLES = 20_000
 """How long the controller may take to turn idle after the run (HBMBench.settle's budget)."""
 FLAGS = ["--cc", "--exe", *VERILATOR_WARNINGS]
-"""Verilator's flags; the C++ is compiled with the flags of Verilator's makefile."""
+"""Verilator's flags."""
+MAKE_FLAGS = ["OPT_FAST=-O2", "OPT_GLOBAL=-O2"]
+"""The C++ compiler's optimisation (Verilator's makefile: -Os): -O2 ran the default chip's
+256^3 GEMM in 2.4 CPU seconds instead of 3.0 (110k cycles/s against 90k) for about the same
+compile time."""
 
 
 class NativeBuild:
@@ -174,7 +178,7 @@ def build_native(design, chip, *, jobs=None, force=False):
     extra += ["--threads", str(threads), "-Wno-UNOPTTHREADS"] if threads > 1 else []
     key = hashlib.sha256(json.dumps({
         "verilog": design.verilog, "sidecar": design.sidecar, "main": main, "header": header,
-        "flags": FLAGS + extra, "verilator": _verilator_version(),
+        "flags": FLAGS + extra + MAKE_FLAGS, "verilator": _verilator_version(),
     }, sort_keys=True).encode()).hexdigest()[:16]
     directory = BUILD / "native" / f"{design.name}-{key}"
     stamp = directory / ".built"
@@ -196,7 +200,7 @@ def build_native(design, chip, *, jobs=None, force=False):
             ["verilator", *FLAGS, *extra, "-Mdir", str(directory), "--top-module", design.name,
              "--prefix", "Vtop", "-o", design.name, "-CFLAGS", f"-I{directory}",
              str(directory / "main.cpp"), str(vpath)],
-            ["make", "-j", str(jobs), "-C", str(directory), "-f", "Vtop.mk"],
+            ["make", "-j", str(jobs), "-C", str(directory), "-f", "Vtop.mk", *MAKE_FLAGS],
         ]
         env = verilator_env()
         start = time.perf_counter()
