@@ -28,6 +28,7 @@ import os
 import shutil
 import struct
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -266,9 +267,10 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
     """Run on the chip (``chip``: a ChipConfig; default: the program's TensorCore with the
     default HBM controller) in the native simulator; ``max_steps`` bounds the run in cycles
     (default :data:`MAX_CYCLES`): a program still running then is aborted and its result's
-    status is ``timeout``. ``trace``: where to keep the HBM command trace (default: a file in
-    build/native-runs, replaced by the next run of the program); ``check``: replay it through
-    the golden device model (a broken rule raises :class:`AssertionError`). The run is the
+    status is ``timeout``. ``trace``: where to keep the HBM command trace (default: not kept);
+    ``check``: replay it through the golden device model (a broken rule raises
+    :class:`AssertionError`). A run's files are in a directory of build/native-runs, removed
+    when the run succeeds. The run is the
     cocotb run's (``verilator`` backend, flow none_none) cycle for cycle; ``flow`` must be
     ``none_none`` and ``seed`` is accepted for the verilator backend's signature (a
     none_none run draws no random numbers)."""
@@ -294,13 +296,11 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
     device = _device(hbm)
     for address, data in sorted(image.items()):
         backdoor_write(device, hbm, address, bytes(data))
-    digest = hashlib.sha256(json.dumps([program.to_dict(), built.directory.name, max_steps],
-                                       sort_keys=True).encode()).hexdigest()[:16]
     runs = BUILD / "native-runs"
     runs.mkdir(parents=True, exist_ok=True)
-    base = runs / digest
-    paths = {k: base.with_suffix(f".{k}") for k in ("spec", "image", "report", "dump")}
-    trace = Path(trace) if trace else base.with_suffix(".trace")
+    work = Path(tempfile.mkdtemp(prefix=f"{design.name}-", dir=runs))
+    paths = {k: work / f"run.{k}" for k in ("spec", "image", "report", "dump")}
+    trace = Path(trace) if trace else work / "run.trace"
     _write_store(paths["image"], device, hbm.words)
     csr = design.sidecar["csr"]
     t = hbm.timing
@@ -315,6 +315,14 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
                              " ".join(str(w) for w in program.words) + "\n")
     setup_seconds = time.perf_counter() - start
     progress.stage(f"simulating {design.name} natively, at most {max_steps:,} cycles")
+    result = _simulate(built, paths, trace, check, chip, csr, program, setup_seconds)
+    shutil.rmtree(work)     # kept when the run failed: its files say why
+    return result
+
+
+def _simulate(built, paths, trace, check, chip, csr, program, setup_seconds):
+    """Run the native simulator on the files ``paths`` and read its result back."""
+    hbm = chip.hbm
     begin, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([str(built.executable), *(str(paths[k]) for k in
                                                     ("spec", "image", "report", "dump")),
@@ -322,7 +330,8 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
     run_seconds = time.perf_counter() - begin
     run_cpu = _children_cpu() - cpu
     if done.returncode:
-        raise RuntimeError(f"the native simulator exited with code {done.returncode}: "
+        raise RuntimeError(f"the native simulator exited with code {done.returncode} (its "
+                           f"files: {paths['spec'].parent}): "
                            f"{(done.stderr or done.stdout).strip()[-500:]}")
     r = json.loads(paths["report"].read_text())
     if r["violation"]:
