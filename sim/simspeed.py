@@ -133,11 +133,13 @@ def render(data):
         "count and outputs. \"run\" is the simulator's part (cocotb: the simulator process "
         "with its start-up; native: the C++ process); cycles/s is the program's cycle "
         "counter over the run's wall time, and over its CPU time where measured (the machine "
-        "is shared: CPU time is the steadier figure). \"command\" is the whole `podium run`.",
+        "is shared: CPU time is the steadier figure). \"command\" is the whole `podium run` "
+        "(start-up, the Verilog read back from its cache, the HBM image, the run, the "
+        "checks).",
         "",
-        table(["workload", "path", "cycles", "run, s", "cycles/s (wall)", "run CPU, s",
-               "cycles/s (CPU)", "check, s", "command, s", "command CPU, s", "speed-up "
-               "(command)"],
+        table(["workload", "path", "cycles", "run, s", "cycles/s (run wall)", "run CPU, s",
+               "cycles/s (run CPU)", "check, s", "command, s", "command CPU, s",
+               "cycles/s (command CPU)", "speed-up: command wall, CPU"],
               [[r["workload"], r["path"], f"{r['cycles']:,}", f"{r['run_seconds']:.2f}",
                 f"{r['cycles'] / r['run_seconds']:,.0f}",
                 f"{r['run_cpu_seconds']:.2f}" if r["run_cpu_seconds"] else "-",
@@ -145,8 +147,15 @@ def render(data):
                 else "-",
                 f"{r['check_seconds']:.2f}" if r["check_seconds"] is not None else "-",
                 f"{r['command_seconds']:.1f}", f"{r['command_cpu_seconds']:.1f}",
-                f"{_base(by, r)['command_seconds'] / r['command_seconds']:.1f}x"]
+                f"{r['cycles'] / r['command_cpu_seconds']:,.0f}",
+                f"{_base(by, r)['command_seconds'] / r['command_seconds']:.1f}x, "
+                f"{_base(by, r)['command_cpu_seconds'] / r['command_cpu_seconds']:.1f}x"]
                for r in rows]),
+        "",
+        "The run's CPU time of the cocotb path is not measured apart from its command's (the "
+        "simulator is a process of the command's); a command's CPU time counts every process "
+        "of it. Under load (the load average above, on 2 cores) wall times are several times "
+        "the CPU times.",
         "",
         "Builds of the default chip (wall time of the first build; CPU seconds of Verilator, "
         "then of the C++ compiler; peak memory of the build's processes):",
