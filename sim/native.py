@@ -53,10 +53,11 @@ __all__ = ["native", "build_native", "NativeBuild", "MAX_CYCLES", "CYCLES_PER_SE
            "SETTLE_CYCLES"]
 
 MAIN = Path(__file__).with_name("native_main.cpp")
-CYCLES_PER_SECOND = 60_000
-"""The chip's simulated speed on this path, roughly (docs/results/simspeed.md)."""
+CYCLES_PER_SECOND = 100_000
+"""The default chip's simulated speed on this path per CPU second, roughly: 100-116k measured
+(docs/results/simspeed.md); a shared machine's wall clock runs slower."""
 MAX_CYCLES = 100_000_000
-"""The default cycle budget of a native run: about half an hour at :data:`CYCLES_PER_SECOND`."""
+"""The default cycle budget of a native run: about 17 minutes at :data:`CYCLES_PER_SECOND`."""
 ABORT_CYCLES = 100_000
 """How long an aborted run may take to drain (verification/tb/tensorcore.py's ABORT_CYCLES,
 which this module does not import: the testbench imports cocotb)."""
