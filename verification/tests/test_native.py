@@ -122,6 +122,32 @@ def test_an_error_is_the_cocotb_error(tmp_path):
     assert nat.registers == ref.registers and nat_trace == ref_trace
 
 
+@pytest.mark.slow
+def test_native_on_the_benchmark_chip(tmp_path, seed):
+    """The 16 x 16 bfloat16 benchmark chip (512 KiB of VMEM, the HBM controller's benchmark
+    configuration), the kind of chip long workloads run on: a bfloat16 GEMM gives the same
+    cycles, counters, outputs and HBM trace on both paths, and the MXU golden model's bits.
+    Slow: both builds of that chip take about 10 CPU minutes."""
+    from podium.program import DTYPES
+    from sim.tensorcore_perf import bench_chip
+
+    chip = bench_chip("bfloat16")
+    tc = chip.tensorcore
+    program = compiler.gemm(tc, 96, 128, 80)
+    rng = np.random.default_rng(seed)
+    inputs = {k: rng.standard_normal(t.shape).astype(DTYPES[t.dtype])
+              for k, t in program.inputs.items()}
+    (ref, ref_out, ref_trace), (nat, nat_out, nat_trace) = _both(program, inputs, tmp_path,
+                                                                 chip=chip)
+    assert ref.status == nat.status == "done" and nat.steps == ref.steps > 0
+    assert {k: v for k, v in nat.counters.items() if k not in TIMING_KEYS} == {
+        k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
+    assert np.array_equal(nat_out["C"], ref_out["C"])
+    assert nat_trace == ref_trace and len(nat_trace.splitlines()) > 100
+    want = compiler.gemm_reference(tc, inputs["A"], inputs["B"])
+    assert np.array_equal(compiler.result_bits(tc, nat_out["C"]), want)
+
+
 def _model(chip=None):
     hbm = (chip or ChipConfig()).hbm
     return HBMDeviceModel(hbm.timing, hbm.pseudo_channels, hbm.bank_groups,
