@@ -114,7 +114,9 @@ def add_parsers(sub):
     r.add_argument("--config", help="assembly and hex: TensorCoreConfig parameters, a JSON "
                    "file or inline JSON (default: the default TensorCore)")
     r.add_argument("--sim", choices=sorted(BACKENDS), default="golden",
-                   help="where to run: the golden ISA simulator or the RTL chip")
+                   help="where to run: the golden ISA simulator, or the RTL chip through its "
+                   "cocotb testbench (verilator) or a C++ host (native: the same cycles, for "
+                   "long programs)")
     r.add_argument("--input", dest="inputs", action="append", default=[],
                    metavar="NAME=FILE", help="an input from a .npy file (repeatable; "
                    "default: seeded random values)")

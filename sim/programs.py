@@ -1,5 +1,6 @@
 """TensorCore programs on the RTL chip: the ``verilator`` backend of podium/runner.py, registered
-when this module is imported (the command line, the demo and the benchmarks import it).
+when this module is imported (the command line, the demo and the benchmarks import it), and
+the ``native`` backend (sim/native.py, imported from here).
 
 A run goes through the chip's testbench (verification/tb/chip.py, ``run_program``) with the
 golden HBM device model on every pseudo-channel, and reads the program's outputs back.
@@ -8,6 +9,7 @@ golden HBM device model on every pseudo-channel, and reads the program's outputs
 import base64
 import hashlib
 import json
+from pathlib import Path
 
 from podium.isasim import Result
 from podium.runner import register
@@ -45,13 +47,15 @@ def _duration(cycles):
     return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=None):
+def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=None,
+              trace=None):
     """Run on the chip (``chip``: a ChipConfig; default: the program's TensorCore with the
     default HBM controller) in Verilator, through the chip's testbench and the golden HBM
     device model; ``max_steps`` bounds the run in cycles (default :data:`MAX_CYCLES`): a
     program still running then is aborted and its result's status is ``timeout``, as the
     golden simulator's is. The result's ``hbm`` holds the program's outputs; its counters are
-    the TensorCore's (cycles, MXU, DMA, ...)."""
+    the TensorCore's (cycles, MXU, DMA, ...). ``trace``: a file to write every HBM device
+    command to (the golden device model's trace format)."""
     chip = chip or ChipConfig(tensorcore=program.config)
     if chip.tensorcore != program.config:
         raise ValueError("the chip's TensorCore configuration differs from the program's")
@@ -70,9 +74,10 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
     program.save(prog_path)
     image_path.write_text(json.dumps([{"address": a, "data": base64.b64encode(
         bytes(d)).decode()} for a, d in sorted(image.items())]))
-    done = measure("chip", chip, "verification.tb.chip", "run_program",
-                   {"program": str(prog_path), "image": str(image_path), "flow": flow,
-                    "budget": max_steps}, tag="programs", seed=seed,
+    spec = {"program": str(prog_path), "image": str(image_path), "flow": flow,
+            "budget": max_steps, **({"hbm_trace": str(Path(trace).resolve())} if trace else {})}
+    done = measure("chip", chip, "verification.tb.chip", "run_program", spec, tag="programs",
+                   seed=seed,
                    note=f"at most {max_steps:,} cycles (about {_duration(max_steps)} at "
                         f"{CYCLES_PER_SECOND:,} cycles/s)")
     r = done["report"]
@@ -93,3 +98,6 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
 register("verilator", verilator, unit="cycles",
          default=f"{MAX_CYCLES:,} cycles, about {_duration(MAX_CYCLES)} at the chip's "
                  f"{CYCLES_PER_SECOND:,} simulated cycles/s")
+
+
+from sim import native  # noqa: E402, F401  (registers the native backend)

@@ -80,6 +80,8 @@ COSTS = [
     ("*test_vit.py::test_on_the_golden_simulator", 0, 110),
     ("*test_vmath.py::*", 40, 20),
     ("*test_chip.py::test_chip[[]*]", 210, 40),
+    # The benchmark chip built for cocotb and natively: 283 CPU seconds each (measured).
+    ("*test_native.py::test_native_on_the_benchmark_chip", 570, 20),
     ("*test_sparsecore.py::test_sparsecore[[]hbm]", 130, 150),
     ("*test_sparsecore.py::*", 130, 20),
     ("*test_sweep.py::*", 0, 120),

@@ -5,7 +5,9 @@ set; check bit 7 is the parity of the 71 other bits. A codeword is the data in b
 the check bits in 64..71. Testbenches use it to put data into the device model directly (a
 backdoor) and to read it back."""
 
-__all__ = ["encode", "decode"]
+import numpy as np
+
+__all__ = ["encode", "decode", "check_bits"]
 
 _POSITIONS = [p for p in range(1, 72) if p & (p - 1)]
 _COVER = [sum(1 << i for i, p in enumerate(_POSITIONS) if p >> c & 1) for c in range(7)]
@@ -35,3 +37,21 @@ def decode(word):
             data ^= 1 << _POSITIONS.index(syndrome)
         return data, True, False
     return data, False, True
+
+
+def _parity64(x):
+    """Parity of each element of a uint64 array."""
+    for shift in (32, 16, 8, 4, 2, 1):
+        x = x ^ (x >> np.uint64(shift))
+    return x & np.uint64(1)
+
+
+def check_bits(data):
+    """Bits 64..71 of the codewords of a uint64 array (``encode(d) >> 64`` of each element,
+    as a uint64 array): the backdoor of a large image without a Python integer per word."""
+    data = np.asarray(data, dtype=np.uint64)
+    checks = np.zeros_like(data)
+    for c, cover in enumerate(_COVER):
+        checks |= _parity64(data & np.uint64(cover)) << np.uint64(c)
+    overall = _parity64(data) ^ _parity64(checks)
+    return checks | overall << np.uint64(7)

@@ -53,7 +53,12 @@ knows nothing of ECC. :meth:`inject` flips stored bits to test the controller's 
 
 from collections import defaultdict, deque
 
-__all__ = ["HBMDeviceModel", "Violation", "MAX_POSTPONED", "MAX_PULLED_IN", "MAX_INTERVAL"]
+import numpy as np
+
+from . import ecc
+
+__all__ = ["HBMDeviceModel", "Violation", "MAX_POSTPONED", "MAX_PULLED_IN", "MAX_INTERVAL",
+           "backdoor_load", "backdoor_write", "backdoor_dump", "replay"]
 
 MAX_POSTPONED = 8
 MAX_PULLED_IN = 8
@@ -397,3 +402,94 @@ class HBMDeviceModel:
 
     def stored(self, pc, bank, row, col):
         return list(self.pc[pc].mem.get((bank, row, col), [0] * self.words))
+
+
+# Backdoor: the device's storage as the controller fills it (its address map and ECC) --------
+
+def backdoor_load(model, config, address, data):
+    """Put ``data`` at byte ``address`` (access-aligned, whole accesses) straight into
+    ``model``'s storage, as the controller ``config`` (an HBMConfig) would have written it."""
+    ab = config.access_bytes
+    assert address % ab == 0 and len(data) % ab == 0, "backdoor loads whole accesses"
+    lo = np.frombuffer(bytes(data), dtype="<u8")
+    codewords = [int(d) | int(c) << 64 for d, c in zip(lo.tolist(),
+                                                        ecc.check_bits(lo).tolist(), strict=True)]
+    n = ab // 8
+    for k, at in enumerate(range(0, len(data), ab)):
+        pc, bank, row, col = config.decode(address + at)
+        model.pc[pc].mem[(bank, row, col)] = codewords[k * n: (k + 1) * n]
+
+
+def backdoor_write(model, config, address, data):
+    """Put any bytes at any ``address``: the whole accesses around them are read
+    (:func:`backdoor_dump`), patched and loaded back (:func:`backdoor_load`)."""
+    ab = config.access_bytes
+    start = address - address % ab
+    end = -(-(address + len(data)) // ab) * ab
+    if start == address and end == address + len(data):
+        backdoor_load(model, config, address, bytes(data))
+        return
+    image = bytearray(backdoor_dump(model, config, start, end - start))
+    image[address - start: address - start + len(data)] = data
+    backdoor_load(model, config, start, bytes(image))
+
+
+def backdoor_dump(model, config, address, length):
+    """The bytes at ``address`` as ``model`` holds them (no bit may be flipped)."""
+    ab = config.access_bytes
+    out = bytearray()
+    for at in range(address - address % ab, address + length, ab):
+        for word in model.stored(*config.decode(at)):
+            data, corrected, bad = ecc.decode(word)
+            assert not corrected and not bad, f"ECC error in the device at {at:#x}"
+            out += data.to_bytes(8, "little")
+    start = address % ab
+    return bytes(out[start: start + length])
+
+
+def replay(model, lines, last_cycle):
+    """Check a command trace (lines in the trace format, in order) with ``model``, as if its
+    commands came from the controller's pins: every timing, state and refresh rule of the
+    model (the write-data rules are the trace writer's: a trace holds no data), and the
+    refresh deadline at the end of every cycle up to ``last_cycle``. Raises
+    :class:`Violation` at the first broken rule; returns the number of commands.
+
+    The refresh check of :meth:`HBMDeviceModel.tick` is made at the end of the cycle before
+    each cycle with commands and at ``last_cycle``: the deadline changes only at a refresh
+    command, and the check of a cycle is the stricter the later the cycle, so these are
+    every cycle's checks."""
+    n = model.per_channel
+    count, current, prune = 0, -1, 0
+    for line in lines:
+        cycle, ch, pc, op, bank, address = line.split()
+        cycle, i = int(cycle), int(ch) * n + int(pc)
+        if cycle != current:
+            if cycle > 0:
+                model.tick(cycle - 1)
+            current = cycle
+        if op == "ACT":
+            model.act(i, cycle, int(bank), int(address))
+        elif op == "PRE":
+            model.pre(i, cycle, int(bank))
+        elif op == "PREA":
+            model.prea(i, cycle)
+        elif op == "REF":
+            model.ref(i, cycle)
+        elif op == "REFSB":
+            model.refsb(i, cycle, int(bank))
+        elif op in ("RD", "RDA", "WR", "WRA"):
+            access = model.wr if op.startswith("WR") else model.rd
+            access(i, cycle, int(bank), int(address), auto=op.endswith("A"))
+        else:
+            raise Violation(f"unknown command {op!r} in the trace at cycle {cycle}")
+        count += 1
+        prune += 1
+        if prune == 4096:
+            # Data beats of past cycles (the model drops them as the data moves).
+            prune = 0
+            for c in model.pc:
+                c.read_beats = {k: v for k, v in c.read_beats.items() if k > cycle}
+                c.write_beats = {k: v for k, v in c.write_beats.items() if k > cycle}
+    if last_cycle >= 0:
+        model.tick(last_cycle)
+    return count

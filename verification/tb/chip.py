@@ -38,14 +38,14 @@ __all__ = ["ChipBench"]
 class ChipBench:
     """The bench interface of verification/tb/tensorcore.py on the chip."""
 
-    def __init__(self, dut, flow="random_random"):
+    def __init__(self, dut, flow="random_random", trace=None):
         self.dut = dut
         sidecar = load_sidecar()
         self.chip = ChipConfig.from_dict(sidecar["parameters"])
         self.cfg = self.chip.tensorcore
         self.rng = new_rng()
-        self.hbm = HBMBench(dut, flow, masters=False, config=self.chip.hbm, prefix="hbm_ch",
-                            idle="hbm_idle")
+        self.hbm = HBMBench(dut, flow, masters=False, trace=trace, config=self.chip.hbm,
+                            prefix="hbm_ch", idle="hbm_idle")
         self.host = TensorCoreHost(dut, "csr", self.cfg, sidecar["csr"], flow)
 
     async def start(self):
@@ -105,19 +105,22 @@ async def test_sparsecore(dut):
 @cocotb.test()
 async def run_program(dut):
     """Run a compiled program (``podium run --sim verilator``): the spec names the program
-    file and an HBM image file and the ``budget`` in cycles; the report holds the outcome
-    (``timeout``: still running after the budget, then aborted), every counter and the bytes
-    of the program's outputs."""
+    file and an HBM image file and the ``budget`` in cycles (and ``hbm_trace``, a file for
+    every HBM device command, optional); the report holds the outcome (``timeout``: still
+    running after the budget, then aborted), every counter and the bytes of the program's
+    outputs."""
     spec = perf_spec()
     program = Program.load(spec["program"])
     image = json.loads(open(spec["image"]).read())
-    tb = ChipBench(dut, spec.get("flow", "none_none"))
+    tb = ChipBench(dut, spec.get("flow", "none_none"), trace=spec.get("hbm_trace"))
     await tb.start()
     for entry in image:
         tb.write_hbm(entry["address"], base64.b64decode(entry["data"]))
     out = await tb.run(program.words, budget=spec["budget"], abort=True)
     outputs = {name: base64.b64encode(tb.read_hbm(t.address, t.nbytes)).decode()
                for name, t in program.outputs.items()}
+    if tb.hbm.trace:
+        tb.hbm.trace.flush()
     write_report(spec, {"done": out.done, "timeout": out.timed_out, "error": out.error.name,
                         "error_pc": out.error_pc, "registers": out.regs, "semaphores": out.sems,
                         "counters": out.counters, "outputs": outputs})

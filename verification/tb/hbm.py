@@ -21,8 +21,12 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiResp
 
 from spec.hbm import HBMConfig
-from verification.models import ecc
-from verification.models.hbm import HBMDeviceModel
+from verification.models.hbm import (
+    HBMDeviceModel,
+    backdoor_dump,
+    backdoor_load,
+    backdoor_write,
+)
 from verification.models.memory import ByteMemory
 from verification.tb.axi import AxiDriver, axi_master
 from verification.tb.bench import (
@@ -153,35 +157,16 @@ class HBMBench:
     def load(self, address, data):
         """Put ``data`` at byte ``address`` (access-aligned, whole accesses) straight into the
         device model, as the controller would have written it."""
-        ab = self.cfg.access_bytes
-        assert address % ab == 0 and len(data) % ab == 0, "backdoor loads whole accesses"
-        for at in range(0, len(data), ab):
-            pc, bank, row, col = self.cfg.decode(address + at)
-            words = [ecc.encode(int.from_bytes(data[at + 8 * w: at + 8 * w + 8], "little"))
-                     for w in range(ab // 8)]
-            self.model.pc[pc].mem[(bank, row, col)] = words
+        backdoor_load(self.model, self.cfg, address, data)
 
     def write_bytes(self, address, data):
         """Put any bytes at any ``address`` into the device model: the whole accesses around
         them are read (:meth:`dump`), patched and loaded back (:meth:`load`)."""
-        ab = self.cfg.access_bytes
-        start = address - address % ab
-        end = -(-(address + len(data)) // ab) * ab
-        image = bytearray(self.dump(start, end - start))
-        image[address - start: address - start + len(data)] = data
-        self.load(start, bytes(image))
+        backdoor_write(self.model, self.cfg, address, data)
 
     def dump(self, address, length):
         """The bytes at ``address`` as the device model holds them (no bit may be flipped)."""
-        ab = self.cfg.access_bytes
-        out = bytearray()
-        for at in range(address - address % ab, address + length, ab):
-            for word in self.model.stored(*self.cfg.decode(at)):
-                data, corrected, bad = ecc.decode(word)
-                assert not corrected and not bad, f"ECC error in the device at {at:#x}"
-                out += data.to_bytes(8, "little")
-        start = address % ab
-        return bytes(out[start: start + length])
+        return backdoor_dump(self.model, self.cfg, address, length)
 
     # Scoreboard ----------------------------------------------------------------------------
 

@@ -1,0 +1,209 @@
+"""The native run path (sim/native.py): programs run on the Verilated chip with a C++ host and
+HBM device give what the cocotb run of the same program gives (``verilator`` backend, flow
+none_none), cycle for cycle: cycle counts, counters, registers, semaphores, outputs and the
+HBM command trace, which the golden device model checks after the run.
+
+The chip is the default one, which the regression builds for cocotb anyway (test_chip,
+test_tools); the native build of the same Verilog adds one Verilator run and one C++ compile
+(82 CPU seconds, docs/results/simspeed.md)."""
+
+import numpy as np
+import pytest
+
+from podium import compiler
+from podium.asm import assemble
+from podium.program import Program
+from podium.runner import run
+from podium.workloads import digits
+from sim import native, programs  # noqa: F401  (programs: registers both RTL backends)
+from spec.chip import ChipConfig
+from spec.isa import SEM_NONE, Error, Op, encode
+from spec.tensorcore import TensorCoreConfig
+from verification.models import ecc
+from verification.models.hbm import HBMDeviceModel, Violation, replay
+
+TIMING_KEYS = ("build_seconds", "setup_seconds", "run_seconds", "run_cpu_seconds",
+               "check_seconds",
+               "simulated_cycles", "hbm_commands")
+
+
+def _gemm_program(seed):
+    """A small int8 GEMM (several tiles and K chunks) and seeded random inputs."""
+    config = TensorCoreConfig()
+    rng = np.random.default_rng(seed)
+    program = compiler.gemm(config, 40, 72, 24)
+    inputs = {name: rng.integers(-128, 128, t.shape).astype(np.int8)
+              for name, t in program.inputs.items()}
+    return program, inputs
+
+
+def _digits_program(seed):
+    return digits.compile_digits(TensorCoreConfig(), digits.load(), "int8"), {}
+
+
+PROGRAMS = {"digits": _digits_program, "gemm": _gemm_program}
+
+
+def _both(program, inputs, directory, **options):
+    """The program run on the cocotb path and on the native path: ``[(result, outputs,
+    trace text), ...]``."""
+    out = []
+    for backend in ("verilator", "native"):
+        trace = directory / f"{backend}.trace"
+        result, outputs = run(program, inputs, sim=backend, trace=trace, **options)
+        out.append((result, outputs, trace.read_text()))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_native_run_is_the_cocotb_run(tmp_path, seed, name):
+    """Same status, cycles, counters, registers, semaphores, outputs and HBM command trace on
+    both paths; the outputs are right (the digits' classes are numpy's, the GEMM's product is
+    the reference's)."""
+    program, inputs = PROGRAMS[name](seed)
+    (ref, ref_out, ref_trace), (nat, nat_out, nat_trace) = _both(program, inputs, tmp_path)
+    assert ref.status == nat.status == "done", (ref, nat)
+    assert nat.steps == ref.steps > 0
+    strip = {k: v for k, v in nat.counters.items() if k not in TIMING_KEYS}
+    assert strip == {k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
+    assert (nat.registers, nat.semaphores, nat.error, nat.error_pc) == (
+        ref.registers, ref.semaphores, ref.error, ref.error_pc)
+    assert sorted(nat_out) == sorted(ref_out) == sorted(program.outputs)
+    for key in ref_out:
+        assert np.array_equal(nat_out[key], ref_out[key]), key
+    lines = nat_trace.splitlines()
+    assert nat.counters["hbm_commands"] == len(lines) > 100
+    assert nat_trace == ref_trace, next(
+        (i, a, b) for i, (a, b) in enumerate(zip(nat_trace.splitlines(),
+                                                 ref_trace.splitlines(), strict=False))
+        if a != b) if nat_trace != ref_trace else None
+    if name == "digits":
+        classes = np.argmax(nat_out["Y"], axis=1)
+        assert np.array_equal(classes, program.metadata["classes"])
+    else:
+        want = compiler.gemm_reference(program.config, inputs["A"], inputs["B"])
+        assert np.array_equal(compiler.result_bits(program.config, nat_out["C"]), want)
+
+
+def test_a_timeout_is_the_cocotb_timeout(tmp_path):
+    """A program that never ends (``loop: jmp loop``), stopped after two refresh intervals:
+    aborted at the same cycle, with the same counters, registers and HBM trace (refreshes
+    only) on both paths."""
+    config = TensorCoreConfig()
+    chip = ChipConfig(tensorcore=config)
+    program = Program(assemble("loop: jmp loop\n"), config, chip.hbm.capacity)
+    budget = 2 * chip.hbm.timing.refi
+    (ref, _, ref_trace), (nat, _, nat_trace) = _both(program, {}, tmp_path, max_steps=budget)
+    assert ref.status == nat.status == "timeout" and ref.error == nat.error
+    assert budget <= nat.steps == ref.steps < budget + 100
+    assert {k: v for k, v in nat.counters.items() if k not in TIMING_KEYS} == {
+        k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
+    assert nat.registers == ref.registers
+    assert nat_trace == ref_trace and nat_trace.count(" REF") > 0
+
+
+def test_an_error_is_the_cocotb_error(tmp_path):
+    """A DMA load past the HBM's capacity (answered DECERR): the run stops with DMA_RESPONSE
+    at that instruction, with the same cycle, counters, registers and HBM trace on both
+    paths."""
+    config = TensorCoreConfig()
+    chip = ChipConfig(tensorcore=config)
+    past, beat = chip.hbm.capacity, config.beat_bytes
+    words = [encode(Op.LI, a=1, imm32=past & 0xFFFFFFFF), encode(Op.LI, a=2, imm32=4 * beat),
+             encode(Op.DMA_SHAPE, dim=0, b=2), encode(Op.DMA_LOAD, b=1, c=0, sem=SEM_NONE),
+             encode(Op.HALT)]
+    program = Program(words, config, chip.hbm.capacity)
+    (ref, _, ref_trace), (nat, _, nat_trace) = _both(program, {}, tmp_path)
+    assert ref.status == nat.status == "error"
+    assert ref.error == nat.error == Error.DMA_RESPONSE and nat.error_pc == ref.error_pc == 3
+    assert nat.steps == ref.steps > 0
+    assert {k: v for k, v in nat.counters.items() if k not in TIMING_KEYS} == {
+        k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
+    assert nat.registers == ref.registers and nat_trace == ref_trace
+
+
+@pytest.mark.slow
+def test_native_on_the_benchmark_chip(tmp_path, seed):
+    """The 16 x 16 bfloat16 benchmark chip (512 KiB of VMEM, the HBM controller's benchmark
+    configuration), the kind of chip long workloads run on: a bfloat16 GEMM gives the same
+    cycles, counters, outputs and HBM trace on both paths, and the MXU golden model's bits.
+    Slow: both builds of that chip take about 10 CPU minutes."""
+    from podium.program import DTYPES
+    from sim.tensorcore_perf import bench_chip
+
+    chip = bench_chip("bfloat16")
+    tc = chip.tensorcore
+    program = compiler.gemm(tc, 96, 128, 80)
+    rng = np.random.default_rng(seed)
+    inputs = {k: rng.standard_normal(t.shape).astype(DTYPES[t.dtype])
+              for k, t in program.inputs.items()}
+    (ref, ref_out, ref_trace), (nat, nat_out, nat_trace) = _both(program, inputs, tmp_path,
+                                                                 chip=chip)
+    assert ref.status == nat.status == "done" and nat.steps == ref.steps > 0
+    assert {k: v for k, v in nat.counters.items() if k not in TIMING_KEYS} == {
+        k: v for k, v in ref.counters.items() if k not in TIMING_KEYS}
+    assert np.array_equal(nat_out["C"], ref_out["C"])
+    assert nat_trace == ref_trace and len(nat_trace.splitlines()) > 100
+    want = compiler.gemm_reference(tc, inputs["A"], inputs["B"])
+    assert np.array_equal(compiler.result_bits(tc, nat_out["C"]), want)
+
+
+def _model(chip=None):
+    hbm = (chip or ChipConfig()).hbm
+    return HBMDeviceModel(hbm.timing, hbm.pseudo_channels, hbm.bank_groups,
+                          hbm.banks_per_group, per_channel=hbm.pcs_per_channel,
+                          words=hbm.words, check_refresh=hbm.refresh), hbm
+
+
+def test_the_trace_check_catches_broken_rules(tmp_path, seed):
+    """The replay of a native run's trace passes, and fails when a command is moved a cycle
+    earlier than its timing allows (a RD right after its ACT), when the refreshes are dropped
+    (refresh overdue) or when a command goes to a closed bank."""
+    program, inputs = _gemm_program(seed)
+    result, _ = run(program, inputs, sim="native", trace=tmp_path / "t.trace")
+    assert result.status == "done"
+    trace = (tmp_path / "t.trace").read_text().splitlines()
+    model, _ = _model()
+    last = int(trace[-1].split()[0])
+    assert replay(model, trace, last) == len(trace)
+    act = next(i for i, line in enumerate(trace) if line.split()[3] == "ACT")
+    rd = next(i for i in range(act + 1, len(trace)) if trace[i].split()[3] in ("RD", "RDA")
+              and trace[i].split()[1:3] == trace[act].split()[1:3]
+              and trace[i].split()[4] == trace[act].split()[4])
+    early = trace[:act + 1] + [" ".join([str(int(trace[act].split()[0]) + 1),
+                                         *trace[rd].split()[1:]])]
+    with pytest.raises(Violation, match="tRCD"):
+        replay(_model()[0], early, last)
+    refreshes = [line for line in trace if line.split()[3] in ("REF", "REFSB")]
+    assert refreshes, "no refresh in the trace"
+    no_refresh = [line for line in trace if line.split()[3] not in ("REF", "REFSB")]
+    with pytest.raises(Violation, match="refresh"):
+        replay(_model()[0], no_refresh, last + 10 * ChipConfig().hbm.timing.refi)
+    closed = [trace[rd]]
+    with pytest.raises(Violation, match="closed"):
+        replay(_model()[0], closed, last)
+
+
+def test_native_refusals():
+    """A pausing flow, another TensorCore than the program's and max_steps below 1 are
+    refused with one line naming what is allowed."""
+    config = TensorCoreConfig()
+    program = Program(assemble("halt\n"), config, ChipConfig(tensorcore=config).hbm.capacity)
+    with pytest.raises(ValueError, match="flow must be none_none"):
+        native.native(program, {}, flow="random_random")
+    other = ChipConfig(tensorcore=TensorCoreConfig(vmem_bytes=2 * 65536))
+    with pytest.raises(ValueError, match="TensorCore configuration differs"):
+        native.native(program, {}, chip=other)
+    with pytest.raises(ValueError, match="max_steps must be at least 1"):
+        native.native(program, {}, max_steps=0)
+
+
+def test_check_bits_are_the_codewords(seed):
+    """The backdoor's vectorised ECC (``ecc.check_bits``) gives each word's check bits as
+    ``ecc.encode`` does, on seeded random words and the corners."""
+    rng = np.random.default_rng(seed)
+    words = [int(w) for w in rng.integers(0, 2**63, 5000, dtype=np.uint64) * 2 + 1]
+    words += [0, 1, 2**63, 2**64 - 1]
+    got = ecc.check_bits(np.array(words, dtype=np.uint64)).tolist()
+    assert got == [ecc.encode(w) >> 64 for w in words]
+    assert len(set(got)) > 100
