@@ -96,7 +96,7 @@ def gemm_cycles(program, *, bw, latency, front=40):
 # ---------------------------------------------------------------------------------------
 # Engine timeline: any program (transformer operations, attention, the encoder)
 
-__all__ += ["Timeline", "timeline", "vpu_op_cycles", "attention_cycles", "HBM_BW",
+__all__ += ["Timeline", "timeline", "vpu_op_cycles", "attention_cycles", "model_columns", "HBM_BW",
             "FIRST_BEAT"]
 
 HBM_BW = 29.5
@@ -352,3 +352,10 @@ def vpu_op_cycles(program, **kw):
 def attention_cycles(program, **kw):
     """The timeline's cycles of an attention program (podium/attention.py)."""
     return timeline(program, **kw).cycles
+
+
+def model_columns(program, cycles):
+    """The timeline's columns of a benchmark row measured at ``cycles`` on the RTL:
+    ``model_cycles`` and ``model_ratio`` (model / RTL)."""
+    model = timeline(program).cycles
+    return {"model_cycles": model, "model_ratio": model / cycles}

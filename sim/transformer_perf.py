@@ -24,6 +24,7 @@ import numpy as np
 
 from podium import attention as attn
 from podium import transformer as tf
+from podium.cycles import model_columns
 from podium.encoder import encoder
 from podium.runner import run
 from podium.workloads import vit
@@ -157,6 +158,7 @@ def _ops(quick):
                                                              want["Y"].view(np.uint8))),
                 "max_error": err, "tolerance": tf.TOLERANCE[op][dtype == "bfloat16"],
                 "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
+                **model_columns(program, int(c["cycles"])),
             })
     return out_rows
 
@@ -199,8 +201,18 @@ def _attention(quick):
                                                          want["O"].view(np.uint32))),
             "max_error": err, "tolerance": attn.TOLERANCE,
             "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
+            **model_columns(program, int(c["cycles"])),
         })
     return rows
+
+
+def _model(rows):
+    """The cycle model's header cells and a row's cells (podium/cycles.py), when the rows
+    have them (rows measured before the model have not)."""
+    if not rows or "model_cycles" not in rows[0]:
+        return [], lambda r: []
+    return ["model cycles", "model / RTL"], lambda r: [f"{r['model_cycles']:,}",
+                                                       f"{r['model_ratio']:.3f}"]
 
 
 def _encoder(quick):
@@ -310,13 +322,14 @@ def render(data):
         "against numpy float64.", "",
         table(["op", "type", "rows x features", "cycles", "cycles / row", "elements / cycle",
                "VPU busy", "VPU passes (documented)", "busy / passes", "bit-exact",
-               "error (tolerance)"],
+               "error (tolerance)", *_model(rows)[0]],
               [[r["op"], r["dtype"], f"{r['rows']} x {r['features']}", f"{r['cycles']:,}",
                 f"{r['cycles_per_row']:.1f}", f"{r['elements_per_cycle']:.2f}",
                 f"{r['vpu_busy']:,}", f"{r['vpu_passes_documented']:,}",
                 f"{r['vpu_busy'] / r['vpu_passes_documented']:.2f}",
                 "yes" if r["bit_exact_with_golden"] else "NO",
-                f"{r['max_error']:.2g} ({r['tolerance']:g})"] for r in rows]), "",
+                f"{r['max_error']:.2g} ({r['tolerance']:g})", *_model(rows)[1](r)]
+               for r in rows]), "",
         *_render_attention(data), *_render_encoder(data)])
 
 
@@ -344,7 +357,7 @@ def _render_attention(data):
         table(["seq", "head_dim", "causal", "blocks q x kv", "cycles", "useful MACs",
                "MXU utilization", "MXU busy", "MXU vectors", "MXU starved", "VPU busy",
                "DMA busy", "bit-exact",
-               "error (tolerance)"],
+               "error (tolerance)", *_model(rows)[0]],
               [[r["seq"], r["head_dim"], "yes" if r["causal"] else "no",
                 f"{r['q_block']} x {r['kv_block']}", f"{r['cycles']:,}",
                 f"{r['useful_macs']:,}", f"{100 * r['mxu_utilization']:.1f}%",
@@ -352,7 +365,8 @@ def _render_attention(data):
                 f"{r['mxu_starved'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
                 f"{r['dma_busy'] / r['cycles']:.1%}",
                 "yes" if r["bit_exact_with_golden"] else "NO",
-                f"{r['max_error']:.2g} ({r['tolerance']:.2g})"] for r in rows]), "",
+                f"{r['max_error']:.2g} ({r['tolerance']:.2g})", *_model(rows)[1](r)]
+               for r in rows]), "",
         "![MXU utilization vs sequence](transformer_attention.png)", ""]
 
 
