@@ -62,8 +62,11 @@ def test_ops_rows(row):
            f"{row['op']} {row['dtype']} {row['rows']} x {row['features']}")
 
 
-@pytest.mark.parametrize("row", RESULTS["attention"],
-                         ids=lambda r: f"{r['seq']}-{r['head_dim']}-{'causal' if r['causal'] else 'full'}")
+def _attention_id(r):
+    return f"{r['seq']}-{r['head_dim']}-{'causal' if r['causal'] else 'full'}"
+
+
+@pytest.mark.parametrize("row", RESULTS["attention"], ids=_attention_id)
 def test_attention_rows(row):
     program = attn.attention(vit.TENSORCORE, row["seq"], row["head_dim"], causal=row["causal"])
     assert (program.metadata["q_block"], program.metadata["kv_block"]) == \
