@@ -38,7 +38,7 @@ from . import programs  # noqa: F401  (registers the verilator backend)
 from .measure import environment, environment_line, results_directory, table, write_results, wrote
 from .progress import stage
 
-__all__ = ["bench", "render", "SEED", "PARTS", "ATTENTION_CHIP", "ATTENTION_SHAPES",
+__all__ = ["bench", "render", "for_model", "SEED", "PARTS", "ATTENTION_CHIP", "ATTENTION_SHAPES",
            "ENCODER_BATCHES"]
 
 SEED = 36
@@ -121,10 +121,29 @@ def bench(quick=False, parts=PARTS):
                                   "queue_depth": ATTENTION_CHIP.queue_depth,
                                   "lanes": ATTENTION_CHIP.lanes,
                                   "row_bytes": ATTENTION_CHIP.row_bytes},
-                  anchors=ANCHORS)
+                  anchors=ANCHORS, model=for_model(tables))
     if tables["attention"]:
         _plot(tables["attention"], results_directory(quick) / "transformer_attention.png")
     return tables
+
+
+def for_model(tables):
+    """The figures a performance model reads (docs/tensorcore.md, "Measured results" of the
+    transformer bench): the VPU's rate per operation and type (elements per cycle of the
+    ``ops`` rows), attention's MXU utilization per shape, and the encoder's non-GEMM share
+    and MXU utilization per batch."""
+    return {
+        "vpu_elements_per_cycle": {f"{r['op']}.{r['dtype']}": r["elements_per_cycle"]
+                                   for r in tables.get("ops") or []},
+        "attention_mxu_utilization": [
+            {"seq": r["seq"], "head_dim": r["head_dim"], "causal": r["causal"],
+             "mxu_utilization": r["mxu_utilization"]} for r in tables.get("attention") or []],
+        "encoder": [{"model": r["model"], "batch": r["batch"],
+                     "non_gemm_share": r["non_gemm_share"],
+                     "mxu_utilization": r["mxu_utilization"],
+                     "vpu_busy_share": r["vpu_busy"] / r["cycles"]}
+                    for r in tables.get("encoder") or []],
+    }
 
 
 def _ops(quick):
