@@ -279,6 +279,7 @@ def _encoder(quick):
             "build_seconds": float(c["build_seconds"]),
             "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
             "cycles_per_second": c["cycles"] / c["run_seconds"],
+            **model_columns(program, int(c["cycles"])),
         })
     return rows
 
@@ -411,14 +412,15 @@ def _render_encoder(data):
         "semaphore. error: max |logit - ref| / max(1, |ref|) against float64.", "",
         table(["images", "group", "cycles", "cycles / image", "useful MACs",
                "MXU utilization", "MXU busy", "VPU busy", "DMA busy", "VPU wait",
-               "MXU starved", "non-GEMM share", "bit-exact", "error", "simulated cycles/s"],
+               "MXU starved", "non-GEMM share", "bit-exact", "error", "simulated cycles/s",
+               *_model(rows)[0]],
               [[r["batch"], r["group"], f"{r['cycles']:,}", f"{r['cycles_per_sequence']:,.0f}",
                 f"{r['useful_macs']:,}", f"{100 * r['mxu_utilization']:.1f}%",
                 f"{r['mxu_busy'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
                 f"{r['dma_busy'] / r['cycles']:.1%}", f"{r['vpu_wait'] / r['cycles']:.1%}",
                 f"{r['mxu_starved'] / r['cycles']:.1%}", f"{r['non_gemm_share']:.1%}",
                 "yes" if r["bit_exact_with_golden"] else "NO", f"{r['max_error']:.2g}",
-                f"{r['cycles_per_second']:,.0f}"] for r in rows]), ""]
+                f"{r['cycles_per_second']:,.0f}", *_model(rows)[1](r)] for r in rows]), ""]
 
 
 def main(argv=None):

@@ -1,7 +1,8 @@
 """The engine timeline of podium/cycles.py (written from the documented timing, not fitted)
 against every row the RTL measured in docs/results/transformer.json: the ``ops`` table (every
 transformer operation, fp32 and bfloat16, on the default chip) and the ``attention`` table
-(FlashAttention on the ViT's 16 x 16 bfloat16 chip). Each row's program is compiled again
+(FlashAttention on the ViT's 16 x 16 bfloat16 chip) and the ``encoder`` table (the ViT's
+encoder on the same chip). Each row's program is compiled again
 from the row's parameters; the model's cycles must be within the documented bound of the
 RTL's (docs/tensorcore.md, "Cycle model"), and its VPU passes and MXU vectors, which the
 documented counts give exactly, equal to the RTL's."""
@@ -15,8 +16,10 @@ import pytest
 from podium import attention as attn
 from podium import transformer as tf
 from podium.cycles import timeline
+from podium.encoder import encoder
 from podium.workloads import vit
 from spec.tensorcore import TensorCoreConfig
+from verification.models.encoder import random_params
 
 RESULTS = json.loads((Path(__file__).parents[2] / "docs" / "results" /
                       "transformer.json").read_text())["tables"]
@@ -83,3 +86,17 @@ def test_dependent_commands_wait():
     big = timeline(tf.softmax(TensorCoreConfig(), 32, 256)).cycles
     small = timeline(tf.softmax(TensorCoreConfig(), 1, 256)).cycles
     assert small * 32 > big
+
+
+@pytest.mark.parametrize("row", RESULTS["encoder"], ids=lambda r: f"{r['batch']}-images")
+def test_encoder_rows(row):
+    shape = vit.VitShape()
+    assert (row["blocks"], row["width"], row["heads"], row["mlp"], row["seq"]) == \
+        (shape.blocks, shape.dim, shape.heads, shape.mlp, vit.TOKENS), "not the ViT's shape"
+    params = random_params(np.random.default_rng(0), features=vit.PATCH, width=shape.dim,
+                           mlp=shape.mlp, classes=vit.CLASSES, seq=vit.TOKENS,
+                           blocks=shape.blocks)
+    program = encoder(vit.TENSORCORE, params, seq=vit.TOKENS, heads=shape.heads,
+                      batch=row["batch"])
+    assert len(program.words) == row["instructions"]
+    _check(timeline(program).cycles, row["cycles"], BOUND, f"encoder {row['batch']} images")
