@@ -17,6 +17,21 @@ the DMA fetches the blocks of step ``t + 1`` (double buffering) and stores finis
 * Step ``t``'s time is the larger of its MXU work and the DMA work that overlaps it (the loads
   of step ``t + 1`` and the store of a C tile finished at ``t - 1``); the first step's loads
   and the last tile's store are exposed, as are ``front`` cycles of the front end per step.
+
+:func:`timeline` models any program instead (the transformer operations of
+podium/transformer.py, attention of podium/attention.py, the encoder of podium/encoder.py):
+the golden ISA simulator's front end resolves the program's registers and branches into the
+stream of instructions it dispatches, and a timeline plays that stream with the documented
+cost of each instruction: the front end one instruction per cycle, stalling on a full queue;
+each engine its queue in order; semaphores (a ``wait`` takes a count, a ``signal`` leaves
+when its engine's earlier work is done, a DMA transfer's completion signals) the only
+dependencies between engines. VPU: the passes of docs/tensorcore.md "VPU hardware", the
+read-after-write wait, the function unit's latency, both sources of an fp32 row in one VMEM
+bank (the bank's read port serves them in turn). MXU: folds of ``max(m, rows)`` vectors
+back to back. DMA: bursts walked one per cycle, data after the first-beat latency at the
+sustained rate, completions in order. Not modelled: VMEM bank contention between engines,
+HBM refresh and page misses beyond the sustained rate, the ICI queue. Measured agreement:
+docs/tensorcore.md, "Cycle model".
 """
 
 import math
