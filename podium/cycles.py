@@ -170,18 +170,55 @@ class _Trace:
             raise ValueError(f"the program fails in the golden simulator: {sim.error.name}")
 
 
-def timeline(program, *, bw=HBM_BW, latency=FIRST_BEAT):
+def timeline(program, *, bw=HBM_BW, latency=FIRST_BEAT, contention=True):
     """The engine timeline of ``program``: the front end's instruction stream (one instruction
     per cycle, a queued one dispatched when its queue has room) and each engine executing
     its queue in order with the documented cost of each instruction, semaphores as the only
-    dependencies between engines (docs/tensorcore.md, "Cycle model")."""
+    dependencies between engines (docs/tensorcore.md, "Cycle model"). With ``contention``
+    the timeline is played twice: the second time each VPU command and each ``matmul`` is
+    longer by the cycles the two engines' reads of one VMEM bank overlapped in the first
+    (a bank's read port is granted round robin: reads beyond one a cycle wait)."""
+    items = _Trace(program).items
+    if not contention:
+        return _play(program, items, bw, latency)
+    log = []
+    _play(program, items, bw, latency, log=log)
+    return _play(program, items, bw, latency, extra=_contention(log))
+
+
+def _contention(log):
+    """Extra cycles of each VPU command and each matmul (by their order) from the overlaps
+    of their reads in one bank: over an overlap of ``L`` cycles where the VPU reads bank
+    ``b`` at ``v`` rows a cycle and the MXU at ``m``, ``L (v + m - 1)`` reads more than the
+    port serves, which both wait for."""
+    vpu = [e for e in log if e[0] == "vpu"]
+    mxu = sorted((e for e in log if e[0] == "mxu"), key=lambda e: e[2])
+    extra = {"vpu": [0.0] * len(vpu), "mxu": [0.0] * len(mxu)}
+    index = {id(e): i for i, e in enumerate(e for e in log if e[0] == "mxu")}
+    starts = [e[1] for e in mxu]
+    longest = max((e[2] - e[1] for e in mxu), default=0)
+    import bisect
+    for i, (_, a0, a1, va) in enumerate(vpu):
+        lo = bisect.bisect_left(starts, a0 - longest)
+        for e in mxu[lo:bisect.bisect_left(starts, a1)]:
+            _, b0, b1, ma = e
+            overlap = min(a1, b1) - max(a0, b0)
+            if overlap <= 0:
+                continue
+            over = sum(max(0.0, va[b] + ma[b] - 1) for b in va.keys() & ma.keys())
+            extra["vpu"][i] += overlap * over
+            extra["mxu"][index[id(e)]] += overlap * over
+    return extra
+
+
+def _play(program, items, bw, latency, extra=None, log=None):
     from spec.isa import VOPS, DType, Op, Queue, Src2, VOp
 
     cfg = program.config
     R, C = cfg.mxu.rows, cfg.mxu.cols
     levels = int(math.log2(cfg.lanes))
     depth = cfg.queue_depth
-    items = _Trace(program).items
+    counters = {"vpu": 0, "mxu": 0}
     func_latency = 9 - 1            # vmath.LATENCY: the row 8 cycles after a plain pass's
     bf16 = DType.BF16.value
 
@@ -241,7 +278,11 @@ def timeline(program, *, bw=HBM_BW, latency=FIRST_BEAT):
         if passes == 0:
             return t + 1
         st["passes"] += passes
+        base = passes
         passes += stall[0]
+        if extra is not None:
+            passes += round(extra["vpu"][counters["vpu"]])
+        counters["vpu"] += 1
         first = max(t + 1, st["pass"])
         pending = [w for w in st["writes"] if w[2] > first]
         if pending:
@@ -251,6 +292,12 @@ def timeline(program, *, bw=HBM_BW, latency=FIRST_BEAT):
         if st["func"] and not func:
             first += func_latency
         last = first + passes - 1
+        if log is not None:
+            rate = {}
+            for lo, hi in srcs:
+                for r in range(lo, hi):
+                    rate[bank(r)] = rate.get(bank(r), 0) + 1 / base
+            log.append(("vpu", first, last + 1, rate))
         land = last + 5 + (func_latency if func else 0)
         st["writes"] = [w for w in st["writes"] if w[2] > first] + [(dst[0], dst[1], land)]
         st["func"] = func
@@ -264,6 +311,21 @@ def timeline(program, *, bw=HBM_BW, latency=FIRST_BEAT):
         folds = math.ceil(cmd.k / R) * math.ceil(cmd.n / C)
         start = max(t, st["stream"])
         stream = folds * max(cmd.m, R)
+        if log is not None:
+            # per fold: m activation rows (A, each k-tile of a row of A) and up to R rows
+            # of weights (B), both over the command's stream
+            rb, rate = cfg.row_bytes, {}
+            n_tiles = math.ceil(cmd.n / C)
+            for i in range(cmd.m):
+                b = bank((a["a"] + i * a["strides"][0]) // rb)
+                rate[b] = rate.get(b, 0) + folds / stream
+            for i in range(cmd.k):
+                b = bank((a["b"] + i * a["strides"][1]) // rb)
+                rate[b] = rate.get(b, 0) + n_tiles / stream
+            log.append(("mxu", start, start + stream, rate))
+        if extra is not None:
+            stream += round(extra["mxu"][counters["mxu"]])
+        counters["mxu"] += 1
         st["stream"] = start + stream
         st["vectors"] += folds * cmd.m
         st["busy"] += stream
