@@ -29,8 +29,10 @@ dependencies between engines. VPU: the passes of docs/tensorcore.md "VPU hardwar
 read-after-write wait, the function unit's latency, both sources of an fp32 row in one VMEM
 bank (the bank's read port serves them in turn). MXU: folds of ``max(m, rows)`` vectors
 back to back. DMA: bursts walked one per cycle, data after the first-beat latency at the
-sustained rate, completions in order. Not modelled: VMEM bank contention between engines,
-HBM refresh and page misses beyond the sustained rate, the ICI queue. Measured agreement:
+sustained rate, completions in order. VMEM bank contention between the VPU's and the MXU's
+reads: a second play, each command longer by the reads its bank's port could not serve in
+the first. Not modelled: the DMA's VMEM traffic against the other engines, HBM refresh and
+page misses beyond the sustained rate, the ICI queue. Measured agreement:
 docs/tensorcore.md, "Cycle model".
 """
 
