@@ -2,7 +2,7 @@
 against every row the RTL measured in docs/results/transformer.json: the ``ops`` table (every
 transformer operation, fp32 and bfloat16, on the default chip) and the ``attention`` table
 (FlashAttention on the ViT's 16 x 16 bfloat16 chip) and the ``encoder`` table (the ViT's
-encoder on the same chip). Each row's program is compiled again
+encoder on the same chip), and the GEMM rows of docs/results/tensorcore.json. Each row's program is compiled again
 from the row's parameters; the model's cycles must be within the documented bound of the
 RTL's (docs/tensorcore.md, "Cycle model"), and its VPU passes and MXU vectors, which the
 documented counts give exactly, equal to the RTL's."""
@@ -14,15 +14,18 @@ import numpy as np
 import pytest
 
 from podium import attention as attn
+from podium import compiler
 from podium import transformer as tf
 from podium.cycles import timeline
 from podium.encoder import encoder
 from podium.workloads import vit
+from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 from verification.models.encoder import random_params
 
-RESULTS = json.loads((Path(__file__).parents[2] / "docs" / "results" /
-                      "transformer.json").read_text())["tables"]
+_DIR = Path(__file__).parents[2] / "docs" / "results"
+RESULTS = json.loads((_DIR / "transformer.json").read_text())["tables"]
+GEMMS = json.loads((_DIR / "tensorcore.json").read_text())["tables"]["gemm"]
 
 BOUND = 0.05
 """The cycle model's documented agreement with the RTL, |model / RTL - 1|, on every row but
@@ -107,3 +110,15 @@ def test_bank_contention_counts():
     apart = attn.attention(vit.TENSORCORE, 1024, 64)
     for program in (shared, apart):
         assert timeline(program).cycles > timeline(program, contention=False).cycles
+
+
+@pytest.mark.parametrize("row", GEMMS, ids=lambda r: f"{r['m']}-{r['format']}")
+def test_gemm_rows(row):
+    """The same timeline on the TensorCore bench's GEMMs (its chip: sim/tensorcore_perf.py
+    ``bench_chip``), which the analytic ``gemm_cycles`` also models."""
+    rows = row["rows"]
+    tc = TensorCoreConfig(mxu=MXUConfig(rows=rows, cols=rows, fmt=row["format"]),
+                          vmem_bytes=512 * 1024, row_bytes=4 * rows)
+    program = compiler.gemm(tc, row["m"], row["k"], row["n"])
+    assert list(program.metadata["tiling"]) == list(row["tiling"])
+    _check(timeline(program).cycles, row["cycles"], BOUND, f"GEMM {row['m']} {row['format']}")
