@@ -24,6 +24,7 @@ import numpy as np
 
 from podium import attention as attn
 from podium import transformer as tf
+from podium.cycles import model_columns
 from podium.encoder import encoder
 from podium.runner import run
 from podium.workloads import vit
@@ -176,6 +177,7 @@ def _ops(quick):
                                                              want["Y"].view(np.uint8))),
                 "max_error": err, "tolerance": tf.TOLERANCE[op][dtype == "bfloat16"],
                 "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
+                **model_columns(program, int(c["cycles"])),
             })
     return out_rows
 
@@ -218,8 +220,18 @@ def _attention(quick):
                                                          want["O"].view(np.uint32))),
             "max_error": err, "tolerance": attn.TOLERANCE,
             "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
+            **model_columns(program, int(c["cycles"])),
         })
     return rows
+
+
+def _model(rows):
+    """The cycle model's header cells and a row's cells (podium/cycles.py), when the rows
+    have them (rows measured before the model have not)."""
+    if not rows or "model_cycles" not in rows[0]:
+        return [], lambda r: []
+    return ["model cycles", "model / RTL"], lambda r: [f"{r['model_cycles']:,}",
+                                                       f"{r['model_ratio']:.3f}"]
 
 
 def _encoder(quick):
@@ -267,6 +279,7 @@ def _encoder(quick):
             "build_seconds": float(c["build_seconds"]),
             "run_seconds": float(c["run_seconds"]), "wall_seconds": wall,
             "cycles_per_second": c["cycles"] / c["run_seconds"],
+            **model_columns(program, int(c["cycles"])),
         })
     return rows
 
@@ -329,13 +342,14 @@ def render(data):
         "against numpy float64.", "",
         table(["op", "type", "rows x features", "cycles", "cycles / row", "elements / cycle",
                "VPU busy", "VPU passes (documented)", "busy / passes", "bit-exact",
-               "error (tolerance)"],
+               "error (tolerance)", *_model(rows)[0]],
               [[r["op"], r["dtype"], f"{r['rows']} x {r['features']}", f"{r['cycles']:,}",
                 f"{r['cycles_per_row']:.1f}", f"{r['elements_per_cycle']:.2f}",
                 f"{r['vpu_busy']:,}", f"{r['vpu_passes_documented']:,}",
                 f"{r['vpu_busy'] / r['vpu_passes_documented']:.2f}",
                 "yes" if r["bit_exact_with_golden"] else "NO",
-                f"{r['max_error']:.2g} ({r['tolerance']:g})"] for r in rows]), "",
+                f"{r['max_error']:.2g} ({r['tolerance']:g})", *_model(rows)[1](r)]
+               for r in rows]), "",
         *_render_attention(data), *_render_encoder(data)])
 
 
@@ -363,7 +377,7 @@ def _render_attention(data):
         table(["seq", "head_dim", "causal", "blocks q x kv", "cycles", "useful MACs",
                "MXU utilization", "MXU busy", "MXU vectors", "MXU starved", "VPU busy",
                "DMA busy", "bit-exact",
-               "error (tolerance)"],
+               "error (tolerance)", *_model(rows)[0]],
               [[r["seq"], r["head_dim"], "yes" if r["causal"] else "no",
                 f"{r['q_block']} x {r['kv_block']}", f"{r['cycles']:,}",
                 f"{r['useful_macs']:,}", f"{100 * r['mxu_utilization']:.1f}%",
@@ -371,7 +385,8 @@ def _render_attention(data):
                 f"{r['mxu_starved'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
                 f"{r['dma_busy'] / r['cycles']:.1%}",
                 "yes" if r["bit_exact_with_golden"] else "NO",
-                f"{r['max_error']:.2g} ({r['tolerance']:.2g})"] for r in rows]), "",
+                f"{r['max_error']:.2g} ({r['tolerance']:.2g})", *_model(rows)[1](r)]
+               for r in rows]), "",
         "![MXU utilization vs sequence](transformer_attention.png)", ""]
 
 
@@ -397,14 +412,15 @@ def _render_encoder(data):
         "semaphore. error: max |logit - ref| / max(1, |ref|) against float64.", "",
         table(["images", "group", "cycles", "cycles / image", "useful MACs",
                "MXU utilization", "MXU busy", "VPU busy", "DMA busy", "VPU wait",
-               "MXU starved", "non-GEMM share", "bit-exact", "error", "simulated cycles/s"],
+               "MXU starved", "non-GEMM share", "bit-exact", "error", "simulated cycles/s",
+               *_model(rows)[0]],
               [[r["batch"], r["group"], f"{r['cycles']:,}", f"{r['cycles_per_sequence']:,.0f}",
                 f"{r['useful_macs']:,}", f"{100 * r['mxu_utilization']:.1f}%",
                 f"{r['mxu_busy'] / r['cycles']:.1%}", f"{r['vpu_busy'] / r['cycles']:.1%}",
                 f"{r['dma_busy'] / r['cycles']:.1%}", f"{r['vpu_wait'] / r['cycles']:.1%}",
                 f"{r['mxu_starved'] / r['cycles']:.1%}", f"{r['non_gemm_share']:.1%}",
                 "yes" if r["bit_exact_with_golden"] else "NO", f"{r['max_error']:.2g}",
-                f"{r['cycles_per_second']:,.0f}"] for r in rows]), ""]
+                f"{r['cycles_per_second']:,.0f}", *_model(rows)[1](r)] for r in rows]), ""]
 
 
 def main(argv=None):
