@@ -5,9 +5,10 @@ Transformer's class token); docs/tensorcore.md, "Compiler: encoder".
 
 Weights and vectors stay in VMEM for the whole program; the batch streams through in tiles
 of ``group`` sequences, every activation of a tile resident in VMEM, the sequences one after
-another (``T = group * seq`` rows). Only the keys are padded: each sequence's are copied to
-``stride = ceil(seq / n) * n`` rows of KT (``n = row_bytes / 2``, the bfloat16 tile of
-``vtrans``), whose padding rows stay zero, and transposed there in place.
+another (``T = group * seq`` rows), a tile in two halves (``group`` even) with activation
+buffers of their own. Only the keys are padded: each sequence's are copied to ``stride =
+ceil(seq / n) * n`` rows of KT (``n = row_bytes / 2``, the bfloat16 tile of ``vtrans``),
+whose padding rows stay zero, and transposed there in place.
 
 Layout. Activations are *chunk-major*, as the MLP compiler's (podium/compiler.py): chunk
 ``c`` of a ``T x F`` block holds columns ``c*L .. c*L+L-1`` (``L = row_bytes / 4`` fp32
@@ -27,9 +28,12 @@ into ``W_q`` and ``b_q`` before rounding), padding keys masked with -inf, softma
 (sequence, head) while the VPU runs the softmax of this one.
 
 Synchronization. Each dependency between two engines is a ``signal`` on the producer's queue
-and a ``wait`` on the consumer's, one semaphore per ordered pair of engines, every wait
-dispatched after its signal: queues are in order, so the k-th wait of a pair consumes the
-k-th signal.
+and a ``wait`` on the consumer's, every wait dispatched after its signal: queues are in
+order, so the k-th wait on a semaphore consumes its k-th signal. The block's phases are
+emitted for the two halves a phase apart (one half's GEMM on the MXU beside the other's
+LayerNorm, GELU or softmax on the VPU); the MXU and the VPU have a semaphore per direction
+and half, and a phase signals its successor as soon as it is emitted, so that its signal
+follows only its own work in its queue.
 """
 
 import math
