@@ -40,12 +40,11 @@ from sim.runner import (
     HIER_BLOCK,
     VERILATOR_WARNINGS,
     _children_cpu,
-    _run_sampling_memory,
     generated,
     locked,
+    run_build,
     verilator_env,
 )
-from spec.chip import ChipConfig
 from spec.isa import Error
 from verification.models.hbm import HBMDeviceModel, backdoor_dump, backdoor_write, replay
 
@@ -204,19 +203,8 @@ def build_native(design, chip, *, jobs=None, force=False):
              str(directory / "main.cpp"), str(vpath)],
             ["make", "-j", str(jobs), "-C", str(directory), "-f", "Vtop.mk", *MAKE_FLAGS],
         ]
-        env = verilator_env()
-        start = time.perf_counter()
-        peak, cpu = 0, []
-        with open(directory / "build.log", "w") as log:
-            for cmd in commands:
-                before = _children_cpu()
-                returncode, rss = _run_sampling_memory(cmd, log, env)
-                cpu.append(round(_children_cpu() - before, 3))
-                peak = max(peak, rss)
-                if returncode:
-                    raise RuntimeError(f"native build of {design.name} failed (exit "
-                                       f"{returncode}); see {directory / 'build.log'}")
-        seconds = time.perf_counter() - start
+        seconds, cpu, peak = run_build(commands, verilator_env(), directory,
+                                       f"native build of {design.name}")
         stamp.write_text(json.dumps({"seconds": round(seconds, 3), "cpu": cpu,
                                      "peak_rss": peak}) + "\n")
         return NativeBuild(design, directory, seconds, False, cpu, peak)
@@ -278,18 +266,12 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
     if flow != "none_none":
         raise ValueError(f"flow must be none_none on the native backend (the host and the "
                          f"device never pause), got {flow!r}")
-    chip = chip or ChipConfig(tensorcore=program.config)
-    if chip.tensorcore != program.config:
-        raise ValueError("the chip's TensorCore configuration differs from the program's")
+    from sim.programs import checked_run  # sim.programs imports this module
+
+    chip, max_steps = checked_run(program, chip, MAX_CYCLES if max_steps is None else max_steps)
     if chip.memory != "hbm" or chip.nic is not None or chip.sparsecore is not None:
         raise ValueError("the native backend runs a chip with an HBM controller and neither "
                          "a network interface nor a SparseCore")
-    if program.hbm_capacity > chip.hbm.capacity:
-        raise ValueError(f"the program needs {program.hbm_capacity} bytes of HBM, the chip "
-                         f"has {chip.hbm.capacity}")
-    max_steps = MAX_CYCLES if max_steps is None else max_steps
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     start = time.perf_counter()
     design = generated("chip", chip)
     built = build_native(design, chip)

@@ -18,7 +18,7 @@ from sim.runner import BUILD
 from spec.chip import ChipConfig
 from spec.isa import Error
 
-__all__ = ["verilator", "MAX_CYCLES", "CYCLES_PER_SECOND"]
+__all__ = ["verilator", "checked_run", "MAX_CYCLES", "CYCLES_PER_SECOND"]
 
 CYCLES_PER_SECOND = 3_000
 """The chip's simulated speed in Verilator, roughly: 2,500-3,500 cycles/s measured by the
@@ -47,15 +47,10 @@ def _duration(cycles):
     return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=None,
-              trace=None):
-    """Run on the chip (``chip``: a ChipConfig; default: the program's TensorCore with the
-    default HBM controller) in Verilator, through the chip's testbench and the golden HBM
-    device model; ``max_steps`` bounds the run in cycles (default :data:`MAX_CYCLES`): a
-    program still running then is aborted and its result's status is ``timeout``, as the
-    golden simulator's is. The result's ``hbm`` holds the program's outputs; its counters are
-    the TensorCore's (cycles, MXU, DMA, ...). ``trace``: a file to write every HBM device
-    command to (the golden device model's trace format)."""
+def checked_run(program, chip, max_steps):
+    """(chip, cycle budget) of a run of ``program`` on the RTL: ``chip`` (default: the
+    program's TensorCore with the default HBM controller) must have the program's TensorCore
+    and HBM enough for it, ``max_steps`` (default :data:`MAX_CYCLES`) be positive."""
     chip = chip or ChipConfig(tensorcore=program.config)
     if chip.tensorcore != program.config:
         raise ValueError("the chip's TensorCore configuration differs from the program's")
@@ -65,6 +60,19 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
     max_steps = MAX_CYCLES if max_steps is None else max_steps
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    return chip, max_steps
+
+
+def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=None,
+              trace=None):
+    """Run on the chip (``chip``: a ChipConfig; default: the program's TensorCore with the
+    default HBM controller) in Verilator, through the chip's testbench and the golden HBM
+    device model; ``max_steps`` bounds the run in cycles (default :data:`MAX_CYCLES`): a
+    program still running then is aborted and its result's status is ``timeout``, as the
+    golden simulator's is. The result's ``hbm`` holds the program's outputs; its counters are
+    the TensorCore's (cycles, MXU, DMA, ...). ``trace``: a file to write every HBM device
+    command to (the golden device model's trace format)."""
+    chip, max_steps = checked_run(program, chip, max_steps)
     files = BUILD / "programs"
     files.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(json.dumps([program.to_dict(), sorted(

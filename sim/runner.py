@@ -229,6 +229,24 @@ def _icarus_commands(design, vpath, directory, waves):
              *sources]]
 
 
+def run_build(commands, env, directory, what):
+    """Run a build's ``commands`` in turn with their output in ``directory``/build.log:
+    (wall seconds, CPU seconds of each command, peak memory of its processes). A failing
+    command raises RuntimeError naming ``what`` and the log."""
+    start = time.perf_counter()
+    peak, cpu = 0, []
+    with open(directory / "build.log", "w") as log:
+        for cmd in commands:
+            before = _children_cpu()
+            returncode, rss = _run_sampling_memory(cmd, log, env)
+            cpu.append(round(_children_cpu() - before, 3))
+            peak = max(peak, rss)
+            if returncode:
+                raise RuntimeError(f"{what} failed (exit {returncode}); see "
+                                   f"{directory / 'build.log'}")
+    return time.perf_counter() - start, cpu, peak
+
+
 def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
     """Build ``design`` (an hdl.generate.Design) for ``sim``; return a :class:`Build`."""
     if sim not in SIMULATORS:
@@ -260,19 +278,7 @@ def build(design, sim="verilator", *, waves=False, jobs=None, force=False):
         else:
             commands = _icarus_commands(design, vpath, directory, waves)
             env = dict(os.environ)
-        start = time.perf_counter()
-        peak = 0
-        cpu = []
-        with open(directory / "build.log", "w") as log:
-            for cmd in commands:
-                before = _children_cpu()
-                returncode, rss = _run_sampling_memory(cmd, log, env)
-                cpu.append(round(_children_cpu() - before, 3))
-                peak = max(peak, rss)
-                if returncode:
-                    raise RuntimeError(f"{sim} build of {design.name} failed "
-                                       f"(exit {returncode}); see {directory / 'build.log'}")
-        seconds = time.perf_counter() - start
+        seconds, cpu, peak = run_build(commands, env, directory, f"{sim} build of {design.name}")
         # CPU seconds of each build step (Verilator, then the C++ compiler): unlike wall time
         # they do not depend on what else the machine runs.
         (directory / "build_cpu.json").write_text(json.dumps(cpu) + "\n")
