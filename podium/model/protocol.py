@@ -42,7 +42,8 @@ from .workloads import (
 
 __all__ = ["Point", "POINTS", "FITTED", "FITTED_POINTS", "RUNS", "Calibration", "calibrate",
            "evaluate", "agreement", "check_protocol", "summary", "maxtext_losses",
-           "run_costs", "modelled_step", "TARGET_POINTS", "TARGET_MAE"]
+           "run_costs", "modelled_step", "TARGET_POINTS", "TARGET_MAE", "dcn_sensitivity",
+           "NOT_MODELLED"]
 
 TARGET_POINTS = 5.0
 """Every held-out MFU within this many points (the issue's target)."""
@@ -394,4 +395,46 @@ def maxtext_losses(rows):
         mod = 100 * (1 - r["modelled"] / one["modelled"])
         out.append({"run": run, "slices": n, "published_loss": pub, "modelled_loss": mod,
                     "error_points": mod - pub, "base_status": one["status"]})
+    return out
+
+
+def dcn_sensitivity(cal=None, results=None):
+    """MaxText's multislice weak-scaling losses against DCN schedules the model can
+    express, per v5e run and slice count: ``overlapped`` (the calibrated model: the DCN
+    all-reduce layer by layer under the overlap window), ``exposed`` (one exchange after the
+    backward pass, on the critical path, fp32 gradients at the NIC rate), and the loss
+    published. Also, per run, the least-squares line loss = a + b x slices through the
+    published points and the per-message DCN latency a ring's latency term
+    2 (N - 1) x layers x alpha would need to give its slope b (what a latency-bound DCN
+    term would have to be)."""
+    cal = cal or calibrate(results)
+    out = []
+    for name, (_, table) in MAXTEXT_V5E.items():
+        run = f"maxtext-v5e-{name.split('-')[1]}"
+        chip, make = RUNS[run]
+        one = modelled_step(run_costs(run, 1, results), cal)
+        xs, ys = [], []
+        for n, mfu in table.items():
+            if n == 1:
+                continue
+            slice_, t = make(n)
+            sys = physical_system(chip, slices=n, slice_=slice_, results=results)
+            exposed = modelled_step(training_costs(sys, replace(t, dcn_overlap=False)), cal)
+            over = modelled_step(run_costs(run, n, results), cal)
+            pub = 100 * (1 - mfu / table[1])
+            xs.append(n)
+            ys.append(pub / 100 * one.step)
+            out.append({"run": run, "slices": n, "published_loss": pub,
+                        "overlapped_loss": 100 * (1 - one.step / over.step),
+                        "exposed_loss": 100 * (1 - one.step / exposed.step),
+                        "exposed_dcn_seconds": exposed.dcn, "step_seconds": one.step,
+                        "slope_seconds_per_slice": None, "implied_alpha_us": None})
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+                 / sum((x - mx) ** 2 for x in xs))
+        layers = make(1)[1].model.layers
+        for r in out:
+            if r["run"] == run:
+                r["slope_seconds_per_slice"] = slope
+                r["implied_alpha_us"] = 1e6 * slope / (2 * layers)
     return out

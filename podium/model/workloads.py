@@ -375,6 +375,17 @@ shared embeddings), Mixtral (arXiv 2401.04088); MaxText's scaled default decoder
 (``maxtext_model``)."""
 
 
+def _kv_per_chip(kv_heads, tp):
+    """KV heads one chip of a tensor-parallel group of ``tp`` holds: its share when ``tp``
+    divides them, one (each head replicated on tp / kv_heads chips) when they divide ``tp``,
+    else all of them (replicated)."""
+    if kv_heads % tp == 0:
+        return kv_heads / tp
+    if tp % kv_heads == 0:
+        return 1
+    return kv_heads
+
+
 def _stream_bytes_per_token(model, tp, moe, sequence_parallel=False):
     """Forward elementwise HBM traffic per token of one layer (bytes per chip), unfused:
     two norms (read + write d each), two residual adds (read 2d, write d each), the MLP
@@ -406,7 +417,7 @@ def layer_forward(model, *, tokens, tensor, flash, moe=False, expert=1,
     m, tp = model, tensor
     seqs = tokens / m.seq
     heads = m.heads // tp
-    kv_heads = m.kv_heads / tp if m.kv_heads % tp == 0 else m.kv_heads  # else replicated
+    kv_heads = _kv_per_chip(m.kv_heads, tp)
     hd = m.head_dim
     q_cols = heads * hd
     kv_cols = round(2 * kv_heads * hd)
@@ -489,7 +500,7 @@ def inference_ops(inference, *, tensor, phase):
                                  math.ceil(m.vocab / tensor)), 1)]
     batch, context = inference.batch, inference.decode_context
     heads = m.heads // tensor
-    kv_heads = m.kv_heads / tensor if m.kv_heads % tensor == 0 else m.kv_heads
+    kv_heads = _kv_per_chip(m.kv_heads, tensor)
     hd = m.head_dim
     kv_cache = ACT_BYTES * batch * context * kv_heads * hd  # K (or V) of one layer
     group = heads / kv_heads  # queries per KV head
