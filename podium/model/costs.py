@@ -55,7 +55,8 @@ def gemm_time(system, g):
     chip, eff = system.chip, system.efficiency
     folds = math.ceil(g.k / chip.mxu_rows) * math.ceil(g.n / chip.mxu_cols)
     cycles = folds * g.count / chip.mxus * max(g.m, chip.mxu_rows)
-    compute = cycles / (chip.mac_rate * (eff.attention if _is_attention(g) else eff.mxu))
+    e = (eff.attention or eff.mxu) if _is_attention(g) else eff.mxu
+    compute = cycles / (chip.mac_rate * e)
     memory = _gemm_traffic(chip, g) / (chip.hbm_bandwidth * eff.hbm)
     return max(compute, memory)
 

@@ -175,8 +175,9 @@ class Efficiency:
         Achieved over nominal DCN bandwidth per chip.
     attention : float
         MXU utilization of a fused (flash) attention kernel, used instead of ``mxu`` for the
-        attention GEMMs (scores and context, forward and backward). 1.0 by default; the
-        physical presets take it from Podium's RTL attention bench (transformer.json).
+        attention GEMMs (scores and context, forward and backward). 0 (default): the same as
+        ``mxu``; the physical presets take it from Podium's RTL attention bench
+        (transformer.json).
     ici_all_gather, ici_reduce_scatter : float
         Bus bandwidth over link bandwidth of the all-gather and of the reduce-scatter (bf16
         payload, fp32 partial sums on the pod) when measured apart; 0 (default): both use
@@ -190,7 +191,7 @@ class Efficiency:
     ici_collective: float = 1.0
     ici_all_to_all: float = 1.0
     dcn: float = 1.0
-    attention: float = 1.0
+    attention: float = 0.0
     ici_all_gather: float = 0.0
     ici_reduce_scatter: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
@@ -198,9 +199,9 @@ class Efficiency:
     TERMS = ("mxu", "hbm", "ici_collective", "ici_all_to_all", "dcn")
 
     def __post_init__(self):
-        for name in (*self.TERMS, "attention"):
+        for name in self.TERMS:
             check_number(f"efficiency.{name}", getattr(self, name), lo=0, hi=1, lo_open=True)
-        for name in ("ici_all_gather", "ici_reduce_scatter"):
+        for name in ("attention", "ici_all_gather", "ici_reduce_scatter"):
             check_number(f"efficiency.{name}", getattr(self, name), lo=0, hi=1)
 
     def collective(self, kind):
