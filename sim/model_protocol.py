@@ -142,7 +142,10 @@ def _markdown(t, env):
         "## MaxText's multislice weak-scaling losses",
         "",
         "Loss = 100 x (1 - MFU_N / MFU_1), published and modelled (for v5e the one-slice "
-        "point is fitted, the N-slice point held out).",
+        "point is fitted, the N-slice point held out). Schedules, from the run scripts' XLA "
+        "flags: v5e and v5p enable the data-parallel all-reduce optimization and async "
+        "collective fusion (the DCN all-reduce overlapped layer by layer); the v4 scripts "
+        "set only the async all-gather (the exchange after the backward pass, exposed).",
         "",
         table(["run", "slices", "published loss", "modelled loss", "error", "base"],
               [[r["run"], r["slices"], _f(r["published_loss"], 2), _f(r["modelled_loss"], 2),

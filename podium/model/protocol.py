@@ -80,14 +80,15 @@ def _maxtext_v4(name, d, heads, ffn, layers):
 
 
 def _run(model, slice_, *, per_chip, tensor=1, recompute=1.0, master_bytes=4,
-         sequence_parallel=False):
+         sequence_parallel=False, dcn_overlap=True):
     def make(slices):
         chips = slice_.chips
         par = Parallelism(fsdp=chips // tensor, tensor=tensor)
         return slice_, Training(model=model, parallelism=par,
-                                global_batch=chips // tensor * slices * per_chip,
+                                global_batch=chips * slices * per_chip,
                                 recompute=recompute, master_bytes=master_bytes,
-                                sequence_parallel=sequence_parallel)
+                                sequence_parallel=sequence_parallel,
+                                dcn_overlap=dcn_overlap)
     return make
 
 
@@ -102,16 +103,21 @@ RUNS = {
     "palm-540b": ("v4", lambda n: (PALM_SLICE, training_preset("palm-540b",
                                                                chips=PALM_SLICE.chips,
                                                                slices=n))),
-    # MaxText's v5e runs (configs/v5e/{16,32,64}b.sh): FSDP, full remat, fp32 weights
+    # MaxText's v5e runs (configs/v5e/{16,32,64}b.sh): FSDP, full remat, fp32 weights; the
+    # scripts enable XLA's data-parallel all-reduce optimization and async collective
+    # fusion: the DCN all-reduce overlapped layer by layer (dcn_overlap, the default)
     **{f"maxtext-v5e-{name.split('-')[1]}": (
         "v5e", _run(MODELS[name], _V5E, per_chip=per_chip))
        for name, (per_chip, _) in MAXTEXT_V5E.items()},
     # MaxText's v4 runs (configs/v4/22b.sh: v4-128, ici_fsdp 64, per_device_batch 13; 52b.sh:
-    # v4-384, ici_fsdp 192, per_device_batch 7; both remat full)
+    # v4-384, ici_fsdp 192, per_device_batch 7; both remat full). Their LIBTPU_INIT_ARGS set
+    # only --xla_enable_async_all_gather, not the data-parallel all-reduce optimization the
+    # v5e and v5p scripts enable (--xla_tpu_enable_data_parallel_all_reduce_opt): the DCN
+    # gradient exchange is modelled after the backward pass, exposed (dcn_overlap=False).
     "maxtext-v4-22b": ("v4", _run(_maxtext_v4("MaxText 22B", 6144, 24, 24576, 48),
-                                  _cube(64), per_chip=13)),
+                                  _cube(64), per_chip=13, dcn_overlap=False)),
     "maxtext-v4-52b": ("v4", _run(_maxtext_v4("MaxText 52B", 12288, 32, 49152, 32),
-                                  _cube(192), per_chip=7)),
+                                  _cube(192), per_chip=7, dcn_overlap=False)),
     # MaxText's v5p runs (configs/v5p/{32,64,128}b.sh: global_parameter_scale 32 / 64 / 128,
     # ici_tensor_parallelism 4 / 4 / 8, FSDP over the rest, per_device_batch 7 / 3 / 1,
     # remat minimal: the GEMM outputs saved, no GEMM recomputed)
@@ -126,7 +132,8 @@ RUNS = {
 }
 """Each published run: (chip preset, function of the slice count -> (slice, Training)),
 configured as its run script or paper gives it. ``per_device_batch_size`` counts sequences
-per chip; MaxText's ``v5p-N`` / ``v4-N`` name N TensorCores, N / 2 chips."""
+per chip (the global batch is per_device_batch_size x chips whatever the tensor parallelism:
+a tensor-parallel group of t chips runs t x per_device_batch_size sequences); MaxText's ``v5p-N`` / ``v4-N`` name N TensorCores, N / 2 chips."""
 
 _TRILLIUM = "Google Cloud blog, Trillium general availability (December 2024)"
 _V5E_SRC = f"{_MAXTEXT} MaxText/configs/v5e/README.md"
