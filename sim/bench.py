@@ -8,9 +8,9 @@ The benchmarks are those the block registry names (hdl/generate.py ``BLOCKS``: a
 ``bench``, run by ``sim/<bench>_perf.py``), the performance model's reports, which measure
 no block (sim/model_protocol.py: held-out validation and the Trillium claims, which also
 re-runs sim/model_report.py: the scaling report), the transformer operations
-(sim/transformer_perf.py) and the simulation speed of the two RTL run paths (sim/simspeed.py). Each module's ``render(data)``
-makes its results page from the JSON it wrote (``PAGE``, default the benchmark's name, names
-the files): pages are never edited.
+(sim/transformer_perf.py) and the simulation speed of the two RTL run paths
+(sim/simspeed.py). Each module's ``render(data)`` makes its results page from the JSON it
+wrote (``PAGE``, default the benchmark's name, names the files): pages are never edited.
 """
 
 import argparse

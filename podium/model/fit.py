@@ -108,7 +108,8 @@ def fit_two_points(chip, slice_, workload, *, efficiency=None, base=BASE_SLICES,
                 and gaps[i + 1] is not None and gaps[i] <= 0 <= gaps[i + 1]]
     if not brackets:
         raise ValueError(f"no overlap in [0, 1] and DCN latency meet {targets} for "
-                         f"{workload or 'the given costs'} on {getattr(chip, 'name', 'the given system')}")
+                         f"{workload or 'the given costs'} on "
+                         f"{getattr(chip, 'name', 'the given system')}")
     o_lo, o_hi = grid[brackets[0]], grid[brackets[0] + 1]
     for _ in range(50):
         mid = (o_lo + o_hi) / 2

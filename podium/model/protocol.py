@@ -132,8 +132,9 @@ RUNS = {
 }
 """Each published run: (chip preset, function of the slice count -> (slice, Training)),
 configured as its run script or paper gives it. ``per_device_batch_size`` counts sequences
-per chip (the global batch is per_device_batch_size x chips whatever the tensor parallelism:
-a tensor-parallel group of t chips runs t x per_device_batch_size sequences); MaxText's ``v5p-N`` / ``v4-N`` name N TensorCores, N / 2 chips."""
+per chip: the global batch is per_device_batch_size x chips whatever the tensor parallelism
+(a tensor-parallel group of t chips runs t x per_device_batch_size sequences). MaxText's
+``v5p-N`` / ``v4-N`` name N TensorCores, N / 2 chips."""
 
 _TRILLIUM = "Google Cloud blog, Trillium general availability (December 2024)"
 _V5E_SRC = f"{_MAXTEXT} MaxText/configs/v5e/README.md"
