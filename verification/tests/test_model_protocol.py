@@ -256,3 +256,20 @@ def test_model_speed_under_a_second_per_configuration():
 
 def test_v5e_slice_is_a_torus():
     assert protocol.RUNS["maxtext-v5e-16b"][1](1)[0] == Slice(dims=(16, 16), wrap=(True, True))
+
+
+# --- the command line ------------------------------------------------------------------------
+
+def test_cli_seed_and_heldout():
+    from verification.tests.test_model import run_cli
+
+    r = run_cli("seed", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [x["claim"] for x in rows] == [x["claim"] for x in seed.claims()]
+    r = run_cli("heldout", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {x["id"] for x in out["rows"] if x["status"] == "fitted"} == protocol.FITTED_POINTS
+    r = run_cli("seed", "--bogus")
+    assert r.returncode == 2 and "--bogus" in r.stderr
