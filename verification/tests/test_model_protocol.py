@@ -203,6 +203,11 @@ def test_calibration_fits_its_own_points_and_only_moves_with_them():
         protocol.POINTS = moved
         protocol.calibrate.cache_clear()
         assert protocol.calibrate() == cal
+        # while moving a fitted one does
+        protocol.POINTS = tuple(replace(p, published=0.5) if p.id == "maxtext-v5e-32b-1"
+                                else p for p in old)
+        protocol.calibrate.cache_clear()
+        assert protocol.calibrate().outside_roofline > cal.outside_roofline + 0.01
     finally:
         protocol.POINTS = old
         protocol.calibrate.cache_clear()
