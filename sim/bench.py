@@ -5,11 +5,12 @@ JSON, see sim/measure.py).
     python -m sim.bench [name ...] --render     (rewrite the pages from their JSON, run nothing)
 
 The benchmarks are those the block registry names (hdl/generate.py ``BLOCKS``: a block's
-``bench``, run by ``sim/<bench>_perf.py``), the performance model's report, which measures
-no block (sim/model_report.py), the transformer operations (sim/transformer_perf.py) and the
-simulation speed of the two RTL run paths (sim/simspeed.py). Each module's ``render(data)``
-makes its results page from the JSON it wrote (``PAGE``, default the benchmark's name, names
-the files): pages are never edited.
+``bench``, run by ``sim/<bench>_perf.py``), the performance model's reports, which measure
+no block (sim/model_protocol.py: held-out validation and the Trillium claims, which also
+re-runs sim/model_report.py: the scaling report), the transformer operations
+(sim/transformer_perf.py) and the simulation speed of the two RTL run paths
+(sim/simspeed.py). Each module's ``render(data)`` makes its results page from the JSON it
+wrote (``PAGE``, default the benchmark's name, names the files): pages are never edited.
 """
 
 import argparse
@@ -22,7 +23,8 @@ from hdl.generate import BLOCKS
 __all__ = ["BENCHES", "page_name", "render", "main"]
 
 BENCHES = {**{b.bench: f"sim.{b.bench}_perf" for b in BLOCKS.values() if b.bench},
-           "model": "sim.model_report", "transformer": "sim.transformer_perf",
+           "model": "sim.model_protocol", "scaling": "sim.model_report",
+           "transformer": "sim.transformer_perf",
            "simspeed": "sim.simspeed"}
 """Each benchmark's module, whose ``bench(quick=...)`` runs it."""
 

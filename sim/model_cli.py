@@ -5,6 +5,8 @@
     podium model run --preset v6e --workload gpt3-175b --set chip.dcn_bandwidth=25e9
     podium model calibration [--results DIR]
     podium model report [--quick]
+    podium model seed [--json]        # every claim of the Trillium announcement
+    podium model heldout [--json]     # the held-out protocol: fitted and held-out points
 
 ``add_parser(subparsers)`` adds the ``model`` command to the ``podium`` argument parser; its
 handler is stored as the parser default ``func``.
@@ -71,7 +73,55 @@ def add_parser(subparsers):
     rep = sub.add_parser("report", help="docs/results/scaling.md, .json and plots")
     rep.add_argument("--quick", action="store_true", help="fewer points, into build/results")
     rep.add_argument("--results", help="directory of measured results (default: docs/results)")
+    for name, what in (("seed", "every claim of the Trillium announcement: published, "
+                                "modelled, error, status, terms"),
+                       ("heldout", "the held-out protocol: the fitted parameters and their "
+                                   "points, every other published point with its error")):
+        q = sub.add_parser(name, help=what)
+        q.add_argument("--results", help="directory of measured results (default: "
+                       "docs/results)")
+        q.add_argument("--json", action="store_true", help="print the rows as JSON")
     return p
+
+
+def _fmt(x, digits=3):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _seed(args):
+    from podium.model.seed import claims
+
+    rows = claims(args.results)
+    if args.json:
+        return json.dumps(rows, indent=1)
+    return table(["claim", "published", "modelled", "error", "status", "terms", "why"],
+                 [[r["claim"], _fmt(r["published"], 2), _fmt(r["modelled"]),
+                   "-" if r["error"] is None else f"{100 * r['error']:+.1f}%", r["status"],
+                   r["terms"], r["why"]] for r in rows])
+
+
+def _heldout(args):
+    from podium.model import protocol
+
+    cal = protocol.calibrate(args.results)
+    rows = protocol.evaluate(cal, args.results)
+    summary = protocol.summary(rows)
+    if args.json:
+        return json.dumps({"calibration": asdict(cal), "fitted": protocol.FITTED,
+                           "rows": rows, "summary": summary}, indent=1)
+    s = summary["mfu"]
+    return "\n".join([
+        table(["parameter", "value", "fitted on"],
+              [[n, f"{getattr(cal, n):.4g}", ", ".join(ids)]
+               for n, ids in protocol.FITTED.items()]),
+        "",
+        table(["point", "status", "published", "modelled", "error (points)", "needs"],
+              [[r["id"], r["status"], f"{100 * r['published']:.2f}%",
+                f"{100 * r['modelled']:.2f}%", f"{r['error_points']:+.2f}", r["needs"]]
+               for r in rows]),
+        "",
+        f"held-out MFU/HFU: {s['points']} points, MAE {s['mae']:.2f}, "
+        f"within {protocol.TARGET_POINTS:g}: {s['within']}"])
 
 
 def apply_overrides(objects, sets):
@@ -193,6 +243,9 @@ def run(args):
     if args.model_command == "report":
         from .model_report import bench
         bench(quick=args.quick, results=args.results)
+        return 0
+    if args.model_command in ("seed", "heldout"):
+        print((_seed if args.model_command == "seed" else _heldout)(args))
         return 0
     if args.model_command == "calibration":
         terms = measured_terms(CHIPS["v6e"], args.results)

@@ -3,7 +3,8 @@ and written as markdown, as JSON in the shape of the other benchmark results, an
 plots), the published-figure presets beside the Podium-measured ones (sensitivity tables:
 datasheet presets only).
 
-The lead's ``make bench`` runs it as the ``model`` entry; ``podium model report`` too.
+``python -m sim.bench scaling`` runs it (``python -m sim.bench model`` too, after the
+held-out report, sim/model_protocol.py); ``podium model report`` too.
 """
 
 import statistics
@@ -478,7 +479,8 @@ def _introduction(t, env):
     return [
         "# Scaling model results",
         "",
-        f"Computed by `sim.model_report.bench` (`make bench model`, `podium model report`) "
+        f"Computed by `sim.model_report.bench` (`python -m sim.bench scaling`, also run by "
+        f"`python -m sim.bench model`; `podium model report`) "
         f"on {environment_line(env)}. The model, its equations and every "
         "assumption are in [docs/model.md](../model.md).",
         "",

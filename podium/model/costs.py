@@ -55,14 +55,29 @@ def gemm_time(system, g):
     chip, eff = system.chip, system.efficiency
     folds = math.ceil(g.k / chip.mxu_rows) * math.ceil(g.n / chip.mxu_cols)
     cycles = folds * g.count / chip.mxus * max(g.m, chip.mxu_rows)
-    compute = cycles / (chip.mac_rate * eff.mxu)
+    e = (eff.attention or eff.mxu) if _is_attention(g) else eff.mxu
+    compute = cycles / (chip.mac_rate * e)
     memory = _gemm_traffic(chip, g) / (chip.hbm_bandwidth * eff.hbm)
     return max(compute, memory)
 
 
+def _is_attention(g):
+    """A self-attention GEMM (scores or context, forward or backward) of a fused kernel:
+    timed at the attention efficiency (Podium's RTL flash-attention MXU utilization,
+    transformer.json) instead of the plain GEMM's."""
+    return g.traffic is not None and g.name.rsplit(".", 1)[-1].split("_")[0] in (
+        "scores", "context")
+
+
 def stream_time(system, s):
-    """Time of a memory-bound operation: its bytes at the achieved HBM bandwidth."""
-    return s.bytes / (system.chip.hbm_bandwidth * system.efficiency.hbm)
+    """Time of an elementwise operation: the larger of its bytes at the achieved HBM
+    bandwidth and its vector-unit work at the chip's VPU rate per kind (the VPU runs the
+    kinds one after another; kinds without a rate, or a chip without ``vpu_rates``, add no
+    VPU time)."""
+    hbm = s.bytes / (system.chip.hbm_bandwidth * system.efficiency.hbm)
+    rates = system.chip.vpu_rates
+    vpu = sum(e / rates[k] for k, e in s.vpu if k in rates) if rates else 0.0
+    return max(hbm, vpu)
 
 
 def ops_time(system, weighted_ops):
@@ -142,7 +157,7 @@ def collective_time(kind, segments, volume, system):
         return volume * load / (b * eff.ici_all_to_all) + latency * hop
     g = math.prod(s.length for s in segments)
     bandwidth = sum((2 if s.wrap else 1) * b / s.stride for s in segments)
-    one_way = ((g - 1) / g * volume / (bandwidth * eff.ici_collective)
+    one_way = ((g - 1) / g * volume / (bandwidth * eff.collective(kind))
                + sum((s.length - 1) * s.stride for s in segments) * hop)
     if kind in ("all_gather", "reduce_scatter"):
         return one_way
@@ -281,6 +296,15 @@ def tokens_per_replica(system, training):
     return training.global_batch * training.model.seq / replicas
 
 
+def _wire(kind, payload_bytes, chip):
+    """Wire bytes over payload bytes of a collective: a reduce-scatter of narrower elements
+    than ``chip.partial_bytes`` moves its partial sums at that width (bfloat16 gradients
+    with fp32 partials, docs/pod.md)."""
+    if kind == "reduce_scatter" and chip.partial_bytes > payload_bytes:
+        return chip.partial_bytes / payload_bytes
+    return 1.0
+
+
 def _diameter(slice_):
     return sum(k // 2 if w else k - 1 for k, w in zip(slice_.dims, slice_.wrap, strict=True))
 
@@ -316,19 +340,22 @@ def training_costs(system, training, *, tokens=None):
                   * collective_time("all_to_all", axes["expert"],
                                     tokens * m.top_k * m.d_model * ACT_BYTES / par.tensor,
                                     system))
-    dense_bytes = m.dense_params * ACT_BYTES / par.tensor
-    expert_bytes = m.expert_params / par.expert * ACT_BYTES / par.tensor
+    wb = training.master_bytes  # bytes per weight / gradient on the wire
+    dense_bytes = m.dense_params * wb / par.tensor
+    expert_bytes = m.expert_params / par.expert * wb / par.tensor
     # ZeRO-3: weights gathered for the forward and again for the backward pass, gradients
     # reduce-scattered; one message per layer and collective. Experts are gathered only
     # within the chips that hold the same experts.
     fsdp_ici = 0.0
     for volume, segments in ((dense_bytes, axes["expert"] + axes["fsdp"]),
                              (expert_bytes, axes["fsdp"])):
-        fsdp_ici += m.layers * sum(collective_time(kind, segments, volume / m.layers, system)
-                                   for kind in ("all_gather", "all_gather", "reduce_scatter"))
-    grad_shard = m.params * ACT_BYTES / (par.tensor * par.fsdp)
-    fsdp_ici += m.layers * sum(collective_time(kind, axes["data"], grad_shard / m.layers, system)
-                               for kind in ("reduce_scatter", "all_gather"))
+        fsdp_ici += m.layers * sum(
+            collective_time(kind, segments, volume * _wire(kind, wb, chip) / m.layers, system)
+            for kind in ("all_gather", "all_gather", "reduce_scatter"))
+    grad_shard = m.params * wb / (par.tensor * par.fsdp)
+    fsdp_ici += m.layers * sum(
+        collective_time(kind, axes["data"], grad_shard * _wire(kind, wb, chip) / m.layers, system)
+        for kind in ("reduce_scatter", "all_gather"))
     n = system.slices
     replicas = n * par.data * par.fsdp
     global_tokens = tokens * replicas
@@ -341,7 +368,7 @@ def training_costs(system, training, *, tokens=None):
     return TrainingCosts(
         chips=system.chips, compute=compute, tensor=tensor, all_to_all=all_to_all,
         fsdp_ici=fsdp_ici,
-        dcn_bandwidth=dcn_all_reduce_time(system, m.params * ACT_BYTES / system.slice.chips,
+        dcn_bandwidth=dcn_all_reduce_time(system, m.params * wb / system.slice.chips,
                                           messages=0),
         dcn_steps=2 * (n - 1) * (m.layers if training.dcn_overlap else 1),
         dcn_overlap=training.dcn_overlap, sync_ici=2 * _diameter(system.slice)

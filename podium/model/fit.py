@@ -72,22 +72,27 @@ def _latency_for(costs, base, overlap, target):
 
 
 def fit_two_points(chip, slice_, workload, *, efficiency=None, base=BASE_SLICES,
-                   targets=TARGETS):
+                   targets=TARGETS, costs=None):
     """Fit overlap and DCN latency so that ``workload`` (a training preset name) on
     ``chip`` (with ``efficiency``, default datasheet peaks) meets both (slices, efficiency)
     ``targets`` against ``base`` slices.
 
     For each overlap on a grid the latency meeting the second target is found by bisection;
     the overlap then meets the first target by bisection between the grid points that
-    bracket it (the lowest such bracket). Raises ValueError when no pair meets both."""
+    bracket it (the lowest such bracket). Raises ValueError when no pair meets both.
+    ``costs``: a function of the slice count returning the TrainingCosts to fit on, instead
+    of the datasheet chip's (the held-out protocol passes its physical, calibrated system).
+    """
     (n1, e1), (n2, e2) = targets
     for name, e in (("targets[0]", e1), ("targets[1]", e2)):
         check_number(f"{name} efficiency", e, lo=0, hi=1, lo_open=True)
 
-    def costs(n):
+    def default_costs(n):
         sys = System(name=chip.name, chip=chip, slice=slice_, slices=n,
                      efficiency=efficiency or Efficiency())
         return training_costs(sys, training_preset(workload, chips=slice_.chips, slices=n))
+
+    costs = costs or default_costs
 
     c0, c1, c2 = costs(base), costs(n1), costs(n2)
 
@@ -103,7 +108,8 @@ def fit_two_points(chip, slice_, workload, *, efficiency=None, base=BASE_SLICES,
                 and gaps[i + 1] is not None and gaps[i] <= 0 <= gaps[i + 1]]
     if not brackets:
         raise ValueError(f"no overlap in [0, 1] and DCN latency meet {targets} for "
-                         f"{workload} on {chip.name}")
+                         f"{workload or 'the given costs'} on "
+                         f"{getattr(chip, 'name', 'the given system')}")
     o_lo, o_hi = grid[brackets[0]], grid[brackets[0] + 1]
     for _ in range(50):
         mid = (o_lo + o_hi) / 2

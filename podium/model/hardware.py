@@ -50,6 +50,15 @@ class Chip:
         Seconds per hop of a message between neighbouring chips.
     dcn_bandwidth : float
         Bytes/s per chip, one direction, over the data-center network.
+    partial_bytes : int
+        Bytes per element of the partial sums a reduce-scatter moves: 0 (default) the
+        payload's own width; 4 when bfloat16 reductions carry fp32 partials on the wire, as
+        Podium's pod does (docs/pod.md, "Formats and rounding").
+    vpu_rates : dict of str to float
+        Elements per second the vector unit processes per elementwise operation kind
+        ("rmsnorm", "add", "silu", ...). Empty (the published presets): the VPU's time is not
+        modelled and elementwise work costs its HBM traffic only; set by
+        :func:`podium.model.physical.physical_system` from Podium's RTL measurement.
     sources : dict of str to str
         Where each figure comes from (not validated, not compared).
     """
@@ -67,10 +76,19 @@ class Chip:
     ici_link_bandwidth: float
     ici_hop_latency: float
     dcn_bandwidth: float
+    partial_bytes: int = 0
+    vpu_rates: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         p = "chip"
+        check_int(f"{p}.partial_bytes", self.partial_bytes, 0, 8)
+        if self.vpu_rates:
+            rates = check_mapping(f"{p}.vpu_rates", self.vpu_rates,
+                                  lambda n, v: check_number(n, v, lo=0, lo_open=True))
+            object.__setattr__(self, "vpu_rates", rates)
+        elif not isinstance(self.vpu_rates, dict):
+            raise ValueError(f"{p}.vpu_rates must be a mapping, got {self.vpu_rates!r}")
         check_int(f"{p}.mxus", self.mxus, 1, 1024)
         check_int(f"{p}.mxu_rows", self.mxu_rows, 1, 4096)
         check_int(f"{p}.mxu_cols", self.mxu_cols, 1, 4096)
@@ -155,6 +173,15 @@ class Efficiency:
         of an all-to-all.
     dcn : float
         Achieved over nominal DCN bandwidth per chip.
+    attention : float
+        MXU utilization of a fused (flash) attention kernel, used instead of ``mxu`` for the
+        attention GEMMs (scores and context, forward and backward). 0 (default): the same as
+        ``mxu``; the physical presets take it from Podium's RTL attention bench
+        (transformer.json).
+    ici_all_gather, ici_reduce_scatter : float
+        Bus bandwidth over link bandwidth of the all-gather and of the reduce-scatter (bf16
+        payload, fp32 partial sums on the pod) when measured apart; 0 (default): both use
+        ``ici_collective``.
     sources : dict of str to str
         Per term, "measured (file, row)", "published: ..." or "assumed: value (why)".
     """
@@ -164,6 +191,9 @@ class Efficiency:
     ici_collective: float = 1.0
     ici_all_to_all: float = 1.0
     dcn: float = 1.0
+    attention: float = 0.0
+    ici_all_gather: float = 0.0
+    ici_reduce_scatter: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
 
     TERMS = ("mxu", "hbm", "ici_collective", "ici_all_to_all", "dcn")
@@ -171,6 +201,14 @@ class Efficiency:
     def __post_init__(self):
         for name in self.TERMS:
             check_number(f"efficiency.{name}", getattr(self, name), lo=0, hi=1, lo_open=True)
+        for name in ("attention", "ici_all_gather", "ici_reduce_scatter"):
+            check_number(f"efficiency.{name}", getattr(self, name), lo=0, hi=1)
+
+    def collective(self, kind):
+        """The bus-bandwidth efficiency of a collective of ``kind``."""
+        own = {"all_gather": self.ici_all_gather,
+               "reduce_scatter": self.ici_reduce_scatter}.get(kind, 0.0)
+        return own or self.ici_collective
 
     def source(self, term):
         return self.sources.get(term, f"assumed: {getattr(self, term):g} (datasheet peak)")

@@ -45,10 +45,14 @@ class Gemm:
 
 @dataclass(frozen=True)
 class Stream:
-    """A memory-bound operation moving ``bytes`` through HBM on one chip."""
+    """An elementwise operation moving ``bytes`` through HBM on one chip. ``vpu``: (kind,
+    elements) pairs of the vector unit's work (kinds as Podium's RTL bench measures them:
+    rmsnorm, add, silu, gelu_tanh, softmax); its time counts only on a chip with
+    ``vpu_rates``."""
 
     name: str
     bytes: float
+    vpu: tuple = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +205,13 @@ class Training:
         The DCN gradient all-reduce runs layer by layer during the backward pass (one message
         per layer, hidden under the overlap window). False: the gradients cross the DCN in one
         exchange after the backward pass, on the critical path (PaLM's Pathways schedule).
+    sequence_parallel : bool
+        Norms and residual adds sharded over the tensor-parallel group (see
+        ``_stream_bytes_per_token``); False: every chip of the group repeats them.
+    master_bytes : int
+        Bytes per weight and per gradient in the FSDP gathers and reductions and the DCN
+        all-reduce: 2 (bf16), or 4 where the run keeps fp32 master weights and gradients and
+        communicates them (MaxText's default, ``weight_dtype: float32`` in its base.yml).
     """
 
     model: Transformer
@@ -210,6 +221,8 @@ class Training:
     flash_attention: bool = True
     state_bytes: int = 12
     dcn_overlap: bool = True
+    sequence_parallel: bool = False
+    master_bytes: int = 2
 
     def __post_init__(self):
         if not isinstance(self.model, Transformer):
@@ -221,6 +234,8 @@ class Training:
         check_number("training.recompute", self.recompute, lo=0, hi=1)
         check_bool("training.flash_attention", self.flash_attention)
         check_bool("training.dcn_overlap", self.dcn_overlap)
+        check_bool("training.sequence_parallel", self.sequence_parallel)
+        check_choice("training.master_bytes", self.master_bytes, (2, 4))
         check_int("training.state_bytes", self.state_bytes, 0, 64)
         tp = self.parallelism.tensor
         m = self.model
@@ -360,23 +375,49 @@ shared embeddings), Mixtral (arXiv 2401.04088); MaxText's scaled default decoder
 (``maxtext_model``)."""
 
 
-def _stream_bytes_per_token(model, tp, moe):
+def _kv_per_chip(kv_heads, tp):
+    """KV heads one chip of a tensor-parallel group of ``tp`` holds: its share when ``tp``
+    divides them, one (each head replicated on tp / kv_heads chips) when they divide ``tp``,
+    else all of them (replicated)."""
+    if kv_heads % tp == 0:
+        return kv_heads / tp
+    if tp % kv_heads == 0:
+        return 1
+    return kv_heads
+
+
+def _stream_bytes_per_token(model, tp, moe, sequence_parallel=False):
     """Forward elementwise HBM traffic per token of one layer (bytes per chip), unfused:
     two norms (read + write d each), two residual adds (read 2d, write d each), the MLP
-    activation (read 2 x ffn, write ffn if gated, else read + write ffn; per routed expert)."""
+    activation (read 2 x ffn, write ffn if gated, else read + write ffn; per routed expert).
+    ``sequence_parallel``: the norms and residual adds run on 1/tp of the tokens on each chip
+    of the tensor-parallel group (Megatron-LM's sequence parallelism, Korthikanti et al.,
+    arXiv 2205.05198, section 4.2.2), as the MLP activation already does on 1/tp of ffn."""
     mlp = (3 if model.gated else 2) * model.ffn / tp
     if moe:
         mlp = model.top_k * (mlp + 4 * model.d_model)  # + dispatch and combine buffers
-    return ACT_BYTES * (10 * model.d_model + mlp)
+    return ACT_BYTES * (10 * model.d_model / (tp if sequence_parallel else 1) + mlp)
 
 
-def layer_forward(model, *, tokens, tensor, flash, moe=False, expert=1):
+def _vpu_per_token(model, tp, moe, sequence_parallel=False):
+    """The vector unit's forward work per token of one layer, as (kind, elements) pairs:
+    two RMS norms of d, two residual adds of d (on 1/tp of them under sequence
+    parallelism), the MLP activation of ffn / tp (SiLU and the gate's product when gated,
+    tanh-GELU otherwise; per routed expert)."""
+    d = model.d_model / (tp if sequence_parallel else 1)
+    f = model.ffn / tp * (model.top_k if moe else 1)
+    act = [("silu", f), ("add", f)] if model.gated else [("gelu_tanh", f)]
+    return (("rmsnorm", 2 * d), ("add", 2 * d), *act)
+
+
+def layer_forward(model, *, tokens, tensor, flash, moe=False, expert=1,
+                  sequence_parallel=False):
     """The forward operations of one layer on one chip for ``tokens`` tokens of one
     tensor-parallel group (``tokens / seq`` sequences), as a list of Gemm and Stream."""
     m, tp = model, tensor
     seqs = tokens / m.seq
     heads = m.heads // tp
-    kv_heads = m.kv_heads / tp if m.kv_heads % tp == 0 else m.kv_heads  # else replicated
+    kv_heads = _kv_per_chip(m.kv_heads, tp)
     hd = m.head_dim
     q_cols = heads * hd
     kv_cols = round(2 * kv_heads * hd)
@@ -402,7 +443,10 @@ def layer_forward(model, *, tokens, tensor, flash, moe=False, expert=1):
     else:
         ops += [Gemm("mlp_up", tokens, m.d_model, width),
                 Gemm("mlp_down", tokens, m.ffn // tp, m.d_model)]
-    ops.append(Stream("elementwise", tokens * _stream_bytes_per_token(m, tp, moe)))
+    ops.append(Stream("elementwise",
+                      tokens * _stream_bytes_per_token(m, tp, moe, sequence_parallel),
+                      tuple((k, tokens * e)
+                            for k, e in _vpu_per_token(m, tp, moe, sequence_parallel))))
     return ops
 
 
@@ -411,7 +455,7 @@ def _backward(op, flash):
     GEMM operands; twice the forward traffic for streams; fused attention recomputes its
     scores."""
     if isinstance(op, Stream):
-        return [Stream(op.name + "_grad", 2 * op.bytes)]
+        return [Stream(op.name + "_grad", 2 * op.bytes, tuple((k, 2 * e) for k, e in op.vpu))]
     grads = [Gemm(op.name + "_dx", op.m, op.n, op.k, op.count, op.traffic),
              Gemm(op.name + "_dw", op.k, op.m, op.n, op.count, op.traffic)]
     if flash and op.name == "scores":
@@ -425,9 +469,10 @@ def training_ops(training, *, tokens):
     pairs in every phase), ``optimizer``. ``tokens``: tokens per tensor-parallel group."""
     m, par = training.model, training.parallelism
     tp, flash = par.tensor, training.flash_attention
-    dense = layer_forward(m, tokens=tokens, tensor=tp, flash=flash)
+    sp = training.sequence_parallel
+    dense = layer_forward(m, tokens=tokens, tensor=tp, flash=flash, sequence_parallel=sp)
     moe = layer_forward(m, tokens=tokens, tensor=tp, flash=flash, moe=True,
-                        expert=par.expert) if m.moe_layers else []
+                        expert=par.expert, sequence_parallel=sp) if m.moe_layers else []
     n_dense = m.layers - m.moe_layers
     layers = [(op, n_dense) for op in dense] + [(op, m.moe_layers) for op in moe]
     head = [(Gemm("logits", tokens, m.d_model, math.ceil(m.vocab / tp)), 1),
@@ -455,7 +500,7 @@ def inference_ops(inference, *, tensor, phase):
                                  math.ceil(m.vocab / tensor)), 1)]
     batch, context = inference.batch, inference.decode_context
     heads = m.heads // tensor
-    kv_heads = m.kv_heads / tensor if m.kv_heads % tensor == 0 else m.kv_heads
+    kv_heads = _kv_per_chip(m.kv_heads, tensor)
     hd = m.head_dim
     kv_cache = ACT_BYTES * batch * context * kv_heads * hd  # K (or V) of one layer
     group = heads / kv_heads  # queries per KV head
