@@ -60,10 +60,10 @@ def _marks(name, test):
 
 
 # The benchmark's configuration (64-entry queue, 32 write slots, closed page): the scheduler's
-# widest build, on the tests that stress the queue (the random mix, which the benchmark also
-# runs and checks, in `make test-all`).
-DEEP_TESTS = [pytest.param("test_random_mix", marks=pytest.mark.slow), "test_read_after_write",
-              "test_write_not_starved", "test_write_then_last_read"]
+# widest build, on the tests that stress the queue, in `make test-all` and CI's slow shards
+# (its build and tests take about 4 minutes of a core).
+DEEP_TESTS = ["test_random_mix", "test_read_after_write", "test_write_not_starved",
+              "test_write_then_last_read"]
 
 
 @pytest.mark.parametrize("name, test", cases(TB, CONFIGS, marks=_marks))
@@ -71,6 +71,7 @@ def test_hbm(cocotb_run, name, test):
     cocotb_run("hbm", CONFIGS[name], TB, test)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("test", DEEP_TESTS)
 def test_hbm_deep(cocotb_run, test):
     cocotb_run("hbm", BENCH_CONFIG, TB, test)

@@ -56,12 +56,16 @@ LARGE = {
 
 # The 200k-cycle soak and every directed traffic pattern run on the 2x2 torus in `make test`,
 # on the other networks (a few minutes each) in `make test-all`; those networks' random traffic,
-# faults, bad packets and latency run in `make test`.
+# faults, bad packets and latency run in `make test`, but for the 4x4 mesh's (its build and
+# tests, about 3.5 minutes of a core, in `make test-all` and CI's slow shards: the 3x5
+# mesh-torus of LARGE has mesh edges too).
 FAST = {"test_soak": {"2x2t"}, "test_patterns": {"2x2t"}}
+SLOW_NETS = {"4x4m"}
 
 
 def _slow(net, test):
-    return [pytest.mark.slow] if test in FAST and net not in FAST[test] else []
+    return [pytest.mark.slow] if net in SLOW_NETS or (test in FAST and net not in FAST[test]) \
+        else []
 
 
 @pytest.mark.parametrize("net, test", cases(TB, CONFIGS, _slow))

@@ -31,9 +31,11 @@ def test_sparsecore(cocotb_run, name, test):
 
 
 ONE_ROW_ID = SparseCoreSystemConfig(sparsecore=SparseCoreConfig(row_ids=1))
-"""Every row read on one ID (the default configuration uses two)."""
+"""Every row read on one ID (the default configuration uses two): its build and tests, about
+three minutes of a core, in `make test-all` and CI's slow shards."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("test", ["test_zipf_batches", "test_scatter_duplicates"])
 def test_sparsecore_one_row_id(cocotb_run, test):
     cocotb_run("sparsecore", ONE_ROW_ID, TB, test)
