@@ -133,6 +133,10 @@ def test_kv_heads_shared_when_the_tensor_group_outnumbers_them():
     ("maxtext-v5p-32b", 31_662_800_896, 32, 8192, 28672),
     ("maxtext-v5p-64b", 62_801_313_792, 64, 8192, 28672),
     ("maxtext-v5p-128b-256", 125_078_339_584, 64, 8192, 57344),
+    ("maxtext-v5p-256b", 250_156_679_168, 64, 16384, 57344),
+    ("maxtext-v5p-512b", 499_264_782_336, 128, 16384, 57344),
+    ("maxtext-v5p-1024b-2048", 997_480_988_672, 128, 16384, 114688),
+    ("maxtext-v5p-1024b-4096", 997_480_988_672, 128, 16384, 114688),
     ("maxtext-v5e-16b", 15_831_400_448, 32, 4096, 28672)])
 def test_run_shapes(run, params, layers, d, ffn):
     """Each published run's model has the shape its run script gives and the parameter
@@ -146,6 +150,24 @@ def test_run_shapes(run, params, layers, d, ffn):
     assert m.params == params
     assert t.parallelism.chips == slice_.chips
     assert t.master_bytes == 4
+
+
+@pytest.mark.parametrize("run, chips, dims, tensor, per_chip, recompute", [
+    ("maxtext-v5p-256b", 512, (8, 8, 8), 8, 1, 0.0),
+    ("maxtext-v5p-512b", 512, (8, 8, 8), 8, 2, 1.0),
+    ("maxtext-v5p-1024b-2048", 1024, (8, 8, 16), 16, 2, 1.0),
+    ("maxtext-v5p-1024b-4096", 2048, (8, 16, 16), 16, 2, 1.0)])
+def test_v5p_large_runs_as_their_scripts(run, chips, dims, tensor, per_chip, recompute):
+    """configs/v5p/{256,512,1024}b.sh: v5p-1024 / -2048 / -4096 slices (N TensorCores, N / 2
+    chips, a torus), ici_tensor_parallelism, FSDP over the rest, per_device_batch_size per
+    chip (the global batch doubles with a second slice), remat minimal (none) or full."""
+    _, make = protocol.RUNS[run]
+    slice_, t = make(1)
+    assert slice_.chips == chips and slice_.dims == dims and all(slice_.wrap)
+    assert (t.parallelism.tensor, t.parallelism.fsdp) == (tensor, chips // tensor)
+    assert t.global_batch == chips * per_chip
+    assert make(2)[1].global_batch == 2 * chips * per_chip
+    assert t.recompute == recompute
 
 
 def test_gemm_flops_are_the_model_flops_without_recomputation():
