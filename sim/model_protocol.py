@@ -22,7 +22,7 @@ from sim.measure import (
     wrote,
 )
 
-__all__ = ["bench", "render", "tables", "PAGE", "PLOTS"]
+__all__ = ["bench", "render", "tables", "PAGE", "PLOTS", "ALSO_RUNS"]
 
 PAGE = "model"
 PLOTS = ("model_heldout.png", "model_seed.png")
@@ -248,6 +248,10 @@ def _plots(t, directory):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     wrote(path)
+
+
+ALSO_RUNS = ("scaling",)
+"""Benchmarks this one runs itself (sim.bench does not run them again in the same call)."""
 
 
 def bench(quick=False, results=None):

@@ -300,3 +300,15 @@ def test_cli_seed_and_heldout():
     assert {x["id"] for x in out["rows"] if x["status"] == "fitted"} == protocol.FITTED_POINTS
     r = run_cli("seed", "--bogus")
     assert r.returncode == 2 and "--bogus" in r.stderr
+
+
+def test_make_bench_runs_the_scaling_report_once():
+    """The model benchmark re-runs the scaling report itself: running every benchmark (make
+    bench) or both by name runs it once; asked alone, it runs."""
+    from sim.bench import BENCHES, selected
+
+    assert "scaling" in BENCHES and "model" in BENCHES
+    assert "scaling" not in selected([]) and "model" in selected([])
+    assert selected(["model", "scaling"]) == ["model"]
+    assert selected(["scaling"]) == ["scaling"]
+    assert selected(["mxu", "hbm"]) == ["mxu", "hbm"]
