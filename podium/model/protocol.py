@@ -426,21 +426,27 @@ def maxtext_losses(rows):
 
 def dcn_sensitivity(cal=None, results=None):
     """MaxText's multislice weak-scaling losses against DCN schedules the model can
-    express, per v5e run and slice count: ``overlapped`` (the calibrated model: the DCN
-    all-reduce layer by layer under the overlap window), ``exposed`` (one exchange after the
-    backward pass, on the critical path, fp32 gradients at the NIC rate), and the loss
-    published. Also, per run, the least-squares line loss = a + b x slices through the
-    published points and the per-message DCN latency a ring's latency term
-    2 (N - 1) x layers x alpha would need to give its slope b (what a latency-bound DCN
-    term would have to be)."""
+    express, per v5e and v5p run and slice count: ``overlapped`` (the calibrated model: the
+    DCN all-reduce layer by layer under the overlap window), ``exposed`` (one exchange after
+    the backward pass, on the critical path, fp32 gradients at the published NIC rate per
+    chip), and the loss published. Also, per run, the least-squares line loss = a + b x
+    slices through the published multislice points (a run with one such point: the line
+    through it and no loss at one slice) and the per-message DCN latency a ring's latency
+    term 2 (N - 1) x layers x alpha would need to give its slope b (what a latency-bound
+    DCN term would have to be)."""
     cal = cal or calibrate(results)
+    tables = {}
+    for p in POINTS:
+        if p.metric == "mfu" and RUNS[p.run][0] in ("v5e", "v5p"):
+            tables.setdefault(p.run, {})[p.slices] = p.published
     out = []
-    for name, (_, table) in MAXTEXT_V5E.items():
-        run = f"maxtext-v5e-{name.split('-')[1]}"
+    for run, table in tables.items():
+        if len(table) < 2 or 1 not in table:
+            continue
         chip, make = RUNS[run]
         one = modelled_step(run_costs(run, 1, results), cal)
-        xs, ys = [], []
-        for n, mfu in table.items():
+        rows, xs, ys = [], [], []
+        for n, mfu in sorted(table.items()):
             if n == 1:
                 continue
             slice_, t = make(n)
@@ -450,17 +456,20 @@ def dcn_sensitivity(cal=None, results=None):
             pub = 100 * (1 - mfu / table[1])
             xs.append(n)
             ys.append(pub / 100 * one.step)
-            out.append({"run": run, "slices": n, "published_loss": pub,
-                        "overlapped_loss": 100 * (1 - one.step / over.step),
-                        "exposed_loss": 100 * (1 - one.step / exposed.step),
-                        "exposed_dcn_seconds": exposed.dcn, "step_seconds": one.step,
-                        "slope_seconds_per_slice": None, "implied_alpha_us": None})
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-                 / sum((x - mx) ** 2 for x in xs))
+            rows.append({"run": run, "chip": chip, "slices": n, "published_loss": pub,
+                         "overlapped_loss": 100 * (1 - one.step / over.step),
+                         "exposed_loss": 100 * (1 - one.step / exposed.step),
+                         "exposed_dcn_seconds": exposed.dcn, "step_seconds": one.step,
+                         "dcn_bandwidth": sys.chip.dcn_bandwidth})
+        if len(xs) == 1:
+            slope = ys[0] / (xs[0] - 1)
+        else:
+            mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+            slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+                     / sum((x - mx) ** 2 for x in xs))
         layers = make(1)[1].model.layers
-        for r in out:
-            if r["run"] == run:
-                r["slope_seconds_per_slice"] = slope
-                r["implied_alpha_us"] = 1e6 * slope / (2 * layers)
+        for r in rows:
+            r["slope_seconds_per_slice"] = slope
+            r["implied_alpha_us"] = 1e6 * slope / (2 * layers)
+        out += rows
     return out

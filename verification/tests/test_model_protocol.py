@@ -255,6 +255,20 @@ def test_dcn_sensitivity_reads_the_published_losses():
     assert r["implied_alpha_us"] > 0
 
 
+def test_dcn_sensitivity_covers_v5p_at_its_published_bandwidth():
+    """v5p rows at the v5p page's 50 Gb/s per chip; the exposed exchange of the 128B run on
+    256 chips is the ring's bandwidth term for its fp32 FSDP shard: (N - 1) / N x 2 x
+    4 B x params / chips / 6.25 GB/s at N = 2."""
+    rows = {(r["run"], r["slices"]): r for r in protocol.dcn_sensitivity()}
+    assert {run for run, _ in rows if "v5p" in run} >= {"maxtext-v5p-32b",
+                                                         "maxtext-v5p-1024b-4096"}
+    r = rows[("maxtext-v5p-128b-512", 2)]
+    assert r["dcn_bandwidth"] == pytest.approx(6.25e9)
+    params = protocol.RUNS["maxtext-v5p-128b-512"][1](1)[1].model.params
+    assert r["exposed_dcn_seconds"] == pytest.approx(4 * params / 256 / 6.25e9, rel=0.02)
+    assert r["published_loss"] == pytest.approx(100 * (1 - 0.5966 / 0.6883))
+
+
 # --- the seed table --------------------------------------------------------------------------
 
 def test_seed_has_every_claim_with_a_status_and_reason():
