@@ -199,8 +199,15 @@ FITTED_POINTS = frozenset(p for ids in FITTED.values() for p in ids)
 NOT_MODELLED = (
     ("MaxText v5e 128B (1-32 slices)", "its run script offloads activations to host memory "
      "and adds 16-way tensor parallelism, which the model does not represent"),
-    ("MLPerf Training results of Google TPUs", "no configuration (chips, batch, parallelism) "
-     "was found in the sources the model was built from"),
+    ("MLPerf Training results of Google TPUs", "no run with a configuration the model can "
+     "take was found: MLPerf Training v1.1 Open, a 480B and a 200B BERT-like encoder on 2048 "
+     "and 1024 TPU v4 chips at '63% computational efficiency' (model plus rematerialization "
+     "FLOPs over peak; Google Cloud blog, December 2021, as reposted by aster.cloud and "
+     "analyticsindiamag.com), gives no layer shapes, batch or sharding, and the reports "
+     "disagree on the time to train (about 55 h, or about 19-20 h: zdnet.com); MLPerf "
+     "Training 3.1 GPT-3 175B on 4096 v5e chips trained in int8 (AQT), which the model does "
+     "not represent, and the stored pages give no time to train; MLPerf Training 4.1's "
+     "Trillium result is published as a ratio ('almost 4x') only"),
 )
 """Published points left out, with why."""
 
