@@ -20,7 +20,7 @@ import sys
 
 from hdl.generate import BLOCKS
 
-__all__ = ["BENCHES", "page_name", "render", "main"]
+__all__ = ["BENCHES", "page_name", "render", "main", "selected"]
 
 BENCHES = {**{b.bench: f"sim.{b.bench}_perf" for b in BLOCKS.values() if b.bench},
            "model": "sim.model_protocol", "scaling": "sim.model_report",
@@ -71,10 +71,21 @@ def main(argv=None):
             print(f"{page.relative_to(RESULTS.parent.parent)}: "
                   f"{'unchanged' if old == new else 'rendered anew'}")
         return 0
-    for name in args.names or BENCHES:
+    names = selected(args.names)
+    for name in names:
         print(f"== {name} benchmark", flush=True)
         importlib.import_module(BENCHES[name]).bench(quick=args.quick)
     return 0
+
+
+def selected(names):
+    """The benchmarks to run for ``names`` (default all), in order, without those another
+    selected benchmark runs itself (a module's ``ALSO_RUNS``: the model benchmark re-runs
+    the scaling report, so ``make bench`` runs it once)."""
+    names = list(names or BENCHES)
+    also = {a for n in names
+            for a in getattr(importlib.import_module(BENCHES[n]), "ALSO_RUNS", ())}
+    return [n for n in names if n not in also]
 
 
 if __name__ == "__main__":

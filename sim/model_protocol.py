@@ -22,7 +22,7 @@ from sim.measure import (
     wrote,
 )
 
-__all__ = ["bench", "render", "tables", "PAGE", "PLOTS"]
+__all__ = ["bench", "render", "tables", "PAGE", "PLOTS", "ALSO_RUNS"]
 
 PAGE = "model"
 PLOTS = ("model_heldout.png", "model_seed.png")
@@ -78,6 +78,8 @@ def tables(results=None):
         "dcn": protocol.dcn_sensitivity(cal, results),
         "not_modelled": [{"what": w, "why": y} for w, y in protocol.NOT_MODELLED],
         "seed": seed.claims(results),
+        "prices": [{"chip": c, "price": seed.PRICES[c], "source": seed.PRICE_SOURCES[c]}
+                   for c in seed.PRICES],
         "physical_terms": [{"term": k, "value": t.value, "source": t.source}
                            for k, t in terms.items()],
         "vpu": [{"preset": p, "lanes": VPU_LANES[p], "clock_hz": VPU_CLOCK[p]}
@@ -151,20 +153,23 @@ def _markdown(t, env):
               [[r["run"], r["slices"], _f(r["published_loss"], 2), _f(r["modelled_loss"], 2),
                 f"{r['error_points']:+.2f}", r["base_status"]] for r in t["maxtext_losses"]]),
         "",
-        "### The DCN terms the model can express, against MaxText's v5e losses",
+        "### The DCN terms the model can express, against MaxText's v5e and v5p losses",
         "",
         "overlapped: the calibrated model (DCN all-reduce layer by layer under the overlap "
-        "window). exposed: one exchange of fp32 gradients after the backward pass, at the "
-        "NICs' 3.125 GB/s per chip, on the critical path. slope: the least-squares line "
-        "loss x step = a + b x slices through the published points; implied alpha: the "
-        "per-message DCN latency a ring's latency term 2 (N - 1) x layers x alpha needs for "
-        "that slope (the Trillium fit's is "
+        "window). exposed: one exchange of fp32 gradients after the backward pass, on the "
+        "critical path, at the published DCN bandwidth per chip (v5e: 2 x 100 Gb/s NICs per "
+        "8-chip host, 3.125 GB/s; v5p: 50 Gb/s per chip, 6.25 GB/s; the Cloud TPU v5e and "
+        "v5p pages). slope: the least-squares line loss x step = a + b x slices through the "
+        "published points (one multislice point: the line through it and no loss at one "
+        "slice); implied alpha: the per-message DCN latency a ring's latency term "
+        "2 (N - 1) x layers x alpha needs for that slope (the Trillium fit's is "
         f"{1e6 * cal['dcn_latency']['value']:.1f} us).",
         "",
-        table(["run", "slices", "published loss", "overlapped", "exposed",
+        table(["run", "slices", "published loss", "overlapped", "exposed", "DCN, GB/s",
                "exposed DCN, s", "step, s", "slope, s per slice", "implied alpha, us"],
               [[r["run"], r["slices"], _f(r["published_loss"], 2), _f(r["overlapped_loss"], 2),
-                _f(r["exposed_loss"], 2), _f(r["exposed_dcn_seconds"]), _f(r["step_seconds"], 2),
+                _f(r["exposed_loss"], 2), _f(r["dcn_bandwidth"] / 1e9, 3),
+                _f(r["exposed_dcn_seconds"]), _f(r["step_seconds"], 2),
                 _f(r["slope_seconds_per_slice"], 4), _f(r["implied_alpha_us"], 0)]
                for r in t["dcn"]]),
         "",
@@ -178,6 +183,12 @@ def _markdown(t, env):
               [[r["claim"], _f(r["published"], 2), _f(r["modelled"], 3),
                 "-" if r["error"] is None else f"{100 * r['error']:+.1f}%", r["status"],
                 r["terms"], r["why"]] for r in t["seed"]]),
+        "",
+        "Prices (on-demand US$ per chip-hour, each read from a stored public page): "
+        + "; ".join(f"{r['chip']} ${r['price']:.2f} ({r['source']})" for r in t["prices"])
+        + ". The stored copies of the Cloud TPU pricing page "
+        "(https://cloud.google.com/tpu/pricing) predate v5e, v5p and v6e; third-party lists "
+        "that disagree are named in `podium/model/seed.py` (`PRICE_SOURCES`).",
         "",
         "![seed claims](model_seed.png)",
         "",
@@ -248,6 +259,10 @@ def _plots(t, directory):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     wrote(path)
+
+
+ALSO_RUNS = ("scaling",)
+"""Benchmarks this one runs itself (sim.bench does not run them again in the same call)."""
 
 
 def bench(quick=False, results=None):

@@ -328,8 +328,9 @@ CHIPS = {
                                   "6 ports (Cloud TPU v5p page); the scaling book gives 90 "
                                   "GB/s: the preset uses 100",
             "ici_hop_latency": f"about 1 us per hop ({_SCALING_BOOK})",
-            "dcn_bandwidth": "assumed: 6.25 GB/s per chip, about 25 GB/s per 4-chip host "
-                             "(scaling book); Google publishes no v5p NIC figure",
+            "dcn_bandwidth": "6.25 GB/s per chip: 'Data center network (DCN) bandwidth per "
+                             "chip (Gbps) 50' (Cloud TPU v5p page, "
+                             "docs.cloud.google.com/tpu/docs/v5p)",
         }),
     "v4": Chip(
         name="TPU v4", mxus=8, mxu_rows=128, mxu_cols=128,

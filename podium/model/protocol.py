@@ -68,9 +68,11 @@ class Point:
 
 
 def _cube(chips):
-    """A v4 / v5p slice of ``chips`` chips as 4 x 4 x k or 4 x 8 x 8 (every axis a multiple
+    """A v4 / v5p slice of ``chips`` chips as 4 x 4 x k, 4 x 8 x 8, 8 x 8 x 8, 8 x 8 x 16 or
+    8 x 16 x 16 (every axis a multiple
     of 4: a torus with wraparound through the optical switches, Cloud TPU v4 / v5p pages)."""
-    dims = {64: (4, 4, 4), 128: (4, 4, 8), 192: (4, 4, 12), 256: (4, 8, 8)}[chips]
+    dims = {64: (4, 4, 4), 128: (4, 4, 8), 192: (4, 4, 12), 256: (4, 8, 8), 512: (8, 8, 8),
+            1024: (8, 8, 16), 2048: (8, 16, 16)}[chips]
     return Slice(dims=dims, wrap=(True, True, True))
 
 
@@ -129,6 +131,20 @@ RUNS = {
                                          tensor=8, recompute=0.0)),
     "maxtext-v5p-128b-512": ("v5p", _run(maxtext_model(128), _cube(256), per_chip=1,
                                          tensor=8, recompute=0.0)),
+    # configs/v5p/256b.sh (v5p-1024 slices: 512 chips; global_parameter_scale 256,
+    # ici_tensor_parallelism 8, per_device_batch 1, remat minimal), 512b.sh (v5p-1024;
+    # scale 512, tensor 8, per_device_batch 2, remat full) and 1024b.sh (v5p-2048 or v5p-4096
+    # slices: 1024 or 2048 chips; scale 1024, ici_tensor_parallelism 16, per_device_batch 2,
+    # remat full). One stored version of 1024b.sh reads "ici_tensor_parallelism=8\
+    # ici_data_parallelism=16" (the escaped space joins the two into one argument); the
+    # version modelled is the one with tensor 16 and FSDP over the rest.
+    "maxtext-v5p-256b": ("v5p", _run(maxtext_model(256), _cube(512), per_chip=1, tensor=8,
+                                     recompute=0.0)),
+    "maxtext-v5p-512b": ("v5p", _run(maxtext_model(512), _cube(512), per_chip=2, tensor=8)),
+    "maxtext-v5p-1024b-2048": ("v5p", _run(maxtext_model(1024), _cube(1024), per_chip=2,
+                                           tensor=16)),
+    "maxtext-v5p-1024b-4096": ("v5p", _run(maxtext_model(1024), _cube(2048), per_chip=2,
+                                           tensor=16)),
 }
 """Each published run: (chip preset, function of the slice count -> (slice, Training)),
 configured as its run script or paper gives it. ``per_device_batch_size`` counts sequences
@@ -162,7 +178,11 @@ POINTS = (
       for run, table in (("maxtext-v5p-32b", {1: 0.7147, 2: 0.6943}),
                          ("maxtext-v5p-64b", {1: 0.7031, 2: 0.6726}),
                          ("maxtext-v5p-128b-256", {1: 0.6868, 2: 0.6634}),
-                         ("maxtext-v5p-128b-512", {1: 0.6883, 2: 0.5966}))
+                         ("maxtext-v5p-128b-512", {1: 0.6883, 2: 0.5966}),
+                         ("maxtext-v5p-256b", {1: 0.6709, 2: 0.6299}),
+                         ("maxtext-v5p-512b", {1: 0.6399, 2: 0.6145}),
+                         ("maxtext-v5p-1024b-2048", {1: 0.5535, 2: 0.5155}),
+                         ("maxtext-v5p-1024b-4096", {1: 0.6480, 2: 0.6083}))
       for n, mfu in table.items()),
 )
 """Every published point the model is compared with, with its source."""
@@ -177,12 +197,17 @@ FITTED = {
 FITTED_POINTS = frozenset(p for ids in FITTED.values() for p in ids)
 
 NOT_MODELLED = (
-    ("MaxText v5p 256B / 512B / 1024B (1-2 slices)", "run scripts not read into the model's "
-     "configurations yet (configs/v5p/{256,512,1024}b.sh)"),
     ("MaxText v5e 128B (1-32 slices)", "its run script offloads activations to host memory "
      "and adds 16-way tensor parallelism, which the model does not represent"),
-    ("MLPerf Training results of Google TPUs", "no configuration (chips, batch, parallelism) "
-     "was found in the sources the model was built from"),
+    ("MLPerf Training results of Google TPUs", "no run with a configuration the model can "
+     "take was found: MLPerf Training v1.1 Open, a 480B and a 200B BERT-like encoder on 2048 "
+     "and 1024 TPU v4 chips at '63% computational efficiency' (model plus rematerialization "
+     "FLOPs over peak; Google Cloud blog, December 2021, as reposted by aster.cloud and "
+     "analyticsindiamag.com), gives no layer shapes, batch or sharding, and the reports "
+     "disagree on the time to train (about 55 h, or about 19-20 h: zdnet.com); MLPerf "
+     "Training 3.1 GPT-3 175B on 4096 v5e chips trained in int8 (AQT), which the model does "
+     "not represent, and the stored pages give no time to train; MLPerf Training 4.1's "
+     "Trillium result is published as a ratio ('almost 4x') only"),
 )
 """Published points left out, with why."""
 
@@ -408,21 +433,27 @@ def maxtext_losses(rows):
 
 def dcn_sensitivity(cal=None, results=None):
     """MaxText's multislice weak-scaling losses against DCN schedules the model can
-    express, per v5e run and slice count: ``overlapped`` (the calibrated model: the DCN
-    all-reduce layer by layer under the overlap window), ``exposed`` (one exchange after the
-    backward pass, on the critical path, fp32 gradients at the NIC rate), and the loss
-    published. Also, per run, the least-squares line loss = a + b x slices through the
-    published points and the per-message DCN latency a ring's latency term
-    2 (N - 1) x layers x alpha would need to give its slope b (what a latency-bound DCN
-    term would have to be)."""
+    express, per v5e and v5p run and slice count: ``overlapped`` (the calibrated model: the
+    DCN all-reduce layer by layer under the overlap window), ``exposed`` (one exchange after
+    the backward pass, on the critical path, fp32 gradients at the published NIC rate per
+    chip), and the loss published. Also, per run, the least-squares line loss = a + b x
+    slices through the published multislice points (a run with one such point: the line
+    through it and no loss at one slice) and the per-message DCN latency a ring's latency
+    term 2 (N - 1) x layers x alpha would need to give its slope b (what a latency-bound
+    DCN term would have to be)."""
     cal = cal or calibrate(results)
+    tables = {}
+    for p in POINTS:
+        if p.metric == "mfu" and RUNS[p.run][0] in ("v5e", "v5p"):
+            tables.setdefault(p.run, {})[p.slices] = p.published
     out = []
-    for name, (_, table) in MAXTEXT_V5E.items():
-        run = f"maxtext-v5e-{name.split('-')[1]}"
+    for run, table in tables.items():
+        if len(table) < 2 or 1 not in table:
+            continue
         chip, make = RUNS[run]
         one = modelled_step(run_costs(run, 1, results), cal)
-        xs, ys = [], []
-        for n, mfu in table.items():
+        rows, xs, ys = [], [], []
+        for n, mfu in sorted(table.items()):
             if n == 1:
                 continue
             slice_, t = make(n)
@@ -432,17 +463,20 @@ def dcn_sensitivity(cal=None, results=None):
             pub = 100 * (1 - mfu / table[1])
             xs.append(n)
             ys.append(pub / 100 * one.step)
-            out.append({"run": run, "slices": n, "published_loss": pub,
-                        "overlapped_loss": 100 * (1 - one.step / over.step),
-                        "exposed_loss": 100 * (1 - one.step / exposed.step),
-                        "exposed_dcn_seconds": exposed.dcn, "step_seconds": one.step,
-                        "slope_seconds_per_slice": None, "implied_alpha_us": None})
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-                 / sum((x - mx) ** 2 for x in xs))
+            rows.append({"run": run, "chip": chip, "slices": n, "published_loss": pub,
+                         "overlapped_loss": 100 * (1 - one.step / over.step),
+                         "exposed_loss": 100 * (1 - one.step / exposed.step),
+                         "exposed_dcn_seconds": exposed.dcn, "step_seconds": one.step,
+                         "dcn_bandwidth": sys.chip.dcn_bandwidth})
+        if len(xs) == 1:
+            slope = ys[0] / (xs[0] - 1)
+        else:
+            mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+            slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+                     / sum((x - mx) ** 2 for x in xs))
         layers = make(1)[1].model.layers
-        for r in out:
-            if r["run"] == run:
-                r["slope_seconds_per_slice"] = slope
-                r["implied_alpha_us"] = 1e6 * slope / (2 * layers)
+        for r in rows:
+            r["slope_seconds_per_slice"] = slope
+            r["implied_alpha_us"] = 1e6 * slope / (2 * layers)
+        out += rows
     return out

@@ -6,9 +6,8 @@ on, never agreement; not reproduced, with why) and the terms that produce the fi
 modelled figures come from the physical presets (:mod:`.physical`) with the protocol's
 calibration (:mod:`.protocol`).
 
-Sources: Google Cloud blog, "Trillium TPU is GA" (December 2024) for every claim; Cloud TPU
-pricing page (https://cloud.google.com/tpu/pricing) for on-demand prices per chip-hour,
-``PRICES`` below.
+Sources: Google Cloud blog, "Trillium TPU is GA" (December 2024) for every claim; on-demand
+prices per chip-hour ``PRICES`` from the pages ``PRICE_SOURCES`` names.
 """
 
 from dataclasses import replace
@@ -20,16 +19,35 @@ from .presets import INFERENCE_SLICE, SDXL
 from .protocol import calibrate, evaluate, modelled_step
 from .workloads import MODELS, Inference, training_preset
 
-__all__ = ["PRICES", "PRICE_SOURCE", "TOLERANCE", "claims", "per_chip_training",
+__all__ = ["PRICES", "PRICE_SOURCE", "PRICE_SOURCES", "TOLERANCE", "claims", "per_chip_training",
            "per_chip_decode", "per_chip_sdxl"]
 
 PRICES = {"v6e": 2.70, "v5e": 1.20, "v5p": 4.20}
-"""On-demand US$ per chip-hour (US regions)."""
+"""On-demand US$ per chip-hour (v6e: Google's "starting at" price; ``PRICE_SOURCES``)."""
 
-PRICE_SOURCE = ("Cloud TPU pricing page (https://cloud.google.com/tpu/pricing), on-demand, "
-                "US regions, as listed at Trillium's GA in December 2024: v6e $2.70, v5e "
-                "$1.20, v5p $4.20 per chip-hour (figures as recalled for this report, not "
-                "re-read from the page: check them before quoting)")
+PRICE_SOURCES = {
+    "v6e": ("Google's Trillium GA announcement (December 2024) as reported by Neowin, "
+            "https://neowin.net/amp/google-takes-on-nvidia-blackwell-gpus-with-the-new-"
+            "trillium-tpus: 'available starting at $2.7000 per chip-hour' (1-year and 3-year "
+            "commitments $1.8900 and $1.2200)"),
+    "v5e": ("artificial-intelligence-wiki.com, 'Google TPU v5 Guide' (updated January 27, "
+            "2026), https://artificial-intelligence-wiki.com/ai-development/"
+            "ai-hardware-infrastructure/tpu-v5-guide: v5e $1.2 per chip-hour"),
+    "v5p": ("the same page: v5p $4.2 per chip-hour"),
+}
+"""Where each price was read (stored public pages). The stored copies of the Cloud TPU pricing
+page (https://cloud.google.com/tpu/pricing, its language variants) are an old revision (v2,
+v3 and v4 in Preview) with no v5e, v5p or v6e row, so none of the three is checked against it.
+Third-party lists disagree: deploybase.ai's 'Google Cloud TPU pricing' gives v5e $0.32 and
+v5p $0.48 'per core-hour' (v5e-8 $2.56 an hour), blog.easecloud.io gives 'TPU v5e at
+$1.60/hour' (unit unclear); neither states a region, and the v6e figure is Google's own, so
+the $2.70 / $1.20 / $4.20 set (each on-demand per chip-hour) is kept: the prices the earlier
+report used, now each with a page."""
+
+PRICE_SOURCE = ("on-demand per chip-hour: v6e $2.70 (Google's Trillium GA announcement, "
+                "December 2024, as reported by Neowin), v5e $1.20 and v5p $4.20 "
+                "(artificial-intelligence-wiki.com 'Google TPU v5 Guide', January 27, 2026); "
+                "the stored Cloud TPU pricing page predates these chips")
 
 TOLERANCE = 0.10
 """A ratio claim is reproduced when the modelled ratio is within 10% of the published one

@@ -133,6 +133,10 @@ def test_kv_heads_shared_when_the_tensor_group_outnumbers_them():
     ("maxtext-v5p-32b", 31_662_800_896, 32, 8192, 28672),
     ("maxtext-v5p-64b", 62_801_313_792, 64, 8192, 28672),
     ("maxtext-v5p-128b-256", 125_078_339_584, 64, 8192, 57344),
+    ("maxtext-v5p-256b", 250_156_679_168, 64, 16384, 57344),
+    ("maxtext-v5p-512b", 499_264_782_336, 128, 16384, 57344),
+    ("maxtext-v5p-1024b-2048", 997_480_988_672, 128, 16384, 114688),
+    ("maxtext-v5p-1024b-4096", 997_480_988_672, 128, 16384, 114688),
     ("maxtext-v5e-16b", 15_831_400_448, 32, 4096, 28672)])
 def test_run_shapes(run, params, layers, d, ffn):
     """Each published run's model has the shape its run script gives and the parameter
@@ -146,6 +150,24 @@ def test_run_shapes(run, params, layers, d, ffn):
     assert m.params == params
     assert t.parallelism.chips == slice_.chips
     assert t.master_bytes == 4
+
+
+@pytest.mark.parametrize("run, chips, dims, tensor, per_chip, recompute", [
+    ("maxtext-v5p-256b", 512, (8, 8, 8), 8, 1, 0.0),
+    ("maxtext-v5p-512b", 512, (8, 8, 8), 8, 2, 1.0),
+    ("maxtext-v5p-1024b-2048", 1024, (8, 8, 16), 16, 2, 1.0),
+    ("maxtext-v5p-1024b-4096", 2048, (8, 16, 16), 16, 2, 1.0)])
+def test_v5p_large_runs_as_their_scripts(run, chips, dims, tensor, per_chip, recompute):
+    """configs/v5p/{256,512,1024}b.sh: v5p-1024 / -2048 / -4096 slices (N TensorCores, N / 2
+    chips, a torus), ici_tensor_parallelism, FSDP over the rest, per_device_batch_size per
+    chip (the global batch doubles with a second slice), remat minimal (none) or full."""
+    _, make = protocol.RUNS[run]
+    slice_, t = make(1)
+    assert slice_.chips == chips and slice_.dims == dims and all(slice_.wrap)
+    assert (t.parallelism.tensor, t.parallelism.fsdp) == (tensor, chips // tensor)
+    assert t.global_batch == chips * per_chip
+    assert make(2)[1].global_batch == 2 * chips * per_chip
+    assert t.recompute == recompute
 
 
 def test_gemm_flops_are_the_model_flops_without_recomputation():
@@ -233,6 +255,20 @@ def test_dcn_sensitivity_reads_the_published_losses():
     assert r["implied_alpha_us"] > 0
 
 
+def test_dcn_sensitivity_covers_v5p_at_its_published_bandwidth():
+    """v5p rows at the v5p page's 50 Gb/s per chip; the exposed exchange of the 128B run on
+    256 chips is the ring's bandwidth term for its fp32 FSDP shard: (N - 1) / N x 2 x
+    4 B x params / chips / 6.25 GB/s at N = 2."""
+    rows = {(r["run"], r["slices"]): r for r in protocol.dcn_sensitivity()}
+    assert {run for run, _ in rows if "v5p" in run} >= {"maxtext-v5p-32b",
+                                                         "maxtext-v5p-1024b-4096"}
+    r = rows[("maxtext-v5p-128b-512", 2)]
+    assert r["dcn_bandwidth"] == pytest.approx(6.25e9)
+    params = protocol.RUNS["maxtext-v5p-128b-512"][1](1)[1].model.params
+    assert r["exposed_dcn_seconds"] == pytest.approx(4 * params / 256 / 6.25e9, rel=0.02)
+    assert r["published_loss"] == pytest.approx(100 * (1 - 0.5966 / 0.6883))
+
+
 # --- the seed table --------------------------------------------------------------------------
 
 def test_seed_has_every_claim_with_a_status_and_reason():
@@ -278,3 +314,15 @@ def test_cli_seed_and_heldout():
     assert {x["id"] for x in out["rows"] if x["status"] == "fitted"} == protocol.FITTED_POINTS
     r = run_cli("seed", "--bogus")
     assert r.returncode == 2 and "--bogus" in r.stderr
+
+
+def test_make_bench_runs_the_scaling_report_once():
+    """The model benchmark re-runs the scaling report itself: running every benchmark (make
+    bench) or both by name runs it once; asked alone, it runs."""
+    from sim.bench import BENCHES, selected
+
+    assert "scaling" in BENCHES and "model" in BENCHES
+    assert "scaling" not in selected([]) and "model" in selected([])
+    assert selected(["model", "scaling"]) == ["model"]
+    assert selected(["scaling"]) == ["scaling"]
+    assert selected(["mxu", "hbm"]) == ["mxu", "hbm"]
