@@ -26,8 +26,9 @@ cost of each instruction: the front end one instruction per cycle, stalling on a
 each engine its queue in order; semaphores (a ``wait`` takes a count, a ``signal`` leaves
 when its engine's earlier work is done, a DMA transfer's completion signals) the only
 dependencies between engines. VPU: the passes of docs/tensorcore.md "VPU hardware", the
-read-after-write wait, the function unit's latency, both sources of an fp32 row in one VMEM
-bank (the bank's read port serves them in turn). MXU: folds of ``max(m, rows)`` vectors
+read-after-write wait, the function unit's latency, a ``vop``'s two sources in one VMEM bank
+(the bank's read port serves the two readers in turn; :func:`two_source_stall` plays the
+issue stage's lookahead and the readers' queues row by row). MXU: folds of ``max(m, rows)`` vectors
 back to back. DMA: bursts walked one per cycle, data after the first-beat latency at the
 sustained rate, completions in order. VMEM bank contention between the VPU's and the MXU's
 reads: a second play, each command longer by the reads its bank's port could not serve in
@@ -36,6 +37,7 @@ page misses beyond the sustained rate, the ICI queue. Measured agreement:
 docs/tensorcore.md, "Cycle model".
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -114,13 +116,74 @@ def gemm_cycles(program, *, bw, latency, front=40):
 # Engine timeline: any program (transformer operations, attention, the encoder)
 
 __all__ += ["Timeline", "timeline", "vpu_op_cycles", "attention_cycles", "model_columns", "HBM_BW",
-            "FIRST_BEAT"]
+            "FIRST_BEAT", "VPU_QUEUES", "two_source_stall"]
 
 HBM_BW = 29.5
 """Sustained HBM bytes per cycle the chips' DMA gets (docs/results/hbm.json, ``seq_read``:
 92.3% of 32 B/cycle; ``seq_write`` 29.4)."""
 FIRST_BEAT = 60
 """DMA first-beat latency in cycles (AR to the first R beat; the GEMM model's)."""
+VPU_QUEUES = {"uops": 4, "rows": 3, "addrs": 2}
+"""The VPU's queues the two-source reads pass through (hdl/tensorcore/vpu.py ``UOP_DEPTH``,
+``READ_DEPTH``; hdl/tensorcore/row_reader.py ``addr_depth``): passes between the issue
+stage and the lanes, rows a reader holds (from its read to the cycle after the last pass
+that uses the row), row indices waiting for a read port."""
+
+
+@functools.lru_cache(maxsize=4096)
+def two_source_stall(src1, src2, count, halves, bank_rows):
+    """Cycles a ``vop`` of ``count`` rows reading rows ``src1 + i`` and ``src2 + i`` (row
+    indices) takes beyond ``count * halves`` passes because its two reads meet on a VMEM
+    bank's read port, which serves one read a cycle (round robin between the readers).
+
+    The issue stage, the readers and the lanes in the RTL's timing: the issue stage starts
+    a row's two reads with its first pass, at most ``uops`` passes ahead of the lanes, and
+    only while both readers' index queues (``addrs``) have room; a reader sends a read to
+    the port from the next cycle, only while its row queue has room for the answer (a row
+    held from its read to the cycle after its last pass, ``rows`` of them); the row is at
+    the queue's head two cycles after the read, when the lanes can execute its first pass.
+    Played row by row on cycles relative to the unstalled schedule (row ``j``'s first pass
+    at ``halves * j``, earlier rows on that schedule): fp32 rows whose reads share a bank
+    cost two cycles (the port's bandwidth); bfloat16 rows' two passes would give the time,
+    but a row's second read lands a cycle after its first and the issue stage is only two
+    rows (four passes) ahead: five cycles every two rows, half a cycle a row more."""
+    if halves not in (1, 2) or count <= 0:
+        return 0
+    banks1 = range((src1) // bank_rows, (src1 + count - 1) // bank_rows + 1)
+    banks2 = range((src2) // bank_rows, (src2 + count - 1) // bank_rows + 1)
+    if not set(banks1) & set(banks2):
+        return 0
+    uops, depth, addrs = VPU_QUEUES["uops"], VPU_QUEUES["rows"], VPU_QUEUES["addrs"]
+    first = {}                      # row -> cycle of its first pass (earlier rows unstalled)
+    reads = {}                      # row -> (cycle of its src1 read, of its src2 read)
+    taken = set()                   # (bank, cycle) of the reads the ports served
+
+    def execute(j):
+        return first[j] if j >= 0 else halves * j
+
+    def read_at(j):
+        return reads[j] if j >= 0 else (halves * j - 2, halves * j - 2)
+
+    def pass_at(k):
+        return execute(k // halves) + k % halves
+
+    issue = None
+    for j in range(count):
+        # the issue stage: room in the passes' queue (the pass `uops` back executed the
+        # cycle before) and in both index queues (the read `addrs` back sent)
+        issue = max(pass_at(j * halves - uops) + 1, max(read_at(j - addrs)) + 1,
+                    -math.inf if issue is None else issue + halves)
+        got = []
+        for k, row in enumerate((src1 + j, src2 + j)):
+            t = max(issue + 1, execute(j - depth) + halves, read_at(j - 1)[k] + 1)
+            b = row // bank_rows
+            while (b, t) in taken:
+                t += 1
+            taken.add((b, t))
+            got.append(t)
+        reads[j] = tuple(got)
+        first[j] = max(max(got) + 2, execute(j - 1) + halves)
+    return max(0, first[count - 1] - halves * (count - 1))
 
 
 @dataclass(frozen=True)
@@ -252,10 +315,10 @@ def _play(program, items, bw, latency, extra=None, log=None):
             vop = VOPS[VOp(f["vop"])]
             passes = count * halves + (not vop.unary and f["src2"] == Src2.BROADCAST.value)
             srcs = [(a["src1"], a["src1"] + count)]
-            if f["src2"] == Src2.ROWS.value and "src2" in a and halves == 1:
+            if f["src2"] == Src2.ROWS.value and "src2" in a:
                 # both readers in one bank: the bank's read port serves them in turn
-                stall[0] += sum(bank(a["src1"] + i) == bank(a["src2"] + i)
-                                for i in range(count))
+                stall[0] += two_source_stall(a["src1"], a["src2"], count, halves,
+                                             cfg.bank_rows)
             if "src2" in a:
                 n = {Src2.BROADCAST.value: 1,
                      Src2.STAT.value: count // a.get("group", 1)}.get(f["src2"], count)

@@ -73,7 +73,10 @@ class VPU(wiring.Component):
     lanes), plus one cycle per command for a broadcast row; ``vred``: per result
     ``span`` cycles (``2 * span`` for bfloat16) plus ``log2`` of a row's elements for the tree;
     ``vtrans`` (with ``config.vtrans``): ``n * (count + 1)`` cycles for ``count`` tiles of
-    ``n`` rows (a tile comes in while the one before leaves).
+    ``n`` rows (a tile comes in while the one before leaves). A ``vop`` row whose two
+    source rows are in one VMEM bank (``x * x``) waits for the bank's read port: fp32 two
+    cycles, bfloat16 two and a half (``UOP_DEPTH`` passes ahead are two rows; docs/
+    tensorcore.md, "Two sources in one bank").
     Consecutive commands follow without a gap unless one reads what an earlier one writes.
     Backpressure: a port's ``ready`` low stalls only what depends on it; queues between the
     stages absorb the rest.

@@ -16,9 +16,13 @@ import pytest
 from podium import attention as attn
 from podium import compiler
 from podium import transformer as tf
-from podium.cycles import timeline
+from podium.asm import assemble
+from podium.cycles import VPU_QUEUES, timeline, two_source_stall
 from podium.encoder import encoder
+from podium.program import Program
+from podium.runner import run
 from podium.workloads import vit
+from sim import programs  # noqa: F401  (registers the RTL backends)
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 from verification.models.encoder import random_params
@@ -28,12 +32,7 @@ RESULTS = json.loads((_DIR / "transformer.json").read_text())["tables"]
 GEMMS = json.loads((_DIR / "tensorcore.json").read_text())["tables"]["gemm"]
 
 BOUND = 0.05
-"""The cycle model's documented agreement with the RTL, |model / RTL - 1|, on every row but
-those of ``WIDER``."""
-WIDER = {("gelu_tanh", "bfloat16"): 0.06}
-"""Rows the model is further from, with their bound: a bfloat16 ``x * x`` with both sources
-in one VMEM bank takes about half a cycle a row more on the RTL than the documented timing
-gives (docs/tensorcore.md, "Cycle model")."""
+"""The cycle model's documented agreement with the RTL, |model / RTL - 1|, on every row."""
 
 
 def _op_program(row):
@@ -60,7 +59,7 @@ def test_ops_rows(row):
     program = _op_program(row)
     model = timeline(program)
     assert model.vpu_passes == row["vpu_passes_documented"]
-    _check(model.cycles, row["cycles"], WIDER.get((row["op"], row["dtype"]), BOUND),
+    _check(model.cycles, row["cycles"], BOUND,
            f"{row['op']} {row['dtype']} {row['rows']} x {row['features']}")
 
 
@@ -76,7 +75,7 @@ def test_attention_rows(row):
     model = timeline(program)
     assert model.vectors == row["mxu_vectors"]
     key = (row["seq"], row["head_dim"], row["causal"])
-    _check(model.cycles, row["cycles"], WIDER.get(key, BOUND), f"attention {key}")
+    _check(model.cycles, row["cycles"], BOUND, f"attention {key}")
 
 
 def test_dependent_commands_wait():
@@ -122,3 +121,88 @@ def test_gemm_rows(row):
     program = compiler.gemm(tc, row["m"], row["k"], row["n"])
     assert list(program.metadata["tiling"]) == list(row["tiling"])
     _check(timeline(program).cycles, row["cycles"], BOUND, f"GEMM {row['m']} {row['format']}")
+
+
+def _vop(op, dtype, count, src1, src2, dst=None):
+    """``vop`` commands of ``count`` rows each (sources and destination as row indices; one
+    command when ``op`` is a string, else one per entry of ``op``, ``src1``, ``src2``,
+    ``dst``) and ``halt``, on the default chip."""
+    tc = TensorCoreConfig()
+    rb = tc.row_bytes
+    one = isinstance(op, str)
+    ops, s1, s2 = ([op], [src1], [src2]) if one else (op, src1, src2)
+    dst = [3 * tc.bank_rows] if dst is None else dst
+    text = f"        li r1, {count}\n        vpu.cfg r1, r0, r0\n"
+    for o, a, b, d in zip(ops, s1, s2, dst, strict=True):
+        text += (f"        li r2, {d * rb}\n        li r3, {a * rb}\n        li r4, {b * rb}\n"
+                 f"        vop {o}.{dtype} r2, r3, r4\n")
+    return Program(words=assemble(text + "        halt\n"), config=tc, hbm_capacity=1 << 20)
+
+
+_BANK = TensorCoreConfig().bank_rows
+TWO_SOURCES = [(64, 0, 0), (33, 0, 0), (9, 0, 100), (16, 0, _BANK - 4), (16, 0, _BANK - 1),
+               (16, _BANK - 8, _BANK + 40), (40, _BANK - 20, 2 * _BANK - 30), (64, 0, _BANK)]
+"""(rows, src1, src2) of the two-source reads: ``x * x``, one bank, banks shared by some rows
+only, two banks."""
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("count,src1,src2", TWO_SOURCES)
+def test_two_source_reads_on_the_rtl(dtype, count, src1, src2):
+    """A ``vop mul`` whose two sources share a VMEM bank on some rows takes, beyond a unary
+    ``vop`` over the same rows, the cycles the model's ``two_source_stall`` plays: measured
+    on the RTL (the default chip, natively; the regression builds it for test_native)."""
+    cycles = {}
+    for op in ("mul", "relu"):
+        program = _vop(op, dtype, count, src1, src2)
+        result, _ = run(program, {}, sim="native")
+        assert result.status == "done"
+        cycles[op] = (result.counters["cycles"], timeline(program).cycles)
+    rtl = cycles["mul"][0] - cycles["relu"][0]
+    model = cycles["mul"][1] - cycles["relu"][1]
+    print(f"{dtype} {count} rows, src1 {src1}, src2 {src2}: two sources cost {rtl} cycles "
+          f"more on the RTL, {model} in the model")
+    assert model == rtl == two_source_stall(src1, src2, count, 2 if dtype == "bf16" else 1,
+                                            _BANK)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("count", [16, 33])
+def test_two_source_reads_back_to_back(dtype, count):
+    """Two ``x * x`` commands back to back: the model plays each from the unstalled schedule,
+    so it may be a cycle off at the boundary (bfloat16, an odd count: the second command's
+    first row uses the free slot of the first's last); the RTL's extra cycles over two unary
+    commands are the model's within that cycle."""
+    cycles = {}
+    dst = [4 * _BANK, 3 * _BANK]
+    for op, src1 in ((("mul", "mul"), (0, 0)), (("relu", "relu"), (5 * _BANK, 6 * _BANK))):
+        program = _vop(op, dtype, count, src1, (0, 0), dst=dst)
+        result, _ = run(program, {}, sim="native")
+        assert result.status == "done"
+        cycles[op[0]] = (result.counters["cycles"], timeline(program).cycles)
+    rtl = cycles["mul"][0] - cycles["relu"][0]
+    model = cycles["mul"][1] - cycles["relu"][1]
+    print(f"{dtype} 2 x {count} rows of x * x: {rtl} cycles more on the RTL, {model} in the "
+          f"model")
+    assert rtl > 0 and abs(model - rtl) <= 1
+
+
+def test_two_source_stall_counts():
+    """Both sources in one bank: fp32 one cycle a row (the port's bandwidth), bfloat16 half a
+    cycle a row (the issue stage's lookahead); in two banks nothing."""
+    assert two_source_stall(0, 0, 64, 1, _BANK) == 64
+    assert two_source_stall(0, 0, 64, 2, _BANK) == 32
+    assert two_source_stall(0, 100, 63, 2, _BANK) == 32
+    assert two_source_stall(0, _BANK, 64, 1, _BANK) == 0
+    assert two_source_stall(0, _BANK, 64, 2, _BANK) == 0
+
+
+def test_vpu_queues_are_the_rtls():
+    """The queue depths the model plays are the RTL's."""
+    import inspect
+
+    from hdl.tensorcore import vpu
+    from hdl.tensorcore.row_reader import RowReader
+
+    addr = inspect.signature(RowReader).parameters["addr_depth"].default
+    assert VPU_QUEUES == {"uops": vpu.UOP_DEPTH, "rows": vpu.READ_DEPTH, "addrs": addr}
