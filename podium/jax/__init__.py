@@ -81,7 +81,8 @@ class Compiled:
     def run(self, flat_args, sim="golden", **options):
         """(flat outputs, counters) of a run on backend ``sim``."""
         if sim != "golden":
-            import sim.programs  # noqa: F401  (registers the RTL backends)
+            import importlib
+            importlib.import_module("sim.programs")   # registers the RTL backends
         result, outs = _run(self.program, self.pack(flat_args), sim=sim, **options)
         if result.status != "done":
             raise RuntimeError(f"the program ended with status {result.status} "
