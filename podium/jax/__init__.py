@@ -101,6 +101,9 @@ def compile_fn(fn, *example_args, config=None, carry=0, steps=1):
     flat, in_tree = jax.tree.flatten(example_args)
     out_flat, out_tree = jax.tree.flatten(out_shape)
     name = getattr(fn, "__name__", "fn")
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        name = f"{code.co_filename}:{code.co_firstlineno} ({name})"
     program, ins, outs = lower(closed, config, carry=carry, steps=steps, name=name)
     return Compiled(program, ins, outs, in_tree, out_tree, carry, steps)
 

@@ -61,9 +61,14 @@ class Unsupported(CompileError):
     the user's source line."""
 
 
+_CONTEXT = {}
+"""id(equation) -> the source line of the call it was inlined from (an equation of jax's
+own code, such as cumsum's, has none of the user's)."""
+
+
 def _where(eqn):
     from jax._src import source_info_util
-    return source_info_util.summarize(eqn.source_info)
+    return source_info_util.summarize(eqn.source_info) or _CONTEXT.get(id(eqn), "?")
 
 
 def _fail(eqn, what):
@@ -99,7 +104,7 @@ class _Eqn:
     eqn: object      # the jax equation (source info, primitive)
 
 
-def _flatten(jaxpr, consts, env, out, fresh):
+def _flatten(jaxpr, consts, env, out, fresh, context=""):
     """Append the equations of ``jaxpr`` to ``out`` with their operands renamed through
     ``env`` (var -> name or numpy constant); returns the outputs' names or constants."""
     for v, c in zip(jaxpr.constvars, consts, strict=True):
@@ -110,6 +115,8 @@ def _flatten(jaxpr, consts, env, out, fresh):
 
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
+        if context:
+            _CONTEXT[id(eqn)] = context
         sub = _sub_jaxpr(eqn) if name in INLINED else None
         if name in INLINED and sub is None:
             _fail(eqn, "a call whose body the front end cannot find")
@@ -119,7 +126,7 @@ def _flatten(jaxpr, consts, env, out, fresh):
             # custom_vjp_call passes its residual functions' inputs first: take the last
             ins = ins[len(ins) - len(sj.invars):]
             senv = dict(zip(sj.invars, ins, strict=True))
-            res = _flatten(sj, sc, senv, out, fresh)
+            res = _flatten(sj, sc, senv, out, fresh, _where(eqn))
             for v, r in zip(eqn.outvars, res, strict=True):
                 env[v] = r
             continue
@@ -949,6 +956,7 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
         return f"v{count[0]}"
 
     jaxpr = closed.jaxpr
+    _CONTEXT.clear()
     env = {}
     in_names = []
     for v in jaxpr.invars:
