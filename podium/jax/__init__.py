@@ -43,6 +43,7 @@ class Compiled:
     out_tree: object
     carry: int
     steps: int
+    stacked: bool = False  # streamed inputs and outputs have a leading steps axis
 
     @property
     def L(self):
@@ -50,11 +51,11 @@ class Compiled:
 
     def pack(self, flat_args):
         """Program inputs (name -> rows) of the flat arguments (carries: one value; streamed
-        inputs: ``steps`` stacked along a new leading axis when ``steps > 1``)."""
+        inputs: ``steps`` stacked along a new leading axis when compiled with ``steps``)."""
         image = {}
         for k, (p, a) in enumerate(zip(self.inputs, flat_args, strict=True)):
             a = np.asarray(a, np.float32)
-            if k < self.carry or self.steps == 1:
+            if k < self.carry or not self.stacked:
                 if a.shape != p.shape:
                     raise ValueError(f"argument {k} has shape {a.shape}, traced as {p.shape}")
                 image[p.name] = to_phys(a, p.R, p.C, self.L)
@@ -69,7 +70,7 @@ class Compiled:
         flat = []
         for k, p in enumerate(self.outputs):
             rows = outputs[p.name]
-            if k < self.carry or self.steps == 1:
+            if k < self.carry or not self.stacked:
                 v = from_phys(rows, p.R, p.C, self.L).reshape(p.shape)
             else:
                 n = len(rows) // self.steps
@@ -90,7 +91,7 @@ class Compiled:
         return self.unpack(outs), dict(result.counters)
 
 
-def compile_fn(fn, *example_args, config=None, carry=0, steps=1):
+def compile_fn(fn, *example_args, config=None, carry=0, steps=None):
     """Trace ``fn`` on ``example_args`` (arrays or ``jax.ShapeDtypeStruct``; pytrees) and
     lower it: a :class:`Compiled`. ``carry`` and ``steps``: see :func:`scan`."""
     import jax
@@ -104,8 +105,9 @@ def compile_fn(fn, *example_args, config=None, carry=0, steps=1):
     code = getattr(fn, "__code__", None)
     if code is not None:
         name = f"{code.co_filename}:{code.co_firstlineno} ({name})"
-    program, ins, outs = lower(closed, config, carry=carry, steps=steps, name=name)
-    return Compiled(program, ins, outs, in_tree, out_tree, carry, steps)
+    program, ins, outs = lower(closed, config, carry=carry, steps=steps or 1, name=name)
+    return Compiled(program, ins, outs, in_tree, out_tree, carry, steps or 1,
+                    stacked=steps is not None)
 
 
 def jit(fn, sim="golden", config=None, **options):

@@ -51,6 +51,8 @@ PRIMITIVES = (tuple(_ELEMENTWISE) + ("div",) + _UNARY + _COMPARE
 """Primitives the front end lowers (``iota`` and every equation of known inputs are folded
 on the host)."""
 
+_SEM = {"dma": "s0", "mxu": "s1", "vpu": "s2"}
+"""The semaphore of the hand-overs to each engine."""
 _NEG_BIG = -3.4028234663852886e38      # fp32 lowest: the padding of a max reduction
 _TWO_127 = 2.0 ** 127
 _FLOAT = ("float32", "bfloat16", "float16")
@@ -274,8 +276,9 @@ class _Lower:
 
     def use(self, engine):
         if self.engine is not None and self.engine != engine:
-            self.e(f"signal {self.engine}, s0")
-            self.e(f"wait {engine}, s0")
+            # one semaphore per receiving queue: a wait can only take its own hand-over
+            self.e(f"signal {self.engine}, {_SEM[engine]}")
+            self.e(f"wait {engine}, {_SEM[engine]}")
         self.engine = engine
 
     def reg(self, value, k):
@@ -1088,8 +1091,8 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
     for k in range(carry, len(ports_out)):
         dma(body, "store", tensors_out[ports_out[k].name].address, low.addr(out_vals[k]),
             rows_out[k] * rb, True)
-    body("signal dma, s0")
-    body("wait dma, s0")
+    body(f"signal dma, {_SEM['dma']}")
+    body(f"wait dma, {_SEM['dma']}")
     body(f"addi {step_reg}, {step_reg}, 1")
     body.li(t[0], steps)
     body(f"bne {step_reg}, {t[0]}, step")
