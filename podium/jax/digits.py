@@ -1,10 +1,10 @@
 """Training the digits MLP (64-32-10, ReLU; podium/workloads/digits.py's data split) from
 scratch on the TensorCore through the JAX front end: ``jax.value_and_grad`` of the softmax
-cross-entropy and an SGD update, ``steps`` of them in ONE program (:func:`podium.jax.scan`:
+cross-entropy and an SGD (or Adam) update, ``steps`` of them in ONE program (:func:`podium.jax.scan`:
 the step is the loop body, the weights stay in VMEM, every step's batch is in HBM and its
 loss stored back).
 
-    python -m podium.jax.digits [--sim golden|verilator] [--epochs 8]
+    python -m podium.jax.digits [--sim golden|verilator] [--epochs 8] [--optimizer adam]
 """
 
 import argparse
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Settings", "SETTINGS", "data", "init_params", "forward", "loss", "sgd_step",
-           "batches", "train", "TrainResult", "main"]
+__all__ = ["Settings", "SETTINGS", "ADAM", "data", "init_params", "forward", "loss",
+           "sgd_step", "adam_step", "adam_rates", "batches", "train", "TrainResult", "main"]
 
 HIDDEN, CLASSES, FEATURES = 32, 10, 64
 
@@ -27,10 +27,15 @@ class Settings:
     lr: float = 0.5
     epochs: int = 8
     seed: int = 0
+    optimizer: str = "sgd"
 
 
 SETTINGS = Settings()
-"""The defaults: batches of 64, learning rate 0.5, 8 epochs of 21 batches (168 steps)."""
+"""The defaults: SGD, batches of 64, learning rate 0.5, 8 epochs of 21 batches (168
+steps)."""
+ADAM = Settings(lr=0.02, optimizer="adam")
+"""Adam (beta1 0.9, beta2 0.999, eps 1e-8), learning rate 0.02, otherwise the defaults."""
+BETA1, BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 
 
 def data(seed=0):
@@ -78,6 +83,27 @@ def sgd_step(lr):
     return step
 
 
+def adam_step(state, batch):
+    """``step((params, m, v), (x, y, lr_t)) -> ((params, m, v), loss)``: one Adam step; the
+    moments are carried like the weights (in VMEM across steps, in HBM at the end), the
+    bias-corrected rate ``lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t)`` of step ``t`` is a
+    per-step input (:func:`adam_rates`)."""
+    import jax
+    import jax.numpy as jnp
+    p, m, v = state
+    x, y, lr_t = batch
+    value, g = jax.value_and_grad(loss)(p, x, y)
+    m = jax.tree.map(lambda m, g: BETA1 * m + (1 - BETA1) * g, m, g)
+    v = jax.tree.map(lambda v, g: BETA2 * v + (1 - BETA2) * g * g, v, g)
+    p = jax.tree.map(lambda w, m, v: w - lr_t * m / (jnp.sqrt(v) + ADAM_EPS), p, m, v)
+    return (p, m, v), value
+
+
+def adam_rates(lr, steps):
+    t = np.arange(1, steps + 1, dtype=np.float64)
+    return (lr * np.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)).astype(np.float32)
+
+
 def batches(x, y, settings):
     """(xs, ys): ``epochs`` shuffled passes (seeded) over the whole batches of the training
     split, stacked ``(steps, batch, ...)``, labels one-hot fp32."""
@@ -117,12 +143,21 @@ def train(settings=SETTINGS, sim="golden", config=None, steps=None, **options):
     if steps is not None:
         xs, ys = xs[:steps], ys[:steps]
     p0 = init_params(settings.seed)
-    step = sgd_step(settings.lr)
+    if settings.optimizer == "sgd":
+        step, init, data_in = sgd_step(settings.lr), p0, (xs, ys)
+    elif settings.optimizer == "adam":
+        zeros = {k: np.zeros_like(v) for k, v in p0.items()}
+        step, init = adam_step, (p0, zeros, zeros)
+        data_in = (xs, ys, adam_rates(settings.lr, len(xs)))
+    else:
+        raise ValueError(f"optimizer must be sgd or adam, got {settings.optimizer!r}")
     t0 = time.time()
-    params, losses, counters = scan(step, p0, (xs, ys), sim=sim, config=config, **options)
+    params, losses, counters = scan(step, init, data_in, sim=sim, config=config, **options)
     seconds = time.time() - t0
     program = scan.last.program
-    ref_params, ref_losses = jax.lax.scan(step, p0, (xs, ys))
+    ref_params, ref_losses = jax.lax.scan(step, init, data_in)
+    if settings.optimizer == "adam":
+        params, ref_params = params[0], ref_params[0]
     ref_params = {k: np.asarray(v) for k, v in ref_params.items()}
     return TrainResult(params, np.asarray(losses), counters,
                        accuracy(params, x_test, y_test), ref_params, np.asarray(ref_losses),
@@ -134,16 +169,20 @@ def main(argv=None):
                                  description="train the digits MLP on the TensorCore")
     ap.add_argument("--sim", default="golden", choices=("golden", "verilator"))
     ap.add_argument("--epochs", type=int, default=SETTINGS.epochs)
+    ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"),
+                    help="sgd (learning rate 0.5) or adam (0.02)")
     ap.add_argument("--steps", type=int, default=None, help="only the first steps")
     ap.add_argument("--json", help="write the result's figures to this file")
     a = ap.parse_args(argv)
     if a.epochs < 1 or (a.steps is not None and a.steps < 1):
         print("podium.jax.digits: --epochs and --steps must be at least 1", file=sys.stderr)
         return 2
-    s = Settings(epochs=a.epochs)
+    s = Settings(epochs=a.epochs, optimizer=a.optimizer,
+                 lr=ADAM.lr if a.optimizer == "adam" else SETTINGS.lr)
     r = train(s, sim=a.sim, steps=a.steps)
     diff = max(float(np.max(np.abs(r.params[k] - r.ref_params[k]))) for k in r.params)
-    facts = {"steps": r.steps, "batch": s.batch, "lr": s.lr, "sim": a.sim,
+    facts = {"steps": r.steps, "batch": s.batch, "optimizer": s.optimizer, "lr": s.lr,
+             "sim": a.sim,
              "first_loss": float(r.losses[0]), "last_loss": float(r.losses[-1]),
              "max_loss_diff_vs_jax": float(np.max(np.abs(r.losses - r.ref_losses))),
              "max_weight_diff_vs_jax": diff, "test_accuracy": r.accuracy,

@@ -306,6 +306,27 @@ def test_digits_training_on_golden():
     assert r.program.metadata["steps"] == 168 and len(r.program.words) < 4096
 
 
+def test_digits_adam_on_golden():
+    """Adam (moments carried in VMEM like the weights, the bias-corrected rate a per-step
+    input): the first 42 steps (2 epochs) on the golden simulator, every loss within the
+    tolerance of jax's, the loss falling."""
+    r = jd.train(jd.ADAM, steps=42)
+    print(f"losses {r.losses[0]} .. {r.losses[-1]}; max diff "
+          f"{np.max(np.abs(r.losses - r.ref_losses))}")
+    assert abs(r.losses[0] - r.ref_losses[0]) <= FIRST_LOSS_TOLERANCE
+    assert np.max(np.abs(r.losses - r.ref_losses)) <= LOSS_TOLERANCE
+    assert r.losses[-10:].mean() < r.losses[:10].mean() / 3
+
+
+@pytest.mark.slow
+def test_digits_adam_accuracy():
+    """Adam over the 168 steps: >= 95% test accuracy (measured 96.4%, jax 96.7%)."""
+    r = jd.train(jd.ADAM)
+    print(f"accuracy {r.accuracy} (jax {r.ref_accuracy})")
+    assert np.max(np.abs(r.losses - r.ref_losses)) <= LOSS_TOLERANCE
+    assert r.accuracy >= 0.95
+
+
 @pytest.mark.slow
 def test_digits_training_rtl_matches_golden():
     """Three training steps on the RTL chip (the ViT's TensorCore): every loss and every
