@@ -1,8 +1,8 @@
 """Training the digits MLP (64-32-10, ReLU; podium/workloads/digits.py's data split) from
 scratch on the TensorCore through the JAX front end: ``jax.value_and_grad`` of the softmax
-cross-entropy and an SGD (or Adam) update, ``steps`` of them in ONE program (:func:`podium.jax.scan`:
-the step is the loop body, the weights stay in VMEM, every step's batch is in HBM and its
-loss stored back).
+cross-entropy and an SGD (or Adam) update, ``steps`` of them in ONE program
+(:func:`podium.jax.scan`: the step is the loop body, the weights stay in VMEM, every step's
+batch is in HBM and its loss stored back).
 
     python -m podium.jax.digits [--sim golden|verilator] [--epochs 8] [--optimizer adam]
 """

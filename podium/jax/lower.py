@@ -25,7 +25,6 @@ from HBM for each step (step ``s`` reads its ``s``-th slice) and the per-step ou
 stored to HBM for each step. ``jit`` is this with one step and no carry.
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -1022,7 +1021,7 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
 
     # outputs: the values (or constants) of the body's results
     out_vals = []
-    for k, (o, av) in enumerate(zip(outs, out_avals, strict=True)):
+    for o, av in zip(outs, out_avals, strict=True):
         shape = tuple(av.shape)
         if isinstance(o, str):
             v = low.env[o] if o in low.env else low.env.get(o)
