@@ -78,9 +78,11 @@ def add_parsers(sub):
                                                "attention"),
                    help="what to compile (none with --jax)")
     c.add_argument("--jax", metavar="MODULE:FUNCTION", help="a JAX function to trace and "
-                   "lower (docs/jax.md); its arguments fp32 of --shapes")
+                   "lower (docs/jax.md); its arguments fp32 of --shapes (default: none; "
+                   "then WHAT is needed)")
     c.add_argument("--shapes", help="--jax: the arguments' shapes, comma separated, each "
-                   "dimensions joined by x: 32x64,64,s (s: a scalar)")
+                   "dimensions joined by x: 32x64,64,s (s: a scalar; default: none; --jax "
+                   "needs it)")
     c.add_argument("--config", help="TensorCoreConfig parameters: a JSON file or inline JSON "
                    "(default: the default TensorCore, its MXU in --dtype)")
     c.add_argument("--m", type=int, help="GEMM rows of A and C (default: none; gemm needs it)")
