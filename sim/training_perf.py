@@ -111,7 +111,9 @@ def render(data):
         f"{data['steps'][0]} and {data['steps'][1]} steps of its loop; per step: the "
         "difference over the extra steps. Backward = (forward + backward) - forward, "
         "optimizer = step - (forward + backward). The schedule is sequential (one engine at "
-        "a time), so the phases add up.", "",
+        "a time), so the phases add up; the programs differ a little besides (the forward + "
+        "backward one copies its gradients into their carried buffers every step, the step "
+        "program does not): the small negative entries.", "",
         table(["phase", "cycles per step", "share", "MXU busy", "VPU busy", "DMA busy",
                "MXU vectors", "instructions"], rows), "",
         f"Backward GEMMs (dW2 = h^T dlogits, dh = dlogits W2^T, dW1 = x^T dh): "
