@@ -1032,13 +1032,6 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
             v = low.array_const(np.broadcast_to(np.asarray(o, np.float32), shape), R, C,
                                 shape)
         out_vals.append(v)
-    # the carries' new values into the carry buffers
-    for k in range(carry):
-        v, c = out_vals[k], bufs_in[k]
-        if v.buf is not c.buf:
-            if (v.R, v.C) != (c.R, c.C):
-                v = low.oriented(v, "row" if c.R == 1 else "col", [])
-            low.op1("copy", c, v)
     ports_out = []
     for k, (v, av) in enumerate(zip(out_vals, out_avals, strict=True)):
         if k < carry:
@@ -1048,12 +1041,6 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
     # per-step outputs to HBM, then the next step
     rows_out = [low.rows_of(bufs_in[k] if k < carry else v) for k, v in enumerate(out_vals)]
     rows_in = [low.rows_of(v) for v in bufs_in]
-    const_rows = low.const_top
-    total = config.vmem_bytes // rb
-    if low.alloc.high + const_rows > total:
-        raise CompileError(f"{name} needs {low.alloc.high + const_rows} VMEM rows of {rb} "
-                           f"bytes ({low.alloc.high} for values, {const_rows} for "
-                           f"constants); vmem_bytes {config.vmem_bytes} holds {total}")
     # HBM: constants, carries, streamed inputs, per-step outputs
     blob = [_chunked(full, L) for _, full in low.hbm_consts][::-1]
     blob = np.concatenate(blob) if blob else np.zeros((0, L), np.float32)
@@ -1090,6 +1077,27 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
     for k in range(carry, len(ports_out)):
         dma(body, "store", tensors_out[ports_out[k].name].address, low.addr(out_vals[k]),
             rows_out[k] * rb, True)
+    # then the carries' new values into the carry buffers (a value that is another carry's old
+    # one, as when carries swap, through a copy first)
+    for k in range(carry):
+        v = out_vals[k]
+        if any(v.buf is c.buf for j, c in enumerate(bufs_in[:carry]) if j != k):
+            tmp = low.new(v.R, v.C, v.shape, what="a carry's copy")
+            low.op1("copy", tmp, v)
+            out_vals[k] = tmp
+    for k in range(carry):
+        v, c = out_vals[k], bufs_in[k]
+        if v.buf is not c.buf:
+            if (v.R, v.C) != (c.R, c.C):
+                v = low.oriented(v, "row" if c.R == 1 else "col", [])
+            low.op1("copy", c, v)
+    low.use("dma")
+    const_rows = low.const_top
+    total = config.vmem_bytes // rb
+    if low.alloc.high + const_rows > total:
+        raise CompileError(f"{name} needs {low.alloc.high + const_rows} VMEM rows of {rb} "
+                           f"bytes ({low.alloc.high} for values, {const_rows} for "
+                           f"constants); vmem_bytes {config.vmem_bytes} holds {total}")
     body(f"signal dma, {_SEM['dma']}")
     body(f"wait dma, {_SEM['dma']}")
     body(f"addi {step_reg}, {step_reg}, 1")

@@ -208,6 +208,8 @@ def _batched(a, b):
     (_rank3, [(4, 4)], ["rank 3"], "x.reshape"),
     (_true_reshape, [(4, 4)], ["reshape", "(4, 4) -> (16,)"], "x.reshape"),
     (lambda x: jnp.cumsum(x, axis=1), [(4, 4)], ["cumsum"], None),
+    (lambda x: x.astype(jnp.int32) + 1, [(4, 4)],
+     ["convert_element_type", "float32 to int32"], None),
 ])
 def test_refusals(fn, args, words, marker):
     """An unsupported primitive or shape is refused at compile time with the primitive and
@@ -253,6 +255,30 @@ def test_scan_carries_across_steps(seed):
     assert m == rm
     assert ys.shape == (5, 9) and np.allclose(ys, rys, rtol=1e-6)
     assert scan.last.program.metadata["steps"] == 5
+
+
+def test_outputs_that_are_inputs_or_constants():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    (a, b, c), _ = jit(lambda x: (x, jnp.full((2, 5), 2.5), jnp.arange(3)))(x)
+    assert np.array_equal(a, x)
+    assert np.array_equal(b, np.full((2, 5), 2.5, np.float32))
+    assert c.dtype == np.int32 and np.array_equal(c, np.arange(3))
+
+
+def test_podium_does_not_import_jax():
+    """The command line starts without jax (it is imported by podium.jax only)."""
+    out = subprocess.run([sys.executable, "-c", "import sys, sim.cli, podium.tools, "
+                          "podium.compiler; print('jax' in sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_scan_swapping_carries():
+    xs = np.ones((3, 2, 2), np.float32)
+    a, b = np.full((2, 2), 1.0, np.float32), np.full((2, 2), 5.0, np.float32)
+    (a2, b2), ys, _ = scan(lambda c, x: ((c[1], c[0] + x), c[0]), (a, b), xs)
+    (ra, rb), rys = jax.lax.scan(lambda c, x: ((c[1], c[0] + x), c[0]), (a, b), xs)
+    assert np.array_equal(a2, ra) and np.array_equal(b2, rb) and np.array_equal(ys, rys)
 
 
 def test_argument_shape_checked():
