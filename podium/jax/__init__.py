@@ -115,14 +115,19 @@ def jit(fn, sim="golden", config=None, **options):
     one program for ``config`` (default: the ViT's TensorCore) and run on ``sim``
     ("golden": the ISA simulator; "verilator": the RTL chip); ``outputs`` is ``fn``'s
     output pytree with numpy arrays, ``counters`` the run's counters (cycles, mxu_busy, ...).
-    ``options`` go to the backend (``max_steps``). The compiled program is ``wrapped.last``
-    after a call."""
+    ``options`` go to the backend (``max_steps``). ``fn`` is traced and compiled once per
+    structure, shapes and dtypes of the arguments; the last call's :class:`Compiled` is
+    ``wrapped.last``."""
     import jax
 
+    cache = {}
+
     def wrapped(*args):
-        c = compile_fn(fn, *args, config=config)
-        wrapped.last = c
-        flat, _ = jax.tree.flatten(args)
+        flat, tree = jax.tree.flatten(args)
+        key = (tree, tuple((np.shape(a), np.asarray(a).dtype.str) for a in flat))
+        if key not in cache:
+            cache[key] = compile_fn(fn, *args, config=config)
+        c = wrapped.last = cache[key]
         outs, counters = c.run(flat, sim=sim, **options)
         return jax.tree.unflatten(c.out_tree, outs), counters
 

@@ -281,6 +281,16 @@ def test_scan_swapping_carries():
     assert np.array_equal(a2, ra) and np.array_equal(b2, rb) and np.array_equal(ys, rys)
 
 
+def test_jit_compiles_once_per_shape():
+    f = jit(lambda x: x * 2)
+    a, _ = f(np.ones((2, 3), np.float32))
+    first = f.last
+    b, _ = f(np.full((2, 3), 4, np.float32))
+    assert f.last is first and np.array_equal(b, np.full((2, 3), 8, np.float32))
+    f(np.ones((3, 3), np.float32))
+    assert f.last is not first
+
+
 def test_argument_shape_checked():
     c = compile_fn(lambda x: x + 1, jax.ShapeDtypeStruct((3, 4), jnp.float32))
     with pytest.raises(ValueError, match=r"argument 0 has shape \(4, 3\), traced as \(3, 4\)"):
