@@ -41,10 +41,11 @@ INLINED = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom
 _ELEMENTWISE = {"add": "add", "add_any": "add", "sub": "sub", "mul": "mul", "max": "max",
                 "min": "min"}
 _UNARY = ("neg", "exp", "log", "tanh", "logistic", "rsqrt", "sqrt", "abs", "integer_pow",
-          "square", "stop_gradient", "convert_element_type", "copy", "copy_p")
+          "square", "stop_gradient", "convert_element_type", "copy")
 _COMPARE = ("gt", "lt", "ge", "le", "eq", "ne")
 PRIMITIVES = (tuple(_ELEMENTWISE) + ("div",) + _UNARY + _COMPARE
-              + ("select_n", "dot_general", "reduce_sum", "reduce_max", "argmax",
+              + ("and", "or", "xor", "not", "select_n", "dot_general", "reduce_sum",
+                 "reduce_max", "reduce_min", "argmax", "argmin",
                  "broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
                  "iota"))
 """Primitives the front end lowers (``iota`` and every equation of known inputs are folded
@@ -140,7 +141,7 @@ def _flatten(jaxpr, consts, env, out, fresh, context=""):
     return [read(a) for a in jaxpr.outvars]
 
 
-def _fold(eqns, avals):
+def _fold(eqns):
     """Evaluate on the host every equation whose inputs are all constants; returns the
     remaining equations and the constants by name."""
     known, rest = {}, []
@@ -720,7 +721,7 @@ class _Lower:
     def p_stop_gradient(self, q, shape, dtype, temps):
         return self.alias(q, temps)
 
-    p_copy = p_copy_p = p_stop_gradient
+    p_copy = p_stop_gradient
 
     def p_convert_element_type(self, q, shape, dtype, temps):
         src = str(q.eqn.invars[0].aval.dtype)
@@ -797,11 +798,11 @@ class _Lower:
             self.opk("mul", out, p, 0.0)
         return out
 
-    def _reduce(self, q, shape, temps, op):
+    def _reduce(self, q, shape, temps, op, v=None):
         x = q.ins[0]
         xs = self.in_shape(q, 0)
         axes = tuple(sorted(q.params["axes"]))
-        v = self.operand(x, xs, temps)
+        v = v if v is not None else self.operand(x, xs, temps)
         if len(xs) == 1:
             return self.reduce_lanes(v, op, shape) if v.R == 1 else \
                 self.reduce_rows(v, op, shape)
@@ -819,10 +820,66 @@ class _Lower:
     def p_reduce_max(self, q, shape, dtype, temps):
         return self._reduce(q, shape, temps, "max")
 
-    def p_argmax(self, q, shape, dtype, temps):
+    def p_reduce_min(self, q, shape, dtype, temps):
+        """``-max(-x)``."""
+        xs = self.in_shape(q, 0)
+        v = self.operand(q.ins[0], xs, temps)
+        nv = self.new(v.R, v.C, v.shape)
+        temps.append(nv)
+        self.opk("mul", nv, v, -1.0)
+        out = self._reduce(_Eqn(q.prim, [None], q.outs, q.params, q.eqn), shape, temps,
+                           "max", nv)
+        self.opk("mul", out, out, -1.0)
+        return out
+
+    def _logic(self, q, shape, dtype, op):
+        if dtype != "bool":
+            _fail(q.eqn, f"bitwise {q.prim} of {dtype} (the front end lowers it on bool)")
+        return op
+
+    def p_and(self, q, shape, dtype, temps):
+        return self._bool2(q, shape, dtype, temps, "mul")
+
+    def p_or(self, q, shape, dtype, temps):
+        return self._bool2(q, shape, dtype, temps, "max")
+
+    def p_xor(self, q, shape, dtype, temps):
+        out = self._bool2(q, shape, dtype, temps, "sub")
+        self.op1("abs", out, out)
+        return out
+
+    def _bool2(self, q, shape, dtype, temps, op):
+        self._logic(q, shape, dtype, op)
+        (a, b), (R, C) = self.like(q, shape, temps)
+        out = self.new(R, C, shape)
+        if isinstance(a, float):
+            a, b = b, a
+        if isinstance(b, float):
+            self.opk(op, out, a, b)
+            self.clean(out)
+        else:
+            self.op2(op, out, a, b)
+        return out
+
+    def p_not(self, q, shape, dtype, temps):
+        self._logic(q, shape, dtype, None)
+        v, out = self.unary_in(q, temps)
+        self.op1("copy", out, v)
+        self.one_minus(out)
+        return out
+
+    def p_argmin(self, q, shape, dtype, temps):
+        return self.p_argmax(q, shape, dtype, temps, negate=True)
+
+    def p_argmax(self, q, shape, dtype, temps, negate=False):
         xs = self.in_shape(q, 0)
         (axis,) = q.params["axes"]
         v = self.operand(q.ins[0], xs, temps)
+        if negate:
+            nv = self.new(v.R, v.C, v.shape)
+            temps.append(nv)
+            self.opk("mul", nv, v, -1.0)
+            v = nv
         if len(xs) == 2 and axis == 0:
             v = self.transpose(v)
             temps.append(v)
@@ -847,9 +904,7 @@ class _Lower:
         self.opk("mul", r, r, -1.0)
         self.opk("add", r, r, float(n))
         self.clean(r)
-        if len(shape) == 0:
-            return r
-        return r if len(xs) == 2 else r
+        return r
 
     def p_broadcast_in_dim(self, q, shape, dtype, temps):
         x = q.ins[0]
@@ -967,7 +1022,7 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
         in_names.append(n)
     eqns = []
     outs = _flatten(jaxpr, list(closed.consts), env, eqns, fresh)
-    eqns, known = _fold(eqns, None)
+    eqns, known = _fold(eqns)
     outs = [known.get(o, o) if isinstance(o, str) else o for o in outs]
     eqns = _prune(eqns, [o for o in outs if isinstance(o, str)])
     low = _Lower(config)
