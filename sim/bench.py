@@ -6,9 +6,8 @@ JSON, see sim/measure.py).
 
 The benchmarks are those the block registry names (hdl/generate.py ``BLOCKS``: a block's
 ``bench``, run by ``sim/<bench>_perf.py``), the performance model's report, which measures
-no block (sim/model_report.py), the transformer operations (sim/transformer_perf.py), the
-simulation speed of the two RTL run paths (sim/simspeed.py) and a training step compiled
-from JAX (sim/training_perf.py). Each module's ``render(data)``
+no block (sim/model_report.py), the transformer operations (sim/transformer_perf.py) and the
+simulation speed of the two RTL run paths (sim/simspeed.py). Each module's ``render(data)``
 makes its results page from the JSON it wrote (``PAGE``, default the benchmark's name, names
 the files): pages are never edited.
 """
@@ -24,8 +23,9 @@ __all__ = ["BENCHES", "page_name", "render", "main"]
 
 BENCHES = {**{b.bench: f"sim.{b.bench}_perf" for b in BLOCKS.values() if b.bench},
            "model": "sim.model_report", "transformer": "sim.transformer_perf",
-           "simspeed": "sim.simspeed", "training": "sim.training_perf"}
+           "simspeed": "sim.simspeed"}
 """Each benchmark's module, whose ``bench(quick=...)`` runs it."""
+BENCHES["training"] = "sim.training_perf"   # a training step compiled from JAX (docs/jax.md)
 
 
 def page_name(name):
