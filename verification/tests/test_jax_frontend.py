@@ -380,3 +380,30 @@ def test_digits_training_rtl_matches_golden():
     for k in gold.params:
         assert np.array_equal(rtl.params[k].view(np.uint32), gold.params[k].view(np.uint32)), k
     assert rtl.counters["cycles"] > 0
+
+
+def _mixed(x, y):
+    """The lowerings training does not use: reciprocal, rsqrt, sqrt, argmax, argmin,
+    reduce_min, integer_pow, a bfloat16 round trip, a row-to-column vector, logic."""
+    a = x / y + jnp.sqrt(jnp.abs(y)) * jax.lax.rsqrt(jnp.abs(x) + 1) + x ** -2
+    b = a.astype(jnp.bfloat16).astype(jnp.float32)
+    idx = (jnp.argmax(b, axis=1) + jnp.argmin(b, axis=1)).astype(jnp.float32)
+    col = jnp.max(b, axis=0) + jnp.min(b.T, axis=1)
+    mask = (x > 0) & ~(y > 0)
+    return jnp.where(mask, b, -b), idx, col
+
+
+@pytest.mark.slow
+def test_primitives_rtl_matches_golden(seed):
+    """A function of the primitives training does not use, on the RTL chip: bit-exact with
+    the golden simulator."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((20, 37)).astype(np.float32)
+    y = (rng.standard_normal((20, 37)) + 3).astype(np.float32)
+    rtl, counters = jit(_mixed, sim="verilator")(x, y)
+    gold, _ = jit(_mixed)(x, y)
+    for r, g in zip(rtl, gold, strict=True):
+        assert np.array_equal(np.asarray(r).view(np.uint32), np.asarray(g).view(np.uint32))
+    assert counters["cycles"] > 0
+    ref = _mixed(x, y)
+    assert np.array_equal(gold[1], np.asarray(ref[1]))
