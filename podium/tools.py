@@ -29,6 +29,7 @@ bound ``max |O - ref| <= tolerance * max |V|`` per head).
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -72,8 +73,16 @@ def add_parsers(sub):
     d.add_argument("source", help="hex words (one a line), a program .json or assembly .s")
     d.set_defaults(func=_disasm)
     c = sub.add_parser("compile", help="compile a GEMM, an MLP, the digits workload, a "
-                       "transformer operation or attention")
-    c.add_argument("what", choices=("gemm", "mlp", "digits", *_TRANSFORMER, "attention"))
+                       "transformer operation, attention or a JAX function")
+    c.add_argument("what", nargs="?", choices=("gemm", "mlp", "digits", *_TRANSFORMER,
+                                               "attention"),
+                   help="what to compile (none with --jax)")
+    c.add_argument("--jax", metavar="MODULE:FUNCTION", help="a JAX function to trace and "
+                   "lower (docs/jax.md); its arguments fp32 of --shapes (default: none; "
+                   "then WHAT is needed)")
+    c.add_argument("--shapes", help="--jax: the arguments' shapes, comma separated, each "
+                   "dimensions joined by x: 32x64,64,s (s: a scalar; default: none; --jax "
+                   "needs it)")
     c.add_argument("--config", help="TensorCoreConfig parameters: a JSON file or inline JSON "
                    "(default: the default TensorCore, its MXU in --dtype)")
     c.add_argument("--m", type=int, help="GEMM rows of A and C (default: none; gemm needs it)")
@@ -236,14 +245,68 @@ def _compile_transformer(args):
             "add": transformer.residual_add}[op](config, rows, features, dtype)
 
 
+def _shapes(text):
+    """The shapes of ``--shapes``: ``32x64,64,s``."""
+    shapes = []
+    for item in (text or "").split(","):
+        try:
+            dims = () if item.strip() == "s" else tuple(int(d) for d in item.split("x"))
+        except ValueError:
+            dims = None
+        if dims is None or any(d < 1 for d in dims):
+            raise ConfigError("--shapes", f"must be shapes such as 32x64,64,s (positive "
+                                          f"dimensions joined by x, s a scalar), got {text!r}")
+        shapes.append(dims)
+    return shapes
+
+
+def _compile_jax(args):
+    """The program of ``--jax MODULE:FUNCTION`` on fp32 arguments of ``--shapes``."""
+    import importlib
+    module, _, name = args.jax.partition(":")
+    if not module or not name:
+        raise ConfigError("--jax", f"must be MODULE:FUNCTION, got {args.jax!r}")
+    if args.shapes is None:
+        raise ConfigError("--shapes", "must be given with --jax (the arguments' shapes)")
+    shapes = _shapes(args.shapes)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError("--jax", f"cannot find {args.jax}: {e}") from None
+    import jax
+    import numpy
+
+    from .jax import compile_fn
+    from .workloads.vit import TENSORCORE
+    config = _config(args.config, "bfloat16") if args.config else TENSORCORE
+    structs = [jax.ShapeDtypeStruct(s, numpy.float32) for s in shapes]
+    try:
+        return compile_fn(fn, *structs, config=config).program
+    except TypeError as e:
+        raise ConfigError("--shapes", f"{args.jax} cannot take arguments of shapes "
+                                      f"{args.shapes}: {e}") from None
+
+
 def _compile(args):
     check_output_file(args.out)
-    if args.what in _TRANSFORMER:
+    if args.jax:
+        if args.what:
+            raise ConfigError("what", f"must be left out with --jax, got {args.what!r}")
+        program = _compile_jax(args)
+        args.what = "jax"
+    elif args.what is None:
+        raise ConfigError("what", f"must be one of gemm, mlp, digits, "
+                                  f"{', '.join(_TRANSFORMER)}, attention (or --jax)")
+    if args.what == "jax":
+        pass
+    elif args.what in _TRANSFORMER:
         program = _compile_transformer(args)
         args.what = "transformer"
     else:
         config = _config(args.config, args.dtype if args.what != "gemm" else None)
-    if args.what == "transformer":
+    if args.what in ("transformer", "jax"):
         pass
     elif args.what == "attention":
         missing = [f"--{d}" for d in ("seq", "head-dim")

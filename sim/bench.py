@@ -27,6 +27,7 @@ BENCHES = {**{b.bench: f"sim.{b.bench}_perf" for b in BLOCKS.values() if b.bench
            "transformer": "sim.transformer_perf",
            "simspeed": "sim.simspeed"}
 """Each benchmark's module, whose ``bench(quick=...)`` runs it."""
+BENCHES["training"] = "sim.training_perf"   # a training step compiled from JAX (docs/jax.md)
 
 
 def page_name(name):

@@ -93,7 +93,11 @@ COSTS = [
 ONE_BUILD = ["*test_transformer.py::test_rtl_matches_golden"]
 """Test functions whose items, whatever their parameters, run on one build."""
 SHARED_BUILDS = {"*test_attention.py::test_rtl_matches_golden": "vit-tensorcore",
-                 "*test_encoder.py::test_on_the_rtl": "vit-tensorcore"}
+                 "*test_encoder.py::test_on_the_rtl": "vit-tensorcore",
+                 "*test_jax_frontend.py::test_digits_training_rtl_matches_golden":
+                     "vit-tensorcore",
+                 "*test_jax_frontend.py::test_primitives_rtl_matches_golden":
+                     "vit-tensorcore"}
 """Test functions of several files on one build (podium.workloads.vit.TENSORCORE's chip):
 pattern -> the group they share."""
 

@@ -1,0 +1,200 @@
+"""Training the digits MLP (64-32-10, ReLU; podium/workloads/digits.py's data split) from
+scratch on the TensorCore through the JAX front end: ``jax.value_and_grad`` of the softmax
+cross-entropy and an SGD (or Adam) update, ``steps`` of them in ONE program
+(:func:`podium.jax.scan`: the step is the loop body, the weights stay in VMEM, every step's
+batch is in HBM and its loss stored back).
+
+    python -m podium.jax.digits [--sim golden|verilator] [--epochs 8] [--optimizer adam]
+"""
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Settings", "SETTINGS", "ADAM", "data", "init_params", "forward", "loss",
+           "sgd_step", "adam_step", "adam_rates", "batches", "train", "TrainResult", "main"]
+
+HIDDEN, CLASSES, FEATURES = 32, 10, 64
+
+
+@dataclass(frozen=True)
+class Settings:
+    batch: int = 64
+    lr: float = 0.5
+    epochs: int = 8
+    seed: int = 0
+    optimizer: str = "sgd"
+
+
+SETTINGS = Settings()
+"""The defaults: SGD, batches of 64, learning rate 0.5, 8 epochs of 21 batches (168
+steps)."""
+ADAM = Settings(lr=0.02, optimizer="adam")
+"""Adam (beta1 0.9, beta2 0.999, eps 1e-8), learning rate 0.02, otherwise the defaults."""
+BETA1, BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
+
+
+def data(seed=0):
+    """(x_train, x_test, y_train, y_test): the 75/25 split of podium/workloads/digits.py
+    (pixels scaled to 0..1, fp32; labels int)."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    d = load_digits()
+    x_train, x_test, y_train, y_test = train_test_split(
+        d.data / 16, d.target, test_size=0.25, random_state=seed)
+    return (x_train.astype(np.float32), x_test.astype(np.float32), y_train, y_test)
+
+
+def init_params(seed=0):
+    """He-normal first layer, Glorot-normal-like second, zero biases (numpy, seeded)."""
+    rng = np.random.default_rng(seed)
+    return {"w1": (rng.standard_normal((FEATURES, HIDDEN)) * np.sqrt(2 / FEATURES))
+            .astype(np.float32),
+            "b1": np.zeros(HIDDEN, np.float32),
+            "w2": (rng.standard_normal((HIDDEN, CLASSES)) * np.sqrt(1 / HIDDEN))
+            .astype(np.float32),
+            "b2": np.zeros(CLASSES, np.float32)}
+
+
+def forward(p, x):
+    import jax
+    h = jax.nn.relu(x @ p["w1"] + p["b1"])
+    return h @ p["w2"] + p["b2"]
+
+
+def loss(p, x, y):
+    """Mean softmax cross-entropy of one-hot labels ``y``."""
+    import jax
+    import jax.numpy as jnp
+    return -jnp.mean(jnp.sum(y * jax.nn.log_softmax(forward(p, x)), axis=1))
+
+
+def sgd_step(lr):
+    """``step(params, (x, y)) -> (params, loss)``: one SGD step."""
+    import jax
+
+    def step(p, batch):
+        value, grads = jax.value_and_grad(loss)(p, *batch)
+        return jax.tree.map(lambda w, g: w - lr * g, p, grads), value
+    return step
+
+
+def adam_step(state, batch):
+    """``step((params, m, v), (x, y, lr_t)) -> ((params, m, v), loss)``: one Adam step; the
+    moments are carried like the weights (in VMEM across steps, in HBM at the end), the
+    bias-corrected rate ``lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t)`` of step ``t`` is a
+    per-step input (:func:`adam_rates`)."""
+    import jax
+    import jax.numpy as jnp
+    p, m, v = state
+    x, y, lr_t = batch
+    value, g = jax.value_and_grad(loss)(p, x, y)
+    m = jax.tree.map(lambda m, g: BETA1 * m + (1 - BETA1) * g, m, g)
+    v = jax.tree.map(lambda v, g: BETA2 * v + (1 - BETA2) * g * g, v, g)
+    p = jax.tree.map(lambda w, m, v: w - lr_t * m / (jnp.sqrt(v) + ADAM_EPS), p, m, v)
+    return (p, m, v), value
+
+
+def adam_rates(lr, steps):
+    t = np.arange(1, steps + 1, dtype=np.float64)
+    return (lr * np.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)).astype(np.float32)
+
+
+def batches(x, y, settings):
+    """(xs, ys): ``epochs`` shuffled passes (seeded) over the whole batches of the training
+    split, stacked ``(steps, batch, ...)``, labels one-hot fp32."""
+    rng = np.random.default_rng(settings.seed + 1)
+    n = len(x) // settings.batch
+    idx = np.concatenate([rng.permutation(len(x))[:n * settings.batch]
+                          for _ in range(settings.epochs)]).reshape(-1, settings.batch)
+    return x[idx], np.eye(CLASSES, dtype=np.float32)[y[idx]]
+
+
+@dataclass
+class TrainResult:
+    params: dict            # final weights from the chip
+    losses: np.ndarray      # every step's loss, from the chip
+    counters: dict
+    accuracy: float         # test accuracy of the chip's weights (fp32 forward on the host)
+    ref_params: dict        # jax on CPU, fp32, the same steps
+    ref_losses: np.ndarray
+    ref_accuracy: float
+    steps: int
+    program: object
+    seconds: float
+
+
+def accuracy(p, x, y):
+    return float(np.mean(np.argmax(np.asarray(forward(p, x)), axis=1) == y))
+
+
+def train(settings=SETTINGS, sim="golden", config=None, steps=None, **options):
+    """Train on ``sim`` (and in jax on CPU for reference); ``steps`` (default: every batch
+    of ``settings.epochs`` epochs) the first steps only."""
+    import jax
+
+    from . import scan
+    x_train, x_test, y_train, y_test = data(settings.seed)
+    xs, ys = batches(x_train, y_train, settings)
+    if steps is not None:
+        xs, ys = xs[:steps], ys[:steps]
+    p0 = init_params(settings.seed)
+    if settings.optimizer == "sgd":
+        step, init, data_in = sgd_step(settings.lr), p0, (xs, ys)
+    elif settings.optimizer == "adam":
+        zeros = {k: np.zeros_like(v) for k, v in p0.items()}
+        step, init = adam_step, (p0, zeros, zeros)
+        data_in = (xs, ys, adam_rates(settings.lr, len(xs)))
+    else:
+        raise ValueError(f"optimizer must be sgd or adam, got {settings.optimizer!r}")
+    t0 = time.time()
+    params, losses, counters = scan(step, init, data_in, sim=sim, config=config, **options)
+    seconds = time.time() - t0
+    program = scan.last.program
+    ref_params, ref_losses = jax.lax.scan(step, init, data_in)
+    if settings.optimizer == "adam":
+        params, ref_params = params[0], ref_params[0]
+    ref_params = {k: np.asarray(v) for k, v in ref_params.items()}
+    return TrainResult(params, np.asarray(losses), counters,
+                       accuracy(params, x_test, y_test), ref_params, np.asarray(ref_losses),
+                       accuracy(ref_params, x_test, y_test), len(xs), program, seconds)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m podium.jax.digits",
+                                 description="train the digits MLP on the TensorCore")
+    ap.add_argument("--sim", default="golden", choices=("golden", "verilator"))
+    ap.add_argument("--epochs", type=int, default=SETTINGS.epochs)
+    ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"),
+                    help="sgd (learning rate 0.5) or adam (0.02)")
+    ap.add_argument("--steps", type=int, default=None, help="only the first steps")
+    ap.add_argument("--json", help="write the result's figures to this file")
+    a = ap.parse_args(argv)
+    if a.epochs < 1 or (a.steps is not None and a.steps < 1):
+        print("podium.jax.digits: --epochs and --steps must be at least 1", file=sys.stderr)
+        return 2
+    s = Settings(epochs=a.epochs, optimizer=a.optimizer,
+                 lr=ADAM.lr if a.optimizer == "adam" else SETTINGS.lr)
+    r = train(s, sim=a.sim, steps=a.steps)
+    diff = max(float(np.max(np.abs(r.params[k] - r.ref_params[k]))) for k in r.params)
+    facts = {"steps": r.steps, "batch": s.batch, "optimizer": s.optimizer, "lr": s.lr,
+             "sim": a.sim,
+             "first_loss": float(r.losses[0]), "last_loss": float(r.losses[-1]),
+             "max_loss_diff_vs_jax": float(np.max(np.abs(r.losses - r.ref_losses))),
+             "max_weight_diff_vs_jax": diff, "test_accuracy": r.accuracy,
+             "jax_test_accuracy": r.ref_accuracy, "instructions": len(r.program.words),
+             "seconds": round(r.seconds, 1),
+             "counters": {k: v for k, v in r.counters.items() if isinstance(v, int | float)}}
+    print(json.dumps(facts, indent=1))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(facts, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
