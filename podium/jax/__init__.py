@@ -2,9 +2,10 @@
 ``jax.make_jaxpr``, lower its primitives to one :class:`~podium.program.Program`, run it on
 the golden ISA simulator or the RTL chip.
 
-    from podium.jax import jit, scan
+    from podium.jax import jit, scan, pod_scan
     outputs, counters = jit(f)(x, w)                    # numpy outputs, the run's counters
     carry, ys, counters = scan(step, params, (xs, ys))  # N steps in one program
+    carry, ys, counters = pod_scan(step, params, (xs, ys), pod="2x2", axis="batch")
 
 ``jax`` is imported here, when this package is imported, not by ``podium`` itself.
 """
@@ -18,8 +19,8 @@ from spec.tensorcore import TensorCoreConfig
 from ..runner import run as _run
 from .lower import PRIMITIVES, Port, Unsupported, from_phys, lower, to_phys
 
-__all__ = ["jit", "scan", "compile_fn", "Compiled", "Unsupported", "PRIMITIVES",
-           "DEFAULT_CONFIG"]
+__all__ = ["jit", "scan", "pod_scan", "pod_config", "PODS", "compile_fn", "Compiled",
+           "Unsupported", "PRIMITIVES", "DEFAULT_CONFIG"]
 
 
 def _default_config():
@@ -91,21 +92,57 @@ class Compiled:
         return self.unpack(outs), dict(result.counters)
 
 
-def compile_fn(fn, *example_args, config=None, carry=0, steps=None):
-    """Trace ``fn`` on ``example_args`` (arrays or ``jax.ShapeDtypeStruct``; pytrees) and
-    lower it: a :class:`Compiled`. ``carry`` and ``steps``: see :func:`scan`."""
+def _user_line(tb):
+    """``file:line (function)`` of the innermost frame of ``tb`` outside jax and this
+    package: the user's call."""
+    import os
+    import traceback
+    here = os.path.dirname(__file__)
+    where = "?"
+    for f in traceback.extract_tb(tb):
+        path = f.filename
+        if path.startswith(here) or "site-packages" in path or "/jax/_src/" in path:
+            continue
+        where = f"{os.path.basename(f.filename)}:{f.lineno} ({f.name})"
+    return where
+
+
+def _trace(fn, example_args, axis_env):
     import jax
+    try:
+        return jax.make_jaxpr(fn, return_shape=True, axis_env=axis_env)(*example_args)
+    except NameError as e:
+        if "axis name" not in str(e):
+            raise
+        axis = str(e).split("axis name:")[-1].split(".")[0].strip()
+        inside = (f"the pod program's only axis is {axis_env[0][0]!r}" if axis_env else
+                  "a single-chip program has no named axis (podium.jax.pod_scan runs a "
+                  "data-parallel step on a pod; docs/jax.md)")
+        raise Unsupported(f"{_user_line(e.__traceback__)}: psum: an all-reduce over axis "
+                          f"{axis!r}: {inside}") from None
+
+
+def compile_fn(fn, *example_args, config=None, carry=0, steps=None, pod=None, axis=None):
+    """Trace ``fn`` on ``example_args`` (arrays or ``jax.ShapeDtypeStruct``; pytrees) and
+    lower it: a :class:`Compiled`. ``carry`` and ``steps``: see :func:`scan`; ``pod`` (a
+    PodConfig) and ``axis``: see :func:`pod_scan` (``config`` is then the pod's
+    TensorCore)."""
+    import jax
+    if pod is not None:
+        config = pod.tensorcore
     config = config or _default_config()
     if not isinstance(config, TensorCoreConfig):
         raise TypeError(f"config must be a TensorCoreConfig, got {type(config).__name__}")
-    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*example_args)
+    axis_env = [(axis, pod.chips)] if pod is not None else []
+    closed, out_shape = _trace(fn, example_args, axis_env)
     flat, in_tree = jax.tree.flatten(example_args)
     out_flat, out_tree = jax.tree.flatten(out_shape)
     name = getattr(fn, "__name__", "fn")
     code = getattr(fn, "__code__", None)
     if code is not None:
         name = f"{code.co_filename}:{code.co_firstlineno} ({name})"
-    program, ins, outs = lower(closed, config, carry=carry, steps=steps or 1, name=name)
+    program, ins, outs = lower(closed, config, carry=carry, steps=steps or 1, name=name,
+                               pod=pod, axis=axis)
     return Compiled(program, ins, outs, in_tree, out_tree, carry, steps or 1,
                     stacked=steps is not None)
 
@@ -164,4 +201,103 @@ def scan(fn, init, xs, sim="golden", config=None, **options):
 
 
 scan.last = None
+
+
+def pod_config(dims, config=None, memory="axi"):
+    """A pod of TensorCores (spec/pod.py ``PodConfig``) for the front end: a torus of
+    ``dims`` chips (``(2, 2)``, ``(4,)``), each chip ``config`` (default: the ViT's
+    TensorCore) with an ICI queue, flits of its VMEM rows, HBM (``memory`` "axi": a memory
+    model's AXI4 ports; "hbm": the chip's HBM controller)."""
+    import dataclasses
+
+    from spec.chip import ChipConfig
+    from spec.hbm import HBMConfig
+    from spec.ici import ICIConfig
+    from spec.nic import NICConfig
+    from spec.pod import PodConfig
+    from spec.protocol import LOCAL_PORTS
+    tc = dataclasses.replace(config or _default_config(), ici=True)
+    nic = NICConfig(ici=ICIConfig(dims=tuple(dims), classes=2, vcs=2, buffer_depth=8,
+                                  flit_bits=8 * tc.row_bytes, max_packet=8,
+                                  local_ports=LOCAL_PORTS))
+    hbm = HBMConfig(ports=2) if memory == "hbm" else HBMConfig()
+    return PodConfig(chip=ChipConfig(tensorcore=tc, memory=memory, hbm=hbm, nic=nic))
+
+
+PODS = {"2x2": (2, 2), "1x4": (4,)}
+"""The pods ``pod_scan`` takes by name: a 2x2 torus (the 2-D all-reduce) and a ring of
+four (a ring all-reduce); any other pod as a PodConfig."""
+
+
+def _pod(pod, config):
+    from spec.pod import PodConfig
+    if isinstance(pod, PodConfig):
+        return pod
+    if pod not in PODS:
+        raise ValueError(f"pod must be one of {', '.join(PODS)} or a PodConfig, got {pod!r}")
+    return pod_config(PODS[pod], config)
+
+
+def _shard(a, n, c):
+    a = np.asarray(a)
+    if a.ndim < 2 or a.shape[1] % n:
+        raise ValueError(f"every leaf of xs is sharded over the pod's {n} chips along its "
+                         f"second axis (the batch, after the steps): got shape {a.shape}")
+    k = a.shape[1] // n
+    return a[:, c * k:(c + 1) * k]
+
+
+def pod_scan(fn, init, xs, pod="2x2", axis="batch", sim="golden", config=None,
+             max_steps=200_000_000, seed=None):
+    """Data-parallel :func:`scan` on a pod: ``fn(carry, x) -> (carry, y)`` is the function
+    of ONE chip (what ``shard_map`` or ``pmap`` maps), written with ``jax.lax.psum`` /
+    ``pmean`` over the named ``axis`` (every chip of the pod); it is traced with that axis
+    bound, compiled once, and the program runs on every chip: the carry ``init`` replicated,
+    every leaf of ``xs`` (``steps x batch x ...``) split along the batch into one shard per
+    chip (chip ``c`` takes the ``c``-th consecutive block), each ``psum`` an fp32 all-reduce
+    through the ICI. Returns ``(carry, ys, counters)`` of chip 0 (``pod_scan.chips``: every
+    chip's ``(carry, ys)``; ``pod_scan.last``: the :class:`Compiled`). ``pod``: "2x2",
+    "1x4" or a PodConfig; ``sim``: "golden" (podium/podsim.py, the golden pod simulator)."""
+    import jax
+    podc = _pod(pod, config)
+    if sim != "golden":
+        raise ValueError(f"pod_scan runs on the golden pod simulator (sim 'golden'), got "
+                         f"{sim!r}")
+    n = podc.chips
+    steps = {np.shape(a)[0] for a in jax.tree.leaves(xs)}
+    if len(steps) != 1:
+        raise ValueError(f"every leaf of xs must have the same leading length, got "
+                         f"{sorted(steps)}")
+    (steps,) = steps
+    shards = [jax.tree.map(lambda a, c=c: _shard(a, n, c), xs) for c in range(n)]
+    x0 = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], np.asarray(a).dtype),
+                      shards[0])
+    init_s = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype),
+                          init)
+    ncarry = len(jax.tree.leaves(init))
+    c = compile_fn(fn, init_s, x0, carry=ncarry, steps=steps, pod=podc, axis=axis)
+    pod_scan.last = c
+    program = c.program
+    from ..podsim import PodSim
+    sim_ = PodSim(podc, seed=seed, hbm_capacity=program.hbm_capacity)
+    for chip, shard in zip(sim_.chips, shards, strict=True):
+        args = [*jax.tree.leaves(init), *jax.tree.leaves(shard)]
+        for address, data in program.image(c.pack(args)).items():
+            chip.hbm.write(address, data)
+        chip.load(program.words)
+    results = sim_.run(max_steps=max_steps)
+    per_chip = []
+    for k, r in enumerate(results):
+        if r.status != "done":
+            raise RuntimeError(f"chip {k} ended with status {r.status} ({r.error.name} at "
+                               f"instruction {r.error_pc})")
+        res = jax.tree.unflatten(c.out_tree, c.unpack(program.read_outputs(r.hbm.read)))
+        per_chip.append((res[0], res[1]))
+    pod_scan.chips = per_chip
+    counters = dict(results[0].counters)
+    return per_chip[0][0], per_chip[0][1], counters
+
+
+pod_scan.last = None
+pod_scan.chips = None
 __all__ += ["Port"]
