@@ -19,7 +19,7 @@ from spec.tensorcore import TensorCoreConfig
 from ..runner import run as _run
 from .lower import PRIMITIVES, Port, Unsupported, from_phys, lower, to_phys
 
-__all__ = ["jit", "scan", "pod_scan", "pod_config", "PODS", "compile_fn", "Compiled",
+__all__ = ["jit", "scan", "pod_scan", "pod_compile", "pod_config", "PODS", "compile_fn", "Compiled",
            "Unsupported", "PRIMITIVES", "DEFAULT_CONFIG"]
 
 
@@ -216,7 +216,9 @@ def pod_config(dims, config=None, memory="axi"):
     from spec.nic import NICConfig
     from spec.pod import PodConfig
     from spec.protocol import LOCAL_PORTS
-    tc = dataclasses.replace(config or _default_config(), ici=True)
+    tc = config or _default_config()
+    # a deadlock watch long enough for a neighbour's work (a chip waits for the collective)
+    tc = dataclasses.replace(tc, ici=True, deadlock_cycles=max(tc.deadlock_cycles, 1 << 16))
     nic = NICConfig(ici=ICIConfig(dims=tuple(dims), classes=2, vcs=2, buffer_depth=8,
                                   flit_bits=8 * tc.row_bytes, max_packet=8,
                                   local_ports=LOCAL_PORTS))
@@ -247,22 +249,11 @@ def _shard(a, n, c):
     return a[:, c * k:(c + 1) * k]
 
 
-def pod_scan(fn, init, xs, pod="2x2", axis="batch", sim="golden", config=None,
-             max_steps=200_000_000, seed=None):
-    """Data-parallel :func:`scan` on a pod: ``fn(carry, x) -> (carry, y)`` is the function
-    of ONE chip (what ``shard_map`` or ``pmap`` maps), written with ``jax.lax.psum`` /
-    ``pmean`` over the named ``axis`` (every chip of the pod); it is traced with that axis
-    bound, compiled once, and the program runs on every chip: the carry ``init`` replicated,
-    every leaf of ``xs`` (``steps x batch x ...``) split along the batch into one shard per
-    chip (chip ``c`` takes the ``c``-th consecutive block), each ``psum`` an fp32 all-reduce
-    through the ICI. Returns ``(carry, ys, counters)`` of chip 0 (``pod_scan.chips``: every
-    chip's ``(carry, ys)``; ``pod_scan.last``: the :class:`Compiled`). ``pod``: "2x2",
-    "1x4" or a PodConfig; ``sim``: "golden" (podium/podsim.py, the golden pod simulator)."""
+def pod_compile(fn, init, xs, pod="2x2", axis="batch", config=None):
+    """``(Compiled, PodConfig, per-chip flat arguments)`` of :func:`pod_scan`'s program (the
+    same on every chip) and each chip's inputs (``Compiled.pack`` them)."""
     import jax
     podc = _pod(pod, config)
-    if sim != "golden":
-        raise ValueError(f"pod_scan runs on the golden pod simulator (sim 'golden'), got "
-                         f"{sim!r}")
     n = podc.chips
     steps = {np.shape(a)[0] for a in jax.tree.leaves(xs)}
     if len(steps) != 1:
@@ -277,11 +268,29 @@ def pod_scan(fn, init, xs, pod="2x2", axis="batch", sim="golden", config=None,
     ncarry = len(jax.tree.leaves(init))
     c = compile_fn(fn, init_s, x0, carry=ncarry, steps=steps, pod=podc, axis=axis)
     pod_scan.last = c
+    return c, podc, [[*jax.tree.leaves(init), *jax.tree.leaves(s)] for s in shards]
+
+
+def pod_scan(fn, init, xs, pod="2x2", axis="batch", sim="golden", config=None,
+             max_steps=200_000_000, seed=None):
+    """Data-parallel :func:`scan` on a pod: ``fn(carry, x) -> (carry, y)`` is the function
+    of ONE chip (what ``shard_map`` or ``pmap`` maps), written with ``jax.lax.psum`` /
+    ``pmean`` over the named ``axis`` (every chip of the pod); it is traced with that axis
+    bound, compiled once, and the program runs on every chip: the carry ``init`` replicated,
+    every leaf of ``xs`` (``steps x batch x ...``) split along the batch into one shard per
+    chip (chip ``c`` takes the ``c``-th consecutive block), each ``psum`` an fp32 all-reduce
+    through the ICI. Returns ``(carry, ys, counters)`` of chip 0 (``pod_scan.chips``: every
+    chip's ``(carry, ys)``; ``pod_scan.last``: the :class:`Compiled`). ``pod``: "2x2",
+    "1x4" or a PodConfig; ``sim``: "golden" (podium/podsim.py, the golden pod simulator)."""
+    c, podc, chip_args = pod_compile(fn, init, xs, pod, axis, config)
+    if sim != "golden":
+        raise ValueError(f"pod_scan runs on the golden pod simulator (sim 'golden'), got "
+                         f"{sim!r}")
+    import jax
     program = c.program
     from ..podsim import PodSim
     sim_ = PodSim(podc, seed=seed, hbm_capacity=program.hbm_capacity)
-    for chip, shard in zip(sim_.chips, shards, strict=True):
-        args = [*jax.tree.leaves(init), *jax.tree.leaves(shard)]
+    for chip, args in zip(sim_.chips, chip_args, strict=True):
         for address, data in program.image(c.pack(args)).items():
             chip.hbm.write(address, data)
         chip.load(program.words)
