@@ -84,18 +84,25 @@ def sgd_step(lr):
     return step
 
 
-def pod_sgd_step(lr, axis="batch", weights=False):
+def pod_sgd_step(lr, axis="batch", weights=False, local=None):
     """``step(params, (x, y)) -> (params, loss)`` of ONE chip of a data-parallel pod: the
     gradient of the loss of the chip's shard of the batch, averaged over the chips with
     ``jax.lax.pmean`` over ``axis`` (an fp32 all-reduce, then a multiplication by 1 / chips),
     the loss likewise, and the same SGD update on every chip. ``weights``: each step also
-    outputs the new weights (to check them chip by chip, step by step)."""
+    outputs the new weights (to check them chip by chip, step by step). ``local`` (a number
+    of chips): the step without the all-reduce (each chip's own gradient divided by it), to
+    measure what the all-reduce costs."""
     import jax
+
+    def mean(v):
+        if local:
+            return jax.tree.map(lambda g: g * (1 / local), v)
+        return jax.lax.pmean(v, axis)
 
     def step(p, batch):
         value, grads = jax.value_and_grad(loss)(p, *batch)
-        grads = jax.lax.pmean(grads, axis)
-        value = jax.lax.pmean(value, axis)
+        grads = mean(grads)
+        value = mean(value)
         p = jax.tree.map(lambda w, g: w - lr * g, p, grads)
         return p, ((value, p) if weights else value)
     return step

@@ -3,8 +3,13 @@
 pod's fp32 all-reduce) on the RTL pod of the front end's TensorCores (``podium.jax.pod_config``:
 every chip the ViT's TensorCore with an ICI queue), a few steps, every chip's HBM (losses,
 weights after every step) and VMEM bit-exact with the golden pod simulator
-(podium/podsim.py); the weights identical on every chip after every step."""
+(podium/podsim.py); the weights identical on every chip after every step.
 
+With ``PODIUM_POD_JAX_JSON`` set (a file name) it also measures: the step with and without
+the all-reduce (``pod_sgd_step(local=4)``), each for 1 and ``STEPS`` steps, every chip's
+counters written to that file."""
+
+import json
 import os
 
 import cocotb
@@ -17,16 +22,16 @@ STEPS = int(os.environ.get("PODIUM_POD_JAX_STEPS", "2"))
 """Training steps of the run (each one the 64-sample batch over the four chips)."""
 
 
-@cocotb.test()
-async def test_digits_pod_steps(dut):
+async def _run(tb, dut, steps, local=None, clear=False):
+    """One run; ``clear``: VMEM zeroed first (after an earlier run: the golden simulator
+    starts from zeros)."""
     from podium.jax import digits as jd
     from podium.jax import pod_compile
 
-    tb = TensorPodBench(dut, 0)
     x_train, _, y_train, _ = jd.data(0)
     xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
-    c, pod, chip_args = pod_compile(jd.pod_sgd_step(jd.SETTINGS.lr, weights=True),
-                                    jd.init_params(0), (xs[:STEPS], ys[:STEPS]))
+    c, pod, chip_args = pod_compile(jd.pod_sgd_step(jd.SETTINGS.lr, weights=True, local=local),
+                                    jd.init_params(0), (xs[:steps], ys[:steps]))
     assert pod.tensorcore == tb.tc, "the build's TensorCore is not the front end's"
     program = c.program
     assert program.hbm_capacity <= HBM_BYTES, program.hbm_capacity
@@ -37,17 +42,31 @@ async def test_digits_pod_steps(dut):
             image[address:address + len(data)] = data
         images.append(bytes(image))
     text = program.metadata["assembly"]
-    outcomes, vmems, results = await tb.run([text] * pod.chips, [b""] * pod.chips,
-                                            hbm_images=images, budget=2_000_000)
+    vmem = bytes(tb.tc.vmem_bytes) if clear else b""
+    outcomes, vmems, results = await tb.run([text] * pod.chips, [vmem] * pod.chips,
+                                            hbm_images=images, budget=4_000_000)
     tb.check(outcomes, vmems, results)
-    outs = []
-    for k in range(pod.chips):
-        flat = c.unpack(program.read_outputs(lambda a, n, k=k: tb.hbm[k].read(a, n)))
-        outs.append(flat)
-        dut._log.info(f"chip {k}: {outcomes[k].counters}")
-    for flat in outs[1:]:
-        for a, b in zip(outs[0], flat, strict=True):
-            assert np.array_equal(a, b), "a chip's weights or losses differ from chip 0's"
-    cycles = max(o.counters.get("cycles", 0) for o in outcomes)
-    dut._log.info(f"{STEPS} steps: {cycles} cycles (slowest chip); losses "
-                  f"{[float(v) for v in np.ravel(outs[0][c.carry])]}")
+    outs = [c.unpack(program.read_outputs(lambda a, n, k=k: tb.hbm[k].read(a, n)))
+            for k in range(pod.chips)]
+    if not local:
+        for flat in outs[1:]:
+            for a, b in zip(outs[0], flat, strict=True):
+                assert np.array_equal(a, b), "a chip's weights or losses differ from chip 0's"
+    counters = [dict(o.counters) for o in outcomes]
+    dut._log.info(f"{steps} step(s){' without the all-reduce' if local else ''}: "
+                  f"{max(k.get('cycles', 0) for k in counters)} cycles (slowest chip); "
+                  f"losses {[float(v) for v in np.ravel(outs[0][c.carry])]}")
+    return {"steps": steps, "all_reduce": not local, "instructions": len(program.words),
+            "counters": counters}
+
+
+@cocotb.test()
+async def test_digits_pod_steps(dut):
+    tb = TensorPodBench(dut, 0)
+    runs = [await _run(tb, dut, STEPS)]
+    out = os.environ.get("PODIUM_POD_JAX_JSON")
+    if out:
+        for steps, local in ((1, None), (1, 4), (STEPS, 4)):
+            runs.append(await _run(tb, dut, steps, local, clear=True))
+        with open(out, "w") as f:
+            json.dump(runs, f, indent=1)
