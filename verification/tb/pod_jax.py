@@ -15,8 +15,11 @@ import os
 import cocotb
 import numpy as np
 
-from verification.tb.pod import HBM_BYTES
 from verification.tb.pod_programs import TensorPodBench
+
+HBM_BYTES = 1 << 18
+"""Each chip's memory model: the constants, the weights, every step's shard of the batch,
+its loss and weights (a few steps)."""
 
 STEPS = int(os.environ.get("PODIUM_POD_JAX_STEPS", "2"))
 """Training steps of the run (each one the 64-sample batch over the four chips)."""
@@ -62,7 +65,7 @@ async def _run(tb, dut, steps, local=None, clear=False):
 
 @cocotb.test()
 async def test_digits_pod_steps(dut):
-    tb = TensorPodBench(dut, 0)
+    tb = TensorPodBench(dut, 0, hbm_bytes=HBM_BYTES)
     runs = [await _run(tb, dut, STEPS)]
     out = os.environ.get("PODIUM_POD_JAX_JSON")
     if out:
