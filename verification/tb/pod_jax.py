@@ -5,9 +5,10 @@ every chip the ViT's TensorCore with an ICI queue), a few steps, every chip's HB
 weights after every step) and VMEM bit-exact with the golden pod simulator
 (podium/podsim.py); the weights identical on every chip after every step.
 
-With ``PODIUM_POD_JAX_JSON`` set (a file name) it also measures: the step with and without
-the all-reduce (``pod_sgd_step(local=4)``), each for 1 and ``STEPS`` steps, every chip's
-counters written to that file."""
+With ``PODIUM_POD_JAX_JSON`` set (a file name) it also measures: the step (the loss stored
+per step, the weights at the end) with and without the all-reduce
+(``pod_sgd_step(local=4)``), each for 1 and ``STEPS`` steps, every chip's counters written
+to that file."""
 
 import json
 import os
@@ -25,7 +26,7 @@ STEPS = int(os.environ.get("PODIUM_POD_JAX_STEPS", "2"))
 """Training steps of the run (each one the 64-sample batch over the four chips)."""
 
 
-async def _run(tb, dut, steps, local=None, clear=False):
+async def _run(tb, dut, steps, local=None, clear=False, weights=True):
     """One run; ``clear``: VMEM zeroed first (after an earlier run: the golden simulator
     starts from zeros)."""
     from podium.jax import digits as jd
@@ -33,7 +34,8 @@ async def _run(tb, dut, steps, local=None, clear=False):
 
     x_train, _, y_train, _ = jd.data(0)
     xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
-    c, pod, chip_args = pod_compile(jd.pod_sgd_step(jd.SETTINGS.lr, weights=True, local=local),
+    c, pod, chip_args = pod_compile(jd.pod_sgd_step(jd.SETTINGS.lr, weights=weights,
+                                                    local=local),
                                     jd.init_params(0), (xs[:steps], ys[:steps]))
     assert pod.tensorcore == tb.tc, "the build's TensorCore is not the front end's"
     program = c.program
@@ -59,17 +61,18 @@ async def _run(tb, dut, steps, local=None, clear=False):
     dut._log.info(f"{steps} step(s){' without the all-reduce' if local else ''}: "
                   f"{max(k.get('cycles', 0) for k in counters)} cycles (slowest chip); "
                   f"losses {[float(v) for v in np.ravel(outs[0][c.carry])]}")
-    return {"steps": steps, "all_reduce": not local, "instructions": len(program.words),
+    return {"steps": steps, "all_reduce": not local, "weights_stored": weights,
+            "instructions": len(program.words),
             "counters": counters}
 
 
 @cocotb.test()
 async def test_digits_pod_steps(dut):
     tb = TensorPodBench(dut, 0, hbm_bytes=HBM_BYTES)
-    runs = [await _run(tb, dut, STEPS)]
+    await _run(tb, dut, STEPS)
     out = os.environ.get("PODIUM_POD_JAX_JSON")
     if out:
-        for steps, local in ((1, None), (1, 4), (STEPS, 4)):
-            runs.append(await _run(tb, dut, steps, local, clear=True))
+        runs = [await _run(tb, dut, steps, local, clear=True, weights=False)
+                for local in (None, 4) for steps in (1, STEPS)]
         with open(out, "w") as f:
             json.dump(runs, f, indent=1)
