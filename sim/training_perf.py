@@ -9,7 +9,9 @@ loop and the stores after it drop out). Forward: the loss only. Forward + backwa
 and ``jax.grad`` (the gradients carried, so stored once). Step: the SGD update too.
 Backward = (forward + backward) - forward; optimizer = step - (forward + backward).
 
-The pod rows: the data-parallel step (``pod_sgd_step``: 16 samples per chip, gradients and
+The pod rows (only with ``PODIUM_BENCH_POD=1``: the RTL 2x2 pod of the front end's
+TensorCores is a build of about an hour on two cores, 262 MB of C++, not yet run): the
+data-parallel step (``pod_sgd_step``: 16 samples per chip, gradients and
 loss ``pmean``-ed, the fp32 all-reduce of the ICI) on the RTL 2x2 pod of the front end's
 TensorCores (verification/tb/pod_jax.py, which also checks every run against the golden pod
 simulator), for 1 and 3 steps, with the all-reduce and without it (each chip's own
@@ -96,10 +98,10 @@ def measure_pod(steps=POD_STEPS):
 
 
 def bench(quick=False):
-    """Every part for 1 and 3 steps on the RTL, and the pod rows; writes
-    docs/results/training.{json,md}."""
+    """Every part for 1 and 3 steps on the RTL, and the pod rows with
+    ``PODIUM_BENCH_POD=1``; writes docs/results/training.{json,md}."""
     runs = [_measure(name, steps, "verilator") for name in PARTS for steps in STEPS]
-    pod = measure_pod() if not os.environ.get("PODIUM_BENCH_NO_POD") else []
+    pod = measure_pod() if os.environ.get("PODIUM_BENCH_POD") == "1" else []
     write_results(PAGE, {"runs": runs, "pod": pod}, environment(), render, quick,
                   steps=list(STEPS), backward_macs=BACKWARD_MACS, forward_macs=FORWARD_MACS,
                   lanes=16)

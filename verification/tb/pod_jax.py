@@ -5,6 +5,10 @@ every chip the ViT's TensorCore with an ICI queue), a few steps, every chip's HB
 weights after every step) and VMEM bit-exact with the golden pod simulator
 (podium/podsim.py); the weights identical on every chip after every step.
 
+Not yet run: the design (four of the ViT's TensorCores) verilates in 5 minutes into 262 MB of
+C++, about an hour of compilation on two shared cores; no test of the regression runs it
+yet (docs/jax.md, "Data parallel on the pod").
+
 With ``PODIUM_POD_JAX_JSON`` set (a file name) it also measures: the step (the loss stored
 per step, the weights at the end) with and without the all-reduce
 (``pod_sgd_step(local=4)``), each for 1 and ``STEPS`` steps, every chip's counters written

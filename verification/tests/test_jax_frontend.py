@@ -498,12 +498,3 @@ def test_digits_data_parallel_on_pod(pod):
     assert diff[0] <= 4 * EPS * 3 and diff.max() <= POD_LOSS_TOLERANCE
     assert r.accuracy >= 0.95
 
-
-@pytest.mark.slow
-def test_digits_pod_rtl_matches_golden(cocotb_run):
-    """Two data-parallel SGD steps of the digits MLP on the RTL 2x2 pod of the front end's
-    TensorCores (verification/tb/pod_jax.py): every chip's HBM (losses, the weights after
-    every step) and VMEM bit-exact with the golden pod simulator, the weights identical on
-    every chip."""
-    from podium.jax import pod_config
-    assert cocotb_run("pod", pod_config((2, 2)), "verification.tb.pod_jax")
