@@ -127,7 +127,6 @@ def compile_fn(fn, *example_args, config=None, carry=0, steps=None, pod=None, ax
     lower it: a :class:`Compiled`. ``carry`` and ``steps``: see :func:`scan`; ``pod`` (a
     PodConfig) and ``axis``: see :func:`pod_scan` (``config`` is then the pod's
     TensorCore)."""
-    import jax
     if pod is not None:
         config = pod.tensorcore
     config = config or _default_config()
@@ -135,6 +134,12 @@ def compile_fn(fn, *example_args, config=None, carry=0, steps=None, pod=None, ax
         raise TypeError(f"config must be a TensorCoreConfig, got {type(config).__name__}")
     axis_env = [(axis, pod.chips)] if pod is not None else []
     closed, out_shape = _trace(fn, example_args, axis_env)
+    return _compile_closed(fn, closed, out_shape, example_args, config, carry, steps, pod,
+                           axis)
+
+
+def _compile_closed(fn, closed, out_shape, example_args, config, carry, steps, pod, axis):
+    import jax
     flat, in_tree = jax.tree.flatten(example_args)
     out_flat, out_tree = jax.tree.flatten(out_shape)
     name = getattr(fn, "__name__", "fn")
@@ -145,6 +150,58 @@ def compile_fn(fn, *example_args, config=None, carry=0, steps=None, pod=None, ax
                                pod=pod, axis=axis)
     return Compiled(program, ins, outs, in_tree, out_tree, carry, steps or 1,
                     stacked=steps is not None)
+
+
+def _fn_name(fn):
+    """``file:line (name)`` of the user's function (through wrappers such as shard_map's)."""
+    import os
+    inner = fn
+    while getattr(inner, "__wrapped__", None) is not None:
+        inner = inner.__wrapped__
+    code = getattr(inner, "__code__", None)
+    name = getattr(inner, "__name__", "fn")
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} ({name})" if code \
+        else name
+
+
+def _shard_map_body(closed, axis, chips, carry, fn=None):
+    """The per-chip jaxpr of a function that is one ``shard_map`` over the pod's axis
+    (replicated carries in, inputs sharded along their first axis, replicated outputs), or
+    None when the function is not a ``shard_map``."""
+    from jax._src import source_info_util
+    from jax.extend.core import ClosedJaxpr
+    j = closed.jaxpr
+    if not j.eqns or all(e.primitive.name != "shard_map" for e in j.eqns):
+        return None
+    e = next(e for e in j.eqns if e.primitive.name == "shard_map")
+    where = source_info_util.summarize(e.source_info) or _fn_name(fn)
+
+    def refuse(what):
+        raise Unsupported(f"{where}: shard_map: {what} (docs/jax.md, \"Data parallel on the "
+                          f"pod\")")
+    if len(j.eqns) != 1 or list(e.invars) != list(j.invars) \
+            or list(e.outvars) != list(j.outvars):
+        refuse("the function must be the shard_map alone, on its inputs and outputs")
+    mesh = dict(e.params["mesh"].shape)
+    if mesh != {axis: chips}:
+        refuse(f"a mesh of {mesh}; the pod's is {{{axis!r}: {chips}}}")
+
+    def names(spec):
+        return [p if not isinstance(p, tuple) else (p[0] if len(p) == 1 else p)
+                for p in tuple(spec)]
+    for k, spec in enumerate(e.params["in_specs"]):
+        parts = names(spec)
+        if k < carry and any(p is not None for p in parts):
+            refuse(f"carry {k} has the spec {spec}; carries are replicated, P()")
+        if k >= carry and (not parts or parts[0] != axis
+                           or any(p is not None for p in parts[1:])):
+            refuse(f"input {k} has the spec {spec}; a step's inputs are sharded along their "
+                   f"first axis, P({axis!r})")
+    for k, spec in enumerate(e.params["out_specs"]):
+        if any(p is not None for p in names(spec)):
+            refuse(f"output {k} has the spec {spec}; outputs are replicated, P() (psum them)")
+    body = e.params["jaxpr"]
+    return ClosedJaxpr(body, []) if not isinstance(body, ClosedJaxpr) else body
 
 
 def jit(fn, sim="golden", config=None, **options):
@@ -266,7 +323,18 @@ def pod_compile(fn, init, xs, pod="2x2", axis="batch", config=None):
     init_s = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype),
                           init)
     ncarry = len(jax.tree.leaves(init))
-    c = compile_fn(fn, init_s, x0, carry=ncarry, steps=steps, pod=podc, axis=axis)
+    # A shard_map over the pod's axis, traced on the whole batch: its body is the chip's.
+    xg = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], np.asarray(a).dtype), xs)
+    try:
+        closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(init_s, xg)
+    except Exception:       # a function of one chip (psum of an unbound axis, its shapes)
+        closed = None
+    body = _shard_map_body(closed, axis, n, ncarry, fn) if closed is not None else None
+    if body is not None:
+        c = _compile_closed(fn, body, out_shape, (init_s, x0), podc.tensorcore, ncarry, steps,
+                            podc, axis)
+    else:
+        c = compile_fn(fn, init_s, x0, carry=ncarry, steps=steps, pod=podc, axis=axis)
     pod_scan.last = c
     return c, podc, [[*jax.tree.leaves(init), *jax.tree.leaves(s)] for s in shards]
 

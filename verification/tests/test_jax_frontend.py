@@ -469,6 +469,44 @@ def test_psum_refused_outside_the_pod_or_axis():
     assert "psum" in msg and "'model'" in msg and "'batch'" in msg
 
 
+def _shard_map_sgd(p, batch):
+    # under shard_map the gradient of the replicated weights is already summed over the
+    # chips (jax transposes the weights' implicit broadcast into a psum): divide by 4
+    value, grads = jax.value_and_grad(jd.loss)(p, *batch)
+    return (jax.tree.map(lambda w, g: w - 0.5 * (g / 4), p, grads),
+            jax.lax.pmean(value, "batch"))
+
+
+def test_shard_map_step_on_the_pod():
+    """The SGD step written as a ``jax.shard_map`` over a mesh of the pod's four chips (the
+    whole batch in, ``P("batch")``) runs as the per-chip form with ``pmean``: three steps,
+    losses and weights bit-identical; a spec the pod does not shard that way is refused
+    with the line of the shard_map."""
+    from jax.sharding import AbstractMesh
+    from jax.sharding import PartitionSpec as P
+    x_train, _, y_train, _ = jd.data(0)
+    xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
+    data = (xs[:3], ys[:3])
+    mesh = AbstractMesh((4,), ("batch",))
+    step = jax.shard_map(_shard_map_sgd, mesh=mesh, in_specs=(P(), P("batch")),
+                         out_specs=(P(), P()))
+    p1, l1, _ = pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data)
+    p2, l2, _ = pod_scan(step, jd.init_params(0), data)
+    assert np.array_equal(l1, l2) and l1[-1] < l1[0]
+    for k in p1:
+        assert np.array_equal(p1[k], p2[k]), k
+    sharded = {"w1": P("batch"), "b1": P(), "w2": P(), "b2": P()}
+    bad = jax.shard_map(_shard_map_sgd, mesh=mesh, in_specs=(P(), P("batch")),
+                        out_specs=(sharded, P()))
+    with pytest.raises(Unsupported) as e:
+        pod_scan(bad, jd.init_params(0), data)
+    msg = str(e.value)
+    print(msg)
+    assert "shard_map" in msg
+    assert f"test_jax_frontend.py:{_line_of(_shard_map_sgd, 'def')} (_shard_map_sgd)" in msg
+    assert "output 2 has the spec P('batch',)" in msg and "replicated" in msg
+
+
 POD_LOSS_TOLERANCE = 0.01
 """Every step's loss on the pod within this of single-chip training on the full batch
 (golden): the sums over the batch are in another fp32 order (16 samples per chip in the MXU,
