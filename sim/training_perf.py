@@ -8,20 +8,7 @@ figures are the difference over 2 steps (so the loads of constants and weights b
 loop and the stores after it drop out). Forward: the loss only. Forward + backward: the loss
 and ``jax.grad`` (the gradients carried, so stored once). Step: the SGD update too.
 Backward = (forward + backward) - forward; optimizer = step - (forward + backward).
-
-The pod rows (only with ``PODIUM_BENCH_POD=1``: the RTL 2x2 pod of the front end's
-TensorCores is a build of about an hour on two cores, 262 MB of C++, not yet run): the
-data-parallel step (``pod_sgd_step``: 16 samples per chip, gradients and
-loss ``pmean``-ed, the fp32 all-reduce of the ICI) on the RTL 2x2 pod of the front end's
-TensorCores (verification/tb/pod_jax.py, which also checks every run against the golden pod
-simulator), for 1 and 3 steps, with the all-reduce and without it (each chip's own
-gradient): the exposed all-reduce is the difference per step.
 """
-
-import json
-import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -78,32 +65,11 @@ def _measure(name, steps, sim):
             "run_seconds": float(counters.get("run_seconds", 0.0))}
 
 
-POD_STEPS = 3
-
-
-def measure_pod(steps=POD_STEPS):
-    """The pod rows: runs of verification/tb/pod_jax.py on the RTL 2x2 pod (``steps`` and 1
-    step, with and without the all-reduce); a list of ``{steps, all_reduce, instructions,
-    counters (per chip)}``."""
-    from podium.jax import pod_config
-    from sim.runner import BUILD, build, generated, run
-
-    built = build(generated("pod", pod_config((2, 2))), "verilator")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "pod.json"
-        run(built, "verification.tb.pod_jax", test_dir=BUILD / "bench" / "training_pod",
-            seed=0, extra_env={"PODIUM_POD_JAX_JSON": str(out),
-                               "PODIUM_POD_JAX_STEPS": str(steps)})
-        return json.loads(out.read_text())
-
-
 def bench(quick=False):
-    """Every part for 1 and 3 steps on the RTL, and the pod rows with
-    ``PODIUM_BENCH_POD=1``; writes docs/results/training.{json,md}."""
+    """Every part for 1 and 3 steps on the RTL; writes docs/results/training.{json,md}."""
     runs = [_measure(name, steps, "verilator") for name in PARTS for steps in STEPS]
-    pod = measure_pod() if os.environ.get("PODIUM_BENCH_POD") == "1" else []
-    write_results(PAGE, {"runs": runs, "pod": pod}, environment(), render, quick,
-                  steps=list(STEPS), backward_macs=BACKWARD_MACS, forward_macs=FORWARD_MACS,
+    write_results(PAGE, {"runs": runs}, environment(), render, quick, steps=list(STEPS),
+                  backward_macs=BACKWARD_MACS, forward_macs=FORWARD_MACS,
                   lanes=16)
     return runs
 
@@ -159,36 +125,4 @@ def render(data):
         "## Runs", "",
         table(["part", "steps", "cycles", "instructions", "operations",
                "max loss difference vs jax fp32", "simulation s"], runs), "",
-        *_render_pod(data["tables"].get("pod") or [], per["step"]["cycles"]),
     ])
-
-
-def _render_pod(runs, chip_step):
-    """The pod section: cycles per step (the slowest chip's, the difference between the
-    runs of more and fewer steps) with and without the all-reduce."""
-    if not runs:
-        return []
-    cyc = {(r["steps"], r["all_reduce"]): max(c["cycles"] for c in r["counters"])
-           for r in runs}
-    lo, hi = min(s for s, _ in cyc), max(s for s, _ in cyc)
-    per = {a: (cyc[(hi, a)] - cyc[(lo, a)]) / (hi - lo) for a in (True, False)
-           if (hi, a) in cyc and (lo, a) in cyc}
-    rows = [["step with the all-reduce (gradients and loss)", f"{per[True]:,.0f}"],
-            ["step without it (each chip's own gradient)", f"{per[False]:,.0f}"],
-            ["exposed all-reduce", f"{per[True] - per[False]:,.0f}"],
-            ["one chip, batch 64 (above)", f"{chip_step:,.0f}"]] \
-        if len(per) == 2 else []
-    return [
-        "## Data parallel on the 2x2 pod", "",
-        "The step of one chip of a 2x2 pod (batch 64 over four chips: 16 samples each; "
-        "`jax.lax.pmean` of the gradients and the loss lowered to the ICI's fp32 2-D "
-        "all-reduce, docs/jax.md) on the RTL pod (verification/tb/pod_jax.py: every run "
-        "bit-exact with the golden pod simulator); cycles per step of the slowest chip, "
-        f"the difference between the runs of {hi} and {lo} steps. The schedule is "
-        "sequential, so the all-reduce is exposed whole.", "",
-        table(["", "cycles per step"], rows), "",
-        table(["steps", "all-reduce", "cycles (slowest chip)", "instructions"],
-              [[r["steps"], "yes" if r["all_reduce"] else "no",
-                f"{max(c['cycles'] for c in r['counters']):,}", r["instructions"]]
-               for r in runs]), "",
-    ]

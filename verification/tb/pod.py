@@ -87,15 +87,13 @@ class PodHost:
     """The host's memory port on every chip of a pod (``host_write``, ``host_read``,
     ``host_read_data``), and whatever other streams a subclass names (``sources``,
     ``sinks``), each with the flow's idle and backpressure; with an HBM each chip's
-    (``hbm``: with ``memory`` "axi" cocotbext-axi ``AxiRam`` s of ``hbm_bytes``, with "hbm"
+    (``hbm``: with ``memory`` "axi" cocotbext-axi ``AxiRam`` s of ``HBM_BYTES``, with "hbm"
     the device models of its controller, :class:`DeviceHBM`)."""
 
-    def __init__(self, dut, sources=(), sinks=(), *, memory_flows=None, hbm_bytes=HBM_BYTES):
+    def __init__(self, dut, sources=(), sinks=(), *, memory_flows=None):
         """``memory_flows``: each chip's idle and backpressure on its HBM's AXI4 ports with
-        memory "axi" (``random_random`` on every chip by default); ``hbm_bytes``: the size of
-        each of those memories."""
+        memory "axi" (``random_random`` on every chip by default)."""
         self.dut = dut
-        self.hbm_bytes = hbm_bytes
         self.sidecar = load_sidecar()
         self.cfg = PodConfig.from_dict(self.sidecar["parameters"])
         self.ici = self.cfg.ici
@@ -119,10 +117,10 @@ class PodHost:
         self.hbm, self.dma_hbm = [], []
         if self.cfg.chip.memory == "axi":
             flows = memory_flows or ["random_random"] * self.chips
-            self.hbm = [axi_ram(dut, f"hbm__{c}", hbm_bytes, flows[c])
+            self.hbm = [axi_ram(dut, f"hbm__{c}", HBM_BYTES, flows[c])
                         for c in range(self.chips)]
             if self.cfg.tensorcore:
-                self.dma_hbm = [axi_ram(dut, f"dma__{c}", hbm_bytes, flows[c], mem=ram.mem)
+                self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, flows[c], mem=ram.mem)
                                 for c, ram in enumerate(self.hbm)]
         elif self.cfg.chip.memory == "hbm":
             self.hbm = [DeviceHBM(dut, self.cfg.chip.hbm, c) for c in range(self.chips)]
@@ -148,7 +146,7 @@ class PodHost:
     @property
     def hbm_capacity(self):
         """Bytes of each chip's HBM as the golden pod simulator holds it."""
-        return self.cfg.chip.hbm.capacity if self.cfg.chip.memory == "hbm" else self.hbm_bytes
+        return self.cfg.chip.hbm.capacity if self.cfg.chip.memory == "hbm" else HBM_BYTES
 
     def resume(self):
         """Drive the host streams every cycle (the default)."""

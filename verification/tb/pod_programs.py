@@ -39,12 +39,12 @@ class TensorPodBench(PodHost):
     """The host of every chip: VMEM through the host port, programs and status over
     AXI4-Lite."""
 
-    def __init__(self, dut, test=0, hbm_bytes=HBM_BYTES):
+    def __init__(self, dut, test=0):
         """Chip ``c`` of the module's test number ``test`` runs flow ``FLOWS[(test x chips + c)
         mod 6]`` on every stream it has (host port, AXI4-Lite, the HBM's AXI4 ports), so the
         tests of a pod of four chips together run every flow on every stream."""
         self.flows = chip_flows(test, PodConfig.from_dict(load_sidecar()["parameters"]).chips)
-        super().__init__(dut, memory_flows=self.flows, hbm_bytes=hbm_bytes)
+        super().__init__(dut, memory_flows=self.flows)
         self.tc = self.cfg.tensorcore
         self.hosts = [TensorCoreHost(dut, f"csr__{c}", self.tc, self.sidecar["csr"], flow)
                       for c, flow in enumerate(self.flows)]
@@ -59,11 +59,11 @@ class TensorPodBench(PodHost):
         (``seed``: its schedule); ``golden_errors`` is then the simulator's error count (all
         chips)."""
         words = [assemble(p) for p in programs]
-        hbm_images = hbm_images or [bytes(self.hbm_bytes)] * len(self.hbm)
+        hbm_images = hbm_images or [bytes(HBM_BYTES)] * len(self.hbm)
         for c, image in enumerate(images):
             self.write(c, 0, image)
         for ram, image in zip(self.hbm, hbm_images, strict=True):
-            ram.write(0, image.ljust(self.hbm_bytes, b"\0"))
+            ram.write(0, image.ljust(HBM_BYTES, b"\0"))
         await self.drained()
         for host, w in zip(self.hosts, words, strict=True):
             await host.load(w)
@@ -108,8 +108,8 @@ class TensorPodBench(PodHost):
             assert out.sems == res.semaphores, f"chip {c}: semaphores {out.sems}"
             _compare(f"chip {c}: VMEM", vmem, res.vmem, res.undefined)
             if self.hbm:
-                _compare(f"chip {c}: HBM", self.hbm[c].read(0, self.hbm_bytes),
-                         res.hbm.data[:self.hbm_bytes], res.hbm_undefined)
+                _compare(f"chip {c}: HBM", self.hbm[c].read(0, HBM_BYTES),
+                         res.hbm.data[:HBM_BYTES], res.hbm_undefined)
 
 
 def _compare(what, got, want, undefined):
