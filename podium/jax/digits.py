@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Settings", "SETTINGS", "ADAM", "data", "init_params", "forward", "loss",
-           "sgd_step", "adam_step", "adam_rates", "batches", "train", "TrainResult", "main"]
+           "sgd_step", "pod_sgd_step", "adam_step", "adam_rates", "batches", "train",
+           "train_pod", "PodTrainResult", "TrainResult", "main"]
 
 HIDDEN, CLASSES, FEATURES = 32, 10, 64
 
@@ -80,6 +81,30 @@ def sgd_step(lr):
     def step(p, batch):
         value, grads = jax.value_and_grad(loss)(p, *batch)
         return jax.tree.map(lambda w, g: w - lr * g, p, grads), value
+    return step
+
+
+def pod_sgd_step(lr, axis="batch", weights=False, local=None):
+    """``step(params, (x, y)) -> (params, loss)`` of ONE chip of a data-parallel pod: the
+    gradient of the loss of the chip's shard of the batch, averaged over the chips with
+    ``jax.lax.pmean`` over ``axis`` (an fp32 all-reduce, then a multiplication by 1 / chips),
+    the loss likewise, and the same SGD update on every chip. ``weights``: each step also
+    outputs the new weights (to check them chip by chip, step by step). ``local`` (a number
+    of chips): the step without the all-reduce (each chip's own gradient divided by it), to
+    measure what the all-reduce costs."""
+    import jax
+
+    def mean(v):
+        if local:
+            return jax.tree.map(lambda g: g * (1 / local), v)
+        return jax.lax.pmean(v, axis)
+
+    def step(p, batch):
+        value, grads = jax.value_and_grad(loss)(p, *batch)
+        grads = mean(grads)
+        value = mean(value)
+        p = jax.tree.map(lambda w, g: w - lr * g, p, grads)
+        return p, ((value, p) if weights else value)
     return step
 
 
@@ -164,6 +189,50 @@ def train(settings=SETTINGS, sim="golden", config=None, steps=None, **options):
                        accuracy(ref_params, x_test, y_test), len(xs), program, seconds)
 
 
+@dataclass
+class PodTrainResult:
+    pod: str
+    params: dict            # final weights of chip 0 (every chip's are checked equal)
+    losses: np.ndarray      # every step's all-reduced loss, chip 0
+    chips_identical: bool   # every chip's weights bit-identical after every step (and losses)
+    step_weights: list      # per chip: {name: (steps, ...)} weights after every step, or None
+    accuracy: float
+    counters: dict
+    steps: int
+    program: object
+    seconds: float
+
+
+def train_pod(settings=SETTINGS, pod="2x2", steps=None, weights=False, seed=None):
+    """Data-parallel SGD training on a pod (the golden pod simulator): each step's batch of
+    ``settings.batch`` split over the chips, :func:`pod_sgd_step` on every chip.
+    ``weights``: every step's weights stored too and compared chip by chip."""
+    from . import pod_scan
+    if settings.optimizer != "sgd":
+        raise ValueError("train_pod trains with SGD (optimizer 'sgd')")
+    x_train, x_test, y_train, y_test = data(settings.seed)
+    xs, ys = batches(x_train, y_train, settings)
+    if steps is not None:
+        xs, ys = xs[:steps], ys[:steps]
+    p0 = init_params(settings.seed)
+    t0 = time.time()
+    params, out, counters = pod_scan(pod_sgd_step(settings.lr, weights=weights), p0,
+                                     (xs, ys), pod=pod, seed=seed)
+    seconds = time.time() - t0
+    chips = pod_scan.chips
+    same = all(all(np.array_equal(params[k], c[0][k]) for k in params) for c in chips)
+    losses = out[0] if weights else out
+    same = same and all(np.array_equal(losses, c[1][0] if weights else c[1]) for c in chips)
+    step_weights = None
+    if weights:
+        step_weights = [c[1][1] for c in chips]
+        same = same and all(np.array_equal(step_weights[0][k], w[k])
+                            for w in step_weights for k in w)
+    return PodTrainResult(str(pod), params, np.asarray(losses), same, step_weights,
+                          accuracy(params, x_test, y_test), counters, len(xs),
+                          pod_scan.last.program, seconds)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m podium.jax.digits",
                                  description="train the digits MLP on the TensorCore")
@@ -173,12 +242,29 @@ def main(argv=None):
                     help="sgd (learning rate 0.5) or adam (0.02)")
     ap.add_argument("--steps", type=int, default=None, help="only the first steps")
     ap.add_argument("--json", help="write the result's figures to this file")
+    ap.add_argument("--pod", choices=("2x2", "1x4"), default=None,
+                    help="data-parallel SGD on this pod of four chips (golden pod simulator)")
     a = ap.parse_args(argv)
     if a.epochs < 1 or (a.steps is not None and a.steps < 1):
         print("podium.jax.digits: --epochs and --steps must be at least 1", file=sys.stderr)
         return 2
     s = Settings(epochs=a.epochs, optimizer=a.optimizer,
                  lr=ADAM.lr if a.optimizer == "adam" else SETTINGS.lr)
+    if a.pod is not None:
+        if a.optimizer != "sgd" or a.sim != "golden":
+            print("podium.jax.digits: --pod trains with --optimizer sgd on --sim golden",
+                  file=sys.stderr)
+            return 2
+        r = train_pod(s, pod=a.pod, steps=a.steps)
+        facts = {"pod": a.pod, "steps": r.steps, "batch": s.batch, "lr": s.lr,
+                 "first_loss": float(r.losses[0]), "last_loss": float(r.losses[-1]),
+                 "test_accuracy": r.accuracy, "chips_identical": r.chips_identical,
+                 "instructions": len(r.program.words), "seconds": round(r.seconds, 1)}
+        print(json.dumps(facts, indent=1))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(facts, f, indent=1)
+        return 0
     r = train(s, sim=a.sim, steps=a.steps)
     diff = max(float(np.max(np.abs(r.params[k] - r.ref_params[k]))) for k in r.params)
     facts = {"steps": r.steps, "batch": s.batch, "optimizer": s.optimizer, "lr": s.lr,

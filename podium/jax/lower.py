@@ -47,15 +47,18 @@ PRIMITIVES = (tuple(_ELEMENTWISE) + ("div",) + _UNARY + _COMPARE
               + ("and", "or", "xor", "not", "select_n", "dot_general", "reduce_sum",
                  "reduce_max", "reduce_min", "argmax", "argmin",
                  "broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
-                 "iota"))
+                 "iota", "psum", "psum_invariant", "pvary"))
 """Primitives the front end lowers (``iota`` and every equation of known inputs are folded
 on the host)."""
 
-_SEM = {"dma": "s0", "mxu": "s1", "vpu": "s2"}
+_SEM = {"dma": "s0", "mxu": "s1", "vpu": "s2", "ici": "s3"}
 """The semaphore of the hand-overs to each engine."""
 _NEG_BIG = -3.4028234663852886e38      # fp32 lowest: the padding of a max reduction
 _TWO_127 = 2.0 ** 127
 _FLOAT = ("float32", "bfloat16", "float16")
+_PSUM = ("psum", "psum_invariant")
+"""All-reduces over a named axis (``jax.lax.psum``; ``psum_invariant`` under ``shard_map``):
+lowered to the pod's fp32 all-reduce (``ici.coll``) when compiling for a pod."""
 
 
 class Unsupported(CompileError):
@@ -132,6 +135,10 @@ def _flatten(jaxpr, consts, env, out, fresh, context=""):
             for v, r in zip(eqn.outvars, res, strict=True):
                 env[v] = r
             continue
+        if name == "pvary":     # shard_map's mark of a value varying over an axis: no data
+            for v, a in zip(eqn.outvars, eqn.invars, strict=True):
+                env[v] = read(a)
+            continue
         outs = []
         for v in eqn.outvars:
             n = fresh()
@@ -147,7 +154,7 @@ def _fold(eqns):
     known, rest = {}, []
     for q in eqns:
         ins = [known.get(a, a) if isinstance(a, str) else a for a in q.ins]
-        if all(not isinstance(a, str) for a in ins) and q.prim not in INLINED:
+        if all(not isinstance(a, str) for a in ins) and q.prim not in INLINED + _PSUM:
             vals = q.eqn.primitive.bind(*ins, **q.params)
             vals = vals if q.eqn.primitive.multiple_results else [vals]
             for n, v in zip(q.outs, vals, strict=True):
@@ -224,7 +231,7 @@ class _Alloc:
 
 
 class _Lower:
-    def __init__(self, config):
+    def __init__(self, config, pod=None, axis=None):
         if config.mxu.fmt != "bfloat16":
             raise CompileError(f"the JAX front end needs a bfloat16 MXU (mxu.fmt "
                                f"'bfloat16'), the configuration's is {config.mxu.fmt!r}")
@@ -246,6 +253,7 @@ class _Lower:
         self.hbm_consts = []   # (_Val, physical array), from the top of VMEM down
         self.const_top = 0
         self.t = ("r12", "r13", "r14", "r15")
+        self.pod, self.axis = pod, axis
 
     # -- geometry --------------------------------------------------------------------
 
@@ -560,10 +568,11 @@ class _Lower:
             _fail(q.eqn, f"primitive not supported by the JAX front end (supported: "
                          f"{', '.join(PRIMITIVES)}; docs/jax.md)")
         out = method(q, shape, dtype, temps)
-        out = _Val(out.R, out.C, out.buf, shape, dtype)
+        outs = out if isinstance(out, list) else [out]
+        for n, o, av in zip(q.outs, outs, out_avals, strict=True):
+            self.env[n] = _Val(o.R, o.C, o.buf, tuple(av.shape), str(av.dtype))
         for t in temps:
             self.free(t)
-        self.env[q.outs[0]] = out
 
     def in_shape(self, q, k):
         return tuple(q.eqn.invars[k].aval.shape)
@@ -717,6 +726,51 @@ class _Lower:
         if not isinstance(x, str):
             return self.operand(x, self.in_shape(q, 0), temps)
         return self.env[x]
+
+    def p_psum(self, q, shape, dtype, temps):
+        """An all-reduce of every operand over the pod: a copy of the operand (padding
+        included: zeros, so the sums of the padding stay zero), then the ICI queue's fp32
+        all-reduce of its rows in place (the 2-D all-reduce on a 2-D pod, else a ring along
+        each dimension of more than one chip), in pieces the network's messages hold."""
+        axes = tuple(q.params.get("axes", ()))
+        if self.pod is None:
+            _fail(q.eqn, f"an all-reduce over axis {', '.join(map(str, axes))} outside a pod "
+                         f"program (podium.jax.pod_scan with axis=...; docs/jax.md)")
+        if axes != (self.axis,) or q.params.get("axis_index_groups") is not None:
+            _fail(q.eqn, f"an all-reduce over {axes}: the pod program's only axis is "
+                         f"{self.axis!r} (every chip)")
+        outs = []
+        for k, x in enumerate(q.ins):
+            xs = self.in_shape(q, k)
+            v = self.operand(x, xs, temps)
+            out = self.new(v.R, v.C, xs)
+            self.op1("copy", out, v)
+            self.all_reduce(self.addr(out), self.rows_of(out) * self.L)
+            outs.append(out)
+        return outs
+
+    p_psum_invariant = p_psum
+
+    def all_reduce(self, address, length):
+        pod = self.pod
+        ici, fb = pod.ici, pod.chip.nic.flit_bytes
+        dims = [d for d, k in enumerate(ici.dims) if k > 1]
+        if not dims:
+            return
+        two_d = len(dims) == 2 and ici.ndims == 2
+        # the largest piece the engine takes: ceil(ceil(grains / n) / 2) flits per message
+        n = ici.dims[0] if two_d else min(ici.dims[d] for d in dims)
+        piece = max(1, n * 2 * (pod.chip.nic.max_message // fb)) * (fb // 4)
+        piece = min(piece, length)
+        self.use("ici")
+        for at in range(0, length, piece):
+            m = min(piece, length - at)
+            a, r = self.reg(address + 4 * at, 0), self.reg(m, 1)
+            if two_d:
+                self.e(f"ici.coll all_reduce_2d, 0, fp32, {a}, {r}")
+            else:
+                for d in dims:
+                    self.e(f"ici.coll all_reduce, {d}, fp32, {a}, {r}")
 
     def p_stop_gradient(self, q, shape, dtype, temps):
         return self.alias(q, temps)
@@ -999,13 +1053,15 @@ class Port:
     C: int
 
 
-def lower(closed, config, *, carry=0, steps=1, name="fn"):
+def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
     """A :class:`Program` running ``steps`` iterations of the jaxpr ``closed``
     (``jax.make_jaxpr``'s): its first ``carry`` inputs are loaded once and replaced by its
     first ``carry`` outputs after every step; every other input ``k`` is streamed (input
     tensor ``x<k>`` holds every step's slice) and every other output ``k`` stored per step
     (tensor ``y<k>``); carries come back as tensors ``c<k>``. Returns ``(program, inputs,
-    outputs)``, the ports in order."""
+    outputs)``, the ports in order. ``pod`` (a PodConfig whose TensorCore is ``config``) and
+    ``axis``: the program runs on every chip of the pod, ``psum`` over ``axis`` lowered to
+    the pod's all-reduce."""
     count = [0]
 
     def fresh():
@@ -1025,7 +1081,7 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
     eqns, known = _fold(eqns)
     outs = [known.get(o, o) if isinstance(o, str) else o for o in outs]
     eqns = _prune(eqns, [o for o in outs if isinstance(o, str)])
-    low = _Lower(config)
+    low = _Lower(config, pod, axis)
     L, rb = low.L, low.rb
     in_avals = [v.aval for v in jaxpr.invars]
     out_avals = [v.aval for v in jaxpr.outvars]
@@ -1065,7 +1121,7 @@ def lower(closed, config, *, carry=0, steps=1, name="fn"):
     low.engine = "dma"
     for i, q in enumerate(eqns):
         body.comment(f"{q.prim} -> {', '.join(q.outs)}  ({_where(q.eqn)})")
-        if len(q.outs) != 1:
+        if len(q.outs) != 1 and q.prim not in _PSUM:
             _fail(q.eqn, "more than one result")
         low.lower_eqn(q)
         for a in dict.fromkeys(x for x in [*q.ins, *q.outs] if isinstance(x, str)):
