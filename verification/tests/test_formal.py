@@ -17,7 +17,7 @@ from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from hdl.sparsecore.split import Split4K
-from sim.formal import FAIR, ICI_LINK, COVERED, SETS, cover, main, prove, tools_dir
+from sim.formal import COVERED, FAIR, ICI_LINK, SETS, cover, main, prove, tools_dir
 from spec.ici import ICIConfig
 from spec.sparsecore import SparseCoreConfig
 
