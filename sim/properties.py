@@ -393,14 +393,15 @@ def delivery_order(m, take, value_in, give, value_out, *, capacity, name):
     """A channel that takes values (``take``, ``value_in``) and delivers them (``give``,
     ``value_out``) with no back-pressure on delivery (a link, whose receiver always has room):
     every value delivered exactly once and in order, by the tracked-token method of
-    :func:`stream_order`. Asserted: no more delivered than taken, at most ``capacity`` taken
+    :func:`stream_order`; a value is delivered in a cycle after the one it is taken in (the
+    channel has a register). Asserted: no more delivered than taken, at most ``capacity`` taken
     and not yet delivered; one value, picked freely among all taken (``AnySeq`` pick,
     ``AnyConst`` value), is delivered after exactly the values taken before it and unchanged.
     Covered: the token delivered behind others. Returns the number held (taken, not given)."""
     held = Signal(range(capacity + 2), name=f"{name}_held")
     m.d.sync += held.eq(held + take - give)
     m.d.comb += [Assert(held <= capacity, f"{name}: at most {capacity} values in flight"),
-                 Assert(~give | (held != 0) | take, f"{name}: nothing delivered not taken")]
+                 Assert(~give | (held != 0), f"{name}: nothing delivered not taken")]
     value_in, value_out = Value.cast(value_in), Value.cast(value_out)
     token = AnyConst(len(value_in))
     pick = AnySeq(1)
