@@ -26,13 +26,28 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
+from amaranth.asserts import AnySeq
 from amaranth.back import rtlil
-from amaranth.hdl import Assert, Assume, Cat, Module, ResetSignal, Signal, Value
+from amaranth.hdl import (
+    Assert,
+    Assume,
+    Cat,
+    Const,
+    Cover,
+    Fragment,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+    Value,
+)
 from amaranth.lib import data
 
 from hdl.hbm import ecc
 from hdl.ici.allocator import Allocator
-from hdl.ici.input import meta_layout
+from hdl.ici.input import InputUnit, meta_layout
+from hdl.ici.link import LinkRx, LinkTx
+from hdl.ici.router import OutputPort
 from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
@@ -42,8 +57,11 @@ from sim.properties import (
     allocator_rules,
     axi4_rules,
     axilite_rules,
+    delivery_order,
     free_inputs,
+    past,
     secded_rules,
+    served_within,
     split_rules,
     split_w_rules,
     stream_order,
@@ -269,6 +287,193 @@ def _allocator_harness(alloc=None, cfg=None):
     return m
 
 
+def _internal(component, *names):
+    """``component`` elaborated (a Fragment, to be added as the submodule) and its internal
+    signals named ``names`` (registers the ports do not show), searched through its
+    submodules; each name must be found once."""
+    frag = Fragment.get(component, None)
+    found = {}
+
+    def walk(f):
+        for stmts in f.statements.values():
+            for stmt in stmts:
+                for sig in stmt._lhs_signals():
+                    if sig.name in names:
+                        found.setdefault(sig.name, {})[id(sig)] = sig
+        for sub, *_ in f.subfragments:
+            walk(sub)
+
+    walk(frag)
+    for name in names:
+        if len(found.get(name, ())) != 1:
+            raise RuntimeError(f"{name}: {len(found.get(name, ()))} signals of that name")
+    return frag, [next(iter(found[name].values())) for name in names]
+
+
+class _QuickReplay(ICIConfig):
+    """The link's configuration with its replay timeout cut to ``ack_round_trip`` cycles (from
+    ``30 + 2 * link_latency``), so that timeout rewinds (spurious ones too: a timeout as short
+    as the round trip rewinds while acknowledgements are on their way) fall within the bound."""
+
+    @property
+    def replay_timeout(self):
+        return self.ack_round_trip
+
+
+ICI_LINK = _QuickReplay(dims=(2,), vcs=2, buffer_depth=2, retry_depth=4, flit_bits=20)
+"""The small link of the ICI sets: 2 VCs of 2 flits, a retry buffer of 4, 20-bit flits."""
+
+
+def _lossy(m, sent, layout, rejects, name):
+    """The wire between two ends of a link: in any cycle (a free ``AnySeq`` error) the frame
+    may arrive as any value at all that the receiving end's CRC check rejects (``rejects``, a
+    function of the frame seen: CRC-16 rejects every error of 1 to 3 bits and every odd count
+    of them), or as idle (a flit lost). Returns the frame seen."""
+    error = AnySeq(1)
+    seen = Signal(layout, name=f"{name}_seen")
+    m.d.comb += seen.eq(Mux(error, AnySeq(len(Value.cast(sent))), sent))
+    if "valid" in layout.members:
+        m.d.comb += Assume(~error | ~seen.valid | rejects,
+                           f"{name}: a corrupted flit fails its CRC or reads as idle")
+    else:
+        m.d.comb += Assume(~error | rejects, f"{name}: a corrupted reverse message fails its CRC")
+    return seen
+
+
+def _flit_in(m, s, cfg, bits):
+    """Drive stream ``s`` (a flit stream) with free flits whose data are ``bits`` free bits
+    (the rest zero: the link looks at the data only through the CRC, so a wider payload adds
+    no behaviour, and two bits let a swapped or altered flit show)."""
+    m.d.comb += [s.payload.data.eq(AnySeq(bits)), s.payload.head.eq(AnySeq(1)),
+                 s.payload.tail.eq(AnySeq(1)), s.payload.vc.eq(AnySeq(len(s.payload.vc)))]
+
+
+def _link_harness(tx=None, rx=None, cfg=ICI_LINK):
+    m = Module()
+    tx = tx if tx is not None else LinkTx(cfg)
+    rx = rx if rx is not None else LinkRx(cfg)
+    m.submodules.tx, (rev_ok,) = _internal(tx, "rev_ok")
+    m.submodules.rx, (crc_ok,) = _internal(rx, "crc_ok")
+    m.d.comb += [tx.i.valid.eq(AnySeq(1)), rx.freed.eq(AnySeq(cfg.total_vcs))]
+    _flit_in(m, tx.i, cfg, 2)
+    flit = _lossy(m, tx.link.flit, tx.link.flit.shape(), ~crc_ok, "ici.link.flit")
+    rev = _lossy(m, rx.link.rev, rx.link.rev.shape(), ~rev_ok, "ici.link.rev")
+    m.d.comb += [rx.link.flit.eq(flit), tx.link.rev.eq(rev)]
+    delivery_order(m, tx.i.valid & tx.i.ready, tx.i.payload, rx.o.valid, rx.o.payload,
+                   capacity=cfg.retry_depth, name="ici.link")
+    rewound = Signal(name="ici_link_rewound")
+    with m.If(tx.retry):
+        m.d.sync += rewound.eq(1)
+    m.d.comb += Cover(rewound & rx.o.valid & past(m, rx.o.valid, "ici_link_gave"),
+                      "ici.link: flits delivered after a rewind")
+    return m
+
+def _credits_harness(port=None, rx=None, unit=None, cfg=ICI_LINK):
+    """An output port (credit counters and the link's sender) across a lossy link to the
+    receiver and the input buffers behind it, with the switch and the allocator free."""
+    m = Module()
+    port = port if port is not None else OutputPort(cfg)
+    rx = rx if rx is not None else LinkRx(cfg)
+    unit = unit if unit is not None else InputUnit(cfg, 0)
+    V, B = cfg.total_vcs, cfg.buffer_depth
+    m.submodules.port, regs = _internal(port, *[f"credits{v}" for v in range(V)],
+                                        *[f"credits_seen{v}" for v in range(V)], "rev_ok")
+    held, seen, rev_ok = regs[:V], regs[V:2 * V], regs[-1]
+    m.submodules.rx, regs = _internal(rx, *[f"freed{v}" for v in range(V)], "crc_ok")
+    freed, crc_ok = regs[:V], regs[-1]
+    m.submodules.unit, ptrs = _internal(unit, *[f"{p}ptr{v}" for p in "wr" for v in range(V)])
+    # The switch: a flit of VC `vc` sent to the port, only when it is ready and has a credit
+    # for that VC (the allocator's rule, proved by the allocator sets).
+    send, vc = AnySeq(1), AnySeq(1 if V == 2 else (V - 1).bit_length())
+    m.d.comb += [
+        Assume(~send | (port.ready & port.credit.bit_select(vc, 1)),
+               "switch: a flit sent only to a ready port with a credit for its VC"),
+        port.i.valid.eq(send), port.i.payload.vc.eq(vc),
+        port.i.payload.data.eq(AnySeq(2)), port.i.payload.head.eq(AnySeq(1)),
+        port.i.payload.tail.eq(AnySeq(1)),
+        port.spend.eq(send), port.spend_vc.eq(vc), port.pending.eq(0),
+    ]
+    flit = _lossy(m, port.link.flit, port.link.flit.shape(), ~crc_ok, "ici.link.flit")
+    rev = _lossy(m, rx.link.rev, rx.link.rev.shape(), ~rev_ok, "ici.link.rev")
+    m.d.comb += [rx.link.flit.eq(flit), port.link.rev.eq(rev)]
+    # The receiver into the buffers; the allocator pops any VC that holds a flit.
+    pop, pop_vc = AnySeq(1), AnySeq(len(unit.pop_vc))
+    m.d.comb += [
+        unit.w.valid.eq(rx.o.valid), unit.w.payload.eq(rx.o.payload),
+        Value.cast(unit.coord).eq(AnySeq(len(Value.cast(unit.coord)))),
+        Assume(~pop | unit.nonempty.bit_select(pop_vc, 1),
+               "alloc: pops only a VC that holds a flit"),
+        unit.pop.eq(pop), unit.pop_vc.eq(pop_vc),
+        rx.freed.eq(Mux(pop, Const(1, V) << pop_vc, 0)),
+    ]
+    ab = (B - 1).bit_length()
+    for v in range(V):
+        arrived = rx.o.valid & (rx.o.payload.vc == v)
+        flying = Signal(range(-2, 2 * B + 2), name=f"ici_credits_flying{v}")
+        m.d.sync += flying.eq(flying + (send & (vc == v)) - arrived)
+        buffered = (ptrs[v] - ptrs[V + v])[: ab + 1]
+        returning = (freed[v] - seen[v])[: cfg.credit_bits]
+        m.d.comb += [
+            Assert(flying >= 0, f"ici.credits: VC {v}: no flit arrives that was not sent"),
+            Assert(held[v] <= B, f"ici.credits: VC {v}: at most {B} credits held"),
+            Assert(held[v] + flying + buffered + returning == B,
+                   f"ici.credits: VC {v}: credits held + flits in flight + flits buffered "
+                   f"+ credits returning = {B}"),
+            Assert(~arrived | ~unit.full[v], f"ici.credits: VC {v}: no flit arrives at a "
+                                             "full buffer"),
+            Cover((held[v] == 0) & (buffered == B), f"ici.credits: VC {v}: buffer full"),
+        ]
+    rewound = Signal(name="ici_credits_rewound")
+    with m.If(port.retry):
+        m.d.sync += rewound.eq(1)
+    m.d.comb += Cover(rewound & (Value.cast(port.link.rev.credits) != 0) & rev_ok,
+                      "ici.credits: a credit returned after a rewind")
+    return m
+
+
+def _fair_harness(alloc=None, cfg=None, bound=None, shown=None):
+    """The allocator with its requests persistent: per input VC, the wait from its request to
+    its pop is at most ``bound`` cycles (default :data:`FAIR_BOUND`)."""
+    cfg = cfg or FAIR
+    P, V = cfg.ports, cfg.total_vcs
+    m = Module()
+    alloc = alloc if alloc is not None else Allocator(cfg)
+    m.submodules.dut, reqs = _internal(alloc, *[f"req{i}_{v}" for i in range(P)
+                                                for v in range(V)])
+    free_inputs(m, alloc)
+    waiting, served = [], []
+    for i in range(P):
+        for v in range(V):
+            req = reqs[i * V + v]
+            pop = alloc.pop[i] & (alloc.pop_vc[i] == v)
+            front = Value.cast(alloc.front[i][v])
+            stay = past(m, alloc.nonempty[i][v] & ~pop, f"fair_stay{i}_{v}")
+            m.d.comb += [
+                Assume(~past(m, req & ~pop, f"fair_asked{i}_{v}") | req,
+                       "alloc.fair: a request stays until its VC pops"),
+                Assume(~stay | (alloc.nonempty[i][v]
+                                & (front == past(m, front, f"fair_front{i}_{v}"))),
+                       "input: a VC's front flit stays until it pops"),
+            ]
+            waiting.append(req)
+            served.append(pop)
+    served_within(m, waiting, served, bound or FAIR_BOUND, shown=shown, name="alloc.fair")
+    return m
+
+
+FAIR = ICIConfig(dims=(2,), vcs=2)
+"""The fairness set's router: a ring of two, 3 ports (2 network, 1 local), 2 VCs."""
+
+
+FAIR_BOUND = 7
+"""Cycles within which the allocator of :data:`FAIR` pops a VC that keeps requesting (the
+cycle it pops counted): proved, and reached by a cover run, so it is the exact worst case.
+The general argument gives a looser bound: an input's VC arbiter moves only when the input
+wins and an output's arbiter moves past each input it grants, so a request is served after
+at most V - 1 wins of the input's other VCs, each after at most P cycles per VC picked
+before it, P * V * (V + 1) / 2 = 9 here."""
+
+
 def _split_harness(split=None, w=False):
     cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
                            inflight_beats=64)
@@ -306,6 +511,24 @@ SETS = {s.name: s for s in [
     PropertySet("allocator3", "hdl/ici/allocator.py Allocator (2x2 torus, 2 VCs, 3 iterations)",
                 partial(_allocator_harness, cfg=ICIConfig(dims=(2, 2), vcs=2, alloc_iters=3)),
                 "prove", 2, "k-induction", fast=False),
+    PropertySet("alloc-fair", "hdl/ici/allocator.py Allocator (ring of 2, 3 ports, 2 VCs)",
+                _fair_harness, "prove", 10, "k-induction (the cover of the 7-cycle wait needs 10)",
+                fast=False),
+    PropertySet("ici-link", "hdl/ici/link.py LinkTx -> LinkRx (retry 4, 2 VCs)",
+                _link_harness, "bmc", 12,
+                "not complete: every sequence of 12 cycles from reset, under any CRC errors "
+                "both ways: the retry window (4) full, acknowledgements back (round trip 4), "
+                "rewinds on a nak and on the timeout (4), and the sequence numbers (mod 8) "
+                "wrapped once (the ninth flit is taken by cycle 9); k-induction does not close "
+                "(the retry buffer's entries and the receiver's expected number are not tied "
+                "to the ports)", fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("ici-credits", "hdl/ici/router.py OutputPort -> LinkRx -> InputUnit (2 VCs of 2)",
+                _credits_harness, "bmc", 12,
+                "not complete: every sequence of 12 cycles from reset, under any CRC errors "
+                "both ways: each VC's buffer full, its credits spent and returned (round trip "
+                "4), the cumulative credit counts (mod 4) wrapped, rewinds; k-induction does "
+                "not close (the counts on the reverse channel are not tied to the ports)",
+                fast=False, engine="smtbmc --nomem z3"),
     PropertySet("split4k", "hdl/sparsecore/split.py Split4K (64-bit data, 16-bit address)",
                 _split_harness, "bmc", 12,
                 "each address path holds one bit (a second part due) and the harness two "
@@ -326,7 +549,8 @@ SETS = {s.name: s for s in [
 ]}
 
 
-COVERED = ("queue", "skid", "axilite", "axi4", "allocator")
+COVERED = ("queue", "skid", "axilite", "axi4", "allocator", "alloc-fair", "ici-link",
+           "ici-credits")
 """The sets whose properties carry ``Cover`` statements."""
 
 
@@ -344,7 +568,7 @@ def main(argv=None):
             return 2
     if args.list:
         for s in SETS.values():
-            print(f"{s.name:10} {s.mode:5} depth {s.depth:3}  {s.block}")
+            print(f"{s.name:11} {s.mode:5} depth {s.depth:3}  {s.block}")
         return 0
     failed = 0
     start = time.monotonic()

@@ -21,6 +21,9 @@ transfer done, a buffer full), so a proof that passes because nothing can happen
                     grant without a request
     axi4_rules      AXI4 subordinate: handshakes held, wlast / rlast on the last beat, B only
                     after the last W, IDs returned, no burst across 4 KiB, outstanding limit
+    delivery_order  a channel without back-pressure (a link): every value delivered exactly
+                    once and in order (tracked token)
+    served_within   fairness: a waiting request served within a bound
 """
 
 from amaranth.asserts import AnyConst, AnySeq
@@ -28,7 +31,8 @@ from amaranth.hdl import Assert, Assume, Cat, Cover, Mux, Signal, Value
 from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
-           "axi4_rules", "split_rules", "split_w_rules", "allocator_rules"]
+           "axi4_rules", "split_rules", "split_w_rules", "allocator_rules", "delivery_order",
+           "served_within"]
 
 
 def free_inputs(m, component):
@@ -383,3 +387,62 @@ def split_w_rules(m, mgr, bus, first, *, size, capacity, name="split"):
             m.d.sync += beat.eq(beat + 1)
             with m.If(beat == length - 1):
                 m.d.sync += state.eq(2)
+
+
+def delivery_order(m, take, value_in, give, value_out, *, capacity, name):
+    """A channel that takes values (``take``, ``value_in``) and delivers them (``give``,
+    ``value_out``) with no back-pressure on delivery (a link, whose receiver always has room):
+    every value delivered exactly once and in order, by the tracked-token method of
+    :func:`stream_order`; a value is delivered in a cycle after the one it is taken in (the
+    channel has a register). Asserted: no more delivered than taken, at most ``capacity`` taken
+    and not yet delivered; one value, picked freely among all taken (``AnySeq`` pick,
+    ``AnyConst`` value), is delivered after exactly the values taken before it and unchanged.
+    Covered: the token delivered behind others. Returns the number held (taken, not given)."""
+    held = Signal(range(capacity + 2), name=f"{name}_held")
+    m.d.sync += held.eq(held + take - give)
+    m.d.comb += [Assert(held <= capacity, f"{name}: at most {capacity} values in flight"),
+                 Assert(~give | (held != 0), f"{name}: nothing delivered not taken")]
+    value_in, value_out = Value.cast(value_in), Value.cast(value_out)
+    token = AnyConst(len(value_in))
+    pick = AnySeq(1)
+    inside = Signal(name=f"{name}_token_inside")
+    done = Signal(name=f"{name}_token_done")
+    ahead = Signal(range(capacity + 1), name=f"{name}_token_ahead")
+    behind = Signal(name=f"{name}_token_behind")
+    with m.If(inside):
+        m.d.comb += Assert(ahead < held, f"{name}: the tracked token is in flight")
+        with m.If(give):
+            with m.If(ahead == 0):
+                m.d.comb += Assert(value_out == token,
+                                   f"{name}: the tracked token delivered in its turn, unchanged")
+                m.d.sync += [inside.eq(0), done.eq(1)]
+            with m.Else():
+                m.d.sync += ahead.eq(ahead - 1)
+    with m.If(~inside & ~done & take & pick):
+        m.d.comb += Assume(value_in == token)
+        m.d.sync += [inside.eq(1), ahead.eq(held - give), behind.eq(held - give != 0)]
+    m.d.comb += Cover(inside & give & (ahead == 0) & behind,
+                      f"{name}: a token delivered after values ahead of it")
+    return held
+
+
+def served_within(m, waiting, served, bound, *, shown=None, name):
+    """Fairness: a request that keeps ``waiting`` (each of ``waiting`` a bit) is ``served``
+    (the bit of the same index) at the latest in its ``bound``-th cycle of waiting (the cycle
+    it is served counted): per request, the cycles it has waited unserved, asserted below
+    ``bound - 1`` while it waits unserved. Covered: a request served in its ``shown``-th cycle
+    of waiting (default ``bound``: the bound is reached, so it is tight; a smaller ``shown``
+    where the worst case takes longer to set up than a cover run reaches)."""
+    shown = shown or bound
+    worst = []
+    for k, (w, s) in enumerate(zip(waiting, served, strict=True)):
+        age = Signal(range(bound + 2), name=f"{name}_wait{k}")
+        with m.If(w & ~s):
+            with m.If(age <= bound):
+                m.d.sync += age.eq(age + 1)
+        with m.Else():
+            m.d.sync += age.eq(0)
+        m.d.comb += Assert(~w | s | (age < bound - 1),
+                           f"{name}: request {k} served within {bound} cycles")
+        worst.append(w & s & (age == shown - 1))
+    m.d.comb += Cover(Cat(*worst).any(), f"{name}: a request served in its cycle {shown}")

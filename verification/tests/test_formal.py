@@ -10,12 +10,14 @@ import pytest
 from amaranth.hdl import Module, Signal, Value
 
 from hdl.hbm import ecc
+from hdl.ici import allocator
 from hdl.ici.allocator import Allocator
+from hdl.ici.link import LinkRx
 from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from hdl.sparsecore.split import Split4K
-from sim.formal import COVERED, SETS, cover, main, prove, tools_dir
+from sim.formal import COVERED, FAIR, ICI_LINK, SETS, cover, main, prove, tools_dir
 from spec.ici import ICIConfig
 from spec.sparsecore import SparseCoreConfig
 
@@ -235,3 +237,50 @@ def test_split4k_without_part_wlast_fails():
     _refuted(prove(SETS["split4k-w"], name="split4k-w-no-part-wlast",
                    split=_NoPartWlast(SPLIT_CONFIG)),
              "split.w: wlast exactly on the last beat of each part")
+
+
+class _IgnoresSequence(LinkRx):
+    """Accepts every flit whose CRC is good, whatever its sequence number: after a rewind the
+    flits the receiver already had arrive again."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.o.valid.eq(self.link.flit.valid & ~self.crc_error)
+        return m
+
+
+def test_link_ignoring_sequence_fails():
+    _refuted(prove(SETS["ici-link"], name="ici-link-no-seq", rx=_IgnoresSequence(ICI_LINK)),
+             "ici.link:")
+
+
+class _DropsCredits(LinkRx):
+    """Never reports the slots VC 1 frees: the sender's credits for VC 1 are lost."""
+
+    def elaborate(self, platform):
+        port = self.freed
+        self.freed = Signal.like(port)
+        try:
+            m = super().elaborate(platform)
+            m.d.comb += self.freed.eq(port & 0b01)
+        finally:
+            self.freed = port
+        return m
+
+
+def test_receiver_dropping_credits_fails():
+    _refuted(prove(SETS["ici-credits"], name="ici-credits-dropped", rx=_DropsCredits(ICI_LINK)),
+             "ici.credits: VC 1: credits held + flits in flight + flits buffered")
+
+
+def _fixed_priority(m, requests, advance, *, name):
+    """An arbiter that always grants the lowest requester (no rotation)."""
+    req = Signal(len(requests), name=f"{name}_req")
+    m.d.comb += req.eq(requests)
+    return req & (~req + 1)
+
+
+def test_allocator_without_rotation_starves(monkeypatch):
+    monkeypatch.setattr(allocator, "round_robin", _fixed_priority)
+    _refuted(prove(SETS["alloc-fair"], name="alloc-fair-fixed", alloc=Allocator(FAIR)),
+             "alloc.fair: request")
