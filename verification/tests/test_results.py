@@ -10,9 +10,6 @@ from sim.bench import BENCHES, page_name, render
 from sim.measure import RESULTS
 
 STALE = {
-    "mxu": "mxu.json has no generation run times (the page's 'runs, s' column of the 256x256 "
-           "generation), and the page cites a file outside the repository: re-run "
-           "`python -m sim.bench mxu`",
     "ici": "ici.json has no accepted rate at saturation of the switch_stage rows, and the page "
            "predates the 8x8 harness's speed runs at offered 0.1-0.5 (docs/ici.md's one-off "
            "3,272 / 4,896 / 8,750 cycles/s): re-run `python -m sim.bench ici`",
