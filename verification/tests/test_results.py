@@ -10,14 +10,20 @@ from sim.bench import BENCHES, page_name, render
 from sim.measure import RESULTS
 
 STALE = {
-    "ici": "ici.json has no accepted rate at saturation of the switch_stage rows, and the page "
-           "predates the 8x8 harness's speed runs at offered 0.1-0.5 (docs/ici.md's one-off "
-           "3,272 / 4,896 / 8,750 cycles/s): re-run `python -m sim.bench ici`",
+    "ici": "ici.json (run at 8e76a53) has no accepted rate at saturation of the link_latency "
+           "and switch_stage rows, no zero-load model of the switch_stage rows, and no speed "
+           "runs of the 8x8 harness at offered 0.1-0.5 built three ways (docs/ici.md's "
+           "3,272 / 4,896 / 8,750 cycles/s), which sim/ici_perf.py's render shows: re-run "
+           "`python -m sim.bench ici` (about 35-40 minutes on 2 idle cores, more than an hour "
+           "on a shared machine)",
     "sparsecore": "sparsecore.json has no build and run wall times, table rows, golden-model "
                   "row writes or configuration, which the page shows: re-run "
                   "`python -m sim.bench sparsecore`",
-    "tensorcore": "tensorcore.json has no HBM bandwidth (and its source) that the roofline "
-                  "used, nor the MXU size: re-run `python -m sim.bench tensorcore`",
+    "tensorcore": "tensorcore.json (run at 87311e7) has no HBM bandwidth (and its source) that "
+                  "the roofline used, nor the MXU size, which sim/tensorcore_perf.py's render "
+                  "shows: re-run `python -m sim.bench tensorcore` (about 85 minutes on 2 idle "
+                  "cores: the four GEMMs simulate for 3,290 s, the 1024^3 bfloat16 one alone "
+                  "1,600 s; two chip builds, six forced ones)",
 }
 """Pages that cannot be rendered from their current JSON (by benchmark), with why: each needs
 its benchmark re-run."""
