@@ -16,9 +16,6 @@ STALE = {
            "3,272 / 4,896 / 8,750 cycles/s), which sim/ici_perf.py's render shows: re-run "
            "`python -m sim.bench ici` (about 35-40 minutes on 2 idle cores, more than an hour "
            "on a shared machine)",
-    "sparsecore": "sparsecore.json has no build and run wall times, table rows, golden-model "
-                  "row writes or configuration, which the page shows: re-run "
-                  "`python -m sim.bench sparsecore`",
     "tensorcore": "tensorcore.json (run at 87311e7) has no HBM bandwidth (and its source) that "
                   "the roofline used, nor the MXU size, which sim/tensorcore_perf.py's render "
                   "shows: re-run `python -m sim.bench tensorcore` (about 85 minutes on 2 idle "
