@@ -14,8 +14,12 @@ STALE = {
            "and switch_stage rows, no zero-load model of the switch_stage rows, and no speed "
            "runs of the 8x8 harness at offered 0.1-0.5 built three ways (docs/ici.md's "
            "3,272 / 4,896 / 8,750 cycles/s), which sim/ici_perf.py's render shows: re-run "
-           "`python -m sim.bench ici` (about 35-40 minutes on 2 idle cores, more than an hour "
-           "on a shared machine)",
+           "`python -m sim.bench ici` (about 35-40 minutes on 2 idle cores by the old JSON's "
+           "times; on a shared machine at load 4.5, niceness 10, its first network, the 8x8 "
+           "torus with 4 VCs and both packet lengths, build included, took 7 minutes, and "
+           "the bench has 6 networks (two of them 4x4), 5 more configurations for the link "
+           "latency and switch_stage tables, 3 more builds for the speed runs and 4 Yosys "
+           "syntheses: well over an hour)",
     "tensorcore": "tensorcore.json (run at 87311e7) has no HBM bandwidth (and its source) that "
                   "the roofline used, nor the MXU size, which sim/tensorcore_perf.py's render "
                   "shows: re-run `python -m sim.bench tensorcore` (about 85 minutes on 2 idle "
