@@ -160,11 +160,12 @@ def _gather_text(tables, anchor, seconds):
 
 def bench(quick=False):
     """Gather, dedup and the DLRM-shaped batch; writes docs/results/sparsecore.json and its
-    page sparsecore.md."""
+    page sparsecore.md. The environment is measured before the runs (the page's load average
+    is the one at start, its commit the one the runs simulate)."""
+    env = environment()
     tables, anchor, seconds = gather(quick)
     dedup_rows, rtl, rtl_ids = dedup(quick)
     dspec, d = dlrm(quick)
-    env = environment()
     write_results("sparsecore", {"gather": tables, "dedup": dedup_rows,
                                  "dedup_rtl": {**rtl["counters"], "ids": rtl_ids,
                                                "golden_row_writes": rtl["golden"]["row_writes"]},

@@ -10,17 +10,21 @@ from sim.bench import BENCHES, page_name, render
 from sim.measure import RESULTS
 
 STALE = {
-    "mxu": "mxu.json has no generation run times (the page's 'runs, s' column of the 256x256 "
-           "generation), and the page cites a file outside the repository: re-run "
-           "`python -m sim.bench mxu`",
-    "ici": "ici.json has no accepted rate at saturation of the switch_stage rows, and the page "
-           "predates the 8x8 harness's speed runs at offered 0.1-0.5 (docs/ici.md's one-off "
-           "3,272 / 4,896 / 8,750 cycles/s): re-run `python -m sim.bench ici`",
-    "sparsecore": "sparsecore.json has no build and run wall times, table rows, golden-model "
-                  "row writes or configuration, which the page shows: re-run "
-                  "`python -m sim.bench sparsecore`",
-    "tensorcore": "tensorcore.json has no HBM bandwidth (and its source) that the roofline "
-                  "used, nor the MXU size: re-run `python -m sim.bench tensorcore`",
+    "ici": "ici.json (run at 8e76a53) has no accepted rate at saturation of the link_latency "
+           "and switch_stage rows, no zero-load model of the switch_stage rows, and no speed "
+           "runs of the 8x8 harness at offered 0.1-0.5 built three ways (docs/ici.md's "
+           "3,272 / 4,896 / 8,750 cycles/s), which sim/ici_perf.py's render shows: re-run "
+           "`python -m sim.bench ici` (about 35-40 minutes on 2 idle cores by the old JSON's "
+           "times; on a shared machine at load 4.5, niceness 10, its first network, the 8x8 "
+           "torus with 4 VCs and both packet lengths, build included, took 7 minutes, and "
+           "the bench has 6 networks (two of them 4x4), 5 more configurations for the link "
+           "latency and switch_stage tables, 3 more builds for the speed runs and 4 Yosys "
+           "syntheses: well over an hour)",
+    "tensorcore": "tensorcore.json (run at 87311e7) has no HBM bandwidth (and its source) that "
+                  "the roofline used, nor the MXU size, which sim/tensorcore_perf.py's render "
+                  "shows: re-run `python -m sim.bench tensorcore` (about 85 minutes on 2 idle "
+                  "cores: the four GEMMs simulate for 3,290 s, the 1024^3 bfloat16 one alone "
+                  "1,600 s; two chip builds, six forced ones)",
 }
 """Pages that cannot be rendered from their current JSON (by benchmark), with why: each needs
 its benchmark re-run."""
