@@ -2,7 +2,8 @@
 against every row the RTL measured in docs/results/transformer.json: the ``ops`` table (every
 transformer operation, fp32 and bfloat16, on the default chip), the ``attention`` table
 (FlashAttention on the ViT's 16 x 16 bfloat16 chip) and the ``encoder`` table (the ViT's
-encoder on the same chip), and the GEMM rows of docs/results/tensorcore.json. Each row's
+encoder on the same chip), the GEMM rows of docs/results/tensorcore.json and the JAX front
+end's digits training programs of docs/results/training.json. Each row's
 program is compiled again from the row's parameters; the model's cycles must be within the
 documented bound of the RTL's (docs/tensorcore.md, "Cycle model"), and its VPU passes and
 MXU vectors, which the documented counts give exactly, equal to the RTL's."""
