@@ -478,12 +478,27 @@ def _play(program, items, bw, latency, extra=None, log=None):
         else:                               # shape and cfg instructions
             free[q] = t + 1
     if fe_index < len(items) or any(heads[q] < len(queues[q]) for q in queues):
-        raise ValueError("the timeline deadlocked")
+        raise ValueError("the timeline deadlocked: " + _stuck(queues, heads, sems))
     end = max(fe, *(math.ceil(state[q]["done"]) for q in queues), *free.values())
     return Timeline(cycles=end, mxu_cycles=state[Queue.MXU]["busy"],
                     vpu_passes=state[Queue.VPU]["passes"], vpu_busy=state[Queue.VPU]["busy"],
                     dma_cycles=round(state[Queue.DMA]["dma"]),
                     vectors=state[Queue.MXU]["vectors"], dispatched=dispatched)
+
+
+def _stuck(queues, heads, sems):
+    """What each blocked queue's front waits for (the deadlock's message): a ``wait`` on a
+    semaphore with no count left (a program in which another queue's ``wait`` took the count
+    meant for it deadlocks by the ISA's semantics: docs/tensorcore.md, "Synchronisation")."""
+    from spec.isa import Op
+    fronts = []
+    for q, entries in queues.items():
+        if heads[q] < len(entries):
+            _, op, a = entries[heads[q]]
+            what = f"wait on s{a['sem']} (count 0)" if op == Op.WAIT and not sems[a["sem"]] \
+                else op.name.lower()
+            fronts.append(f"{q.name.lower()} queue's front {what}")
+    return "; ".join(fronts) or "the front end stalled on a full queue"
 
 
 def vpu_op_cycles(program, **kw):

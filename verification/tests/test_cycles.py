@@ -2,7 +2,8 @@
 against every row the RTL measured in docs/results/transformer.json: the ``ops`` table (every
 transformer operation, fp32 and bfloat16, on the default chip), the ``attention`` table
 (FlashAttention on the ViT's 16 x 16 bfloat16 chip) and the ``encoder`` table (the ViT's
-encoder on the same chip), and the GEMM rows of docs/results/tensorcore.json. Each row's
+encoder on the same chip), the GEMM rows of docs/results/tensorcore.json and the JAX front
+end's digits training programs of docs/results/training.json. Each row's
 program is compiled again from the row's parameters; the model's cycles must be within the
 documented bound of the RTL's (docs/tensorcore.md, "Cycle model"), and its VPU passes and
 MXU vectors, which the documented counts give exactly, equal to the RTL's."""
@@ -206,3 +207,100 @@ def test_vpu_queues_are_the_rtls():
 
     addr = inspect.signature(RowReader).parameters["addr_depth"].default
     assert VPU_QUEUES == {"uops": vpu.UOP_DEPTH, "rows": vpu.READ_DEPTH, "addrs": addr}
+
+
+TRAINING = json.loads((_DIR / "training.json").read_text())
+
+
+def _handover_program(shared):
+    """DMA -> VPU -> MXU -> DMA hand-overs, the VPU's busy 64 rows so that the later waits are
+    at their queues' fronts before its signal: on one semaphore (``shared``) the DMA's wait,
+    granted first, may take the count the VPU gave the MXU; on one semaphore per receiving
+    queue (the JAX front end's rule, docs/jax.md) it cannot."""
+    tc = TensorCoreConfig()
+    to_mxu, to_dma = ("s0", "s0") if shared else ("s1", "s0")
+    text = f"""
+        li r1, 64
+        vpu.cfg r1, r0, r0
+        li r2, {4 * _BANK * tc.row_bytes}
+        signal dma, s2
+        wait vpu, s2
+        vop relu.fp32 r2, r0, r0
+        signal vpu, {to_mxu}
+        wait mxu, {to_mxu}
+        signal mxu, {to_dma}
+        wait dma, {to_dma}
+        halt
+"""
+    return Program(words=assemble(text), config=tc, hbm_capacity=1 << 20)
+
+
+def test_stolen_handover_deadlocks():
+    """A program whose hand-overs share a semaphore deadlocks by the ISA's semantics when the
+    DMA's wait (granted first) takes the MXU's count: the timeline says so and names the
+    blocked queue (the JAX front end's programs deadlocked this way, in the timeline and on
+    the RTL, before it gave each receiving queue its own semaphore); one semaphore per
+    receiving queue runs."""
+    with pytest.raises(ValueError, match="mxu queue's front wait on s0"):
+        timeline(_handover_program(shared=True))
+    assert timeline(_handover_program(shared=False)).vpu_passes == 64
+
+
+def test_jax_jit_runs():
+    """A small jitted function of the JAX front end (podium/jax): the timeline plays it to
+    the end; its MXU vectors are the documented count (32 rows x 64/16 k chunks, one column
+    chunk)."""
+    import jax
+    import jax.numpy as jnp
+
+    from podium.jax import compile_fn
+
+    def f(x, w):
+        return jnp.tanh(x @ w) + 1.0
+
+    c = compile_fn(f, jax.ShapeDtypeStruct((32, 64), np.float32),
+                   jax.ShapeDtypeStruct((64, 16), np.float32))
+    model = timeline(c.program)
+    print(f"tanh(x @ w) + 1, 32 x 64 x 16: {model.cycles} cycles in the model")
+    assert model.vectors == 32 * 4 and model.mxu_cycles == 32 * 4
+    assert model.cycles > model.mxu_cycles + model.vpu_passes
+
+
+def _training_program(part, steps):
+    import jax
+
+    from podium.jax import compile_fn
+    from podium.jax import digits as jd
+    from sim.training_perf import _part
+
+    x_train, _, y_train, _ = jd.data(0)
+    xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
+    fn, carry = _part(part)
+    init = carry(jd.init_params(0))
+
+    def spec(a, lead=0):
+        return jax.ShapeDtypeStruct(np.shape(a)[lead:], np.asarray(a).dtype)
+
+    return compile_fn(fn, jax.tree.map(spec, init),
+                      jax.tree.map(lambda a: spec(a, 1), (xs[:steps], ys[:steps])),
+                      carry=len(jax.tree.leaves(init)), steps=steps).program
+
+
+@pytest.mark.parametrize("part", ["forward", "forward_backward", "step"])
+def test_training_rows(part):
+    """The digits training step of the JAX front end (docs/results/training.json: each part a
+    program of 1 and of 3 steps on the RTL): the timeline plays it without deadlock, within
+    the bound of the RTL's cycles for both programs and per step (the difference over the 2
+    extra steps), its MXU vectors the RTL's exactly."""
+    runs = {r["steps"]: r for r in TRAINING["tables"]["runs"] if r["part"] == part}
+    models = {}
+    for steps, row in runs.items():
+        program = _training_program(part, steps)
+        assert len(program.words) == row["instructions"], \
+            "the front end's program is not the one measured: re-run make bench training"
+        models[steps] = timeline(program)
+        assert models[steps].vectors == row["mxu_vectors"]
+        _check(models[steps].cycles, row["cycles"], BOUND, f"{part}, {steps} step(s)")
+    lo, hi = sorted(runs)
+    _check((models[hi].cycles - models[lo].cycles) / (hi - lo),
+           (runs[hi]["cycles"] - runs[lo]["cycles"]) / (hi - lo), BOUND, f"{part} per step")
