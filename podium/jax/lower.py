@@ -1055,8 +1055,9 @@ class _Lower:
     def p_dot_general(self, q, shape, dtype, temps):
         (lc, rc), (lb, rbatch) = q.params["dimension_numbers"]
         if len(lb) or len(rbatch):
-            _fail(q.eqn, "batch dimensions (the front end lowers 2-D by 2-D, matrix-vector "
-                         "and vector-vector products)")
+            _fail(q.eqn, "batch dimensions of operands of rank <= 2 (the front end lowers "
+                         "2-D by 2-D, matrix-vector and vector-vector products, and batch "
+                         "dimension 0 of rank-3 operands)")
         ls, rs = self.in_shape(q, 0), self.in_shape(q, 1)
         if len(lc) != 1 or len(rc) != 1:
             _fail(q.eqn, f"contracting dimensions {tuple(lc)}, {tuple(rc)} (one each)")
