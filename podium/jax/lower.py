@@ -16,7 +16,9 @@ after chunk: a tile of ``L x L`` is what ``vtrans`` transposes and what a ``matm
 one k-tile. Elements past ``R`` or ``C`` (padding) are zero after every operation: an
 operation that would leave something else there multiplies by a 0/1 mask, and an operation
 that is not finite at zero (``log``, ``rsqrt``, ``sqrt``, a reciprocal) first sets the
-padding to one.
+padding to one. A rank-3 value ``(b, m, n)`` is ``b`` slabs, each a rank-2 value (inputs and
+outputs: the slabs' rows one after the other); its operations are lowered slab by slab
+(:meth:`_Lower.lower_stacked`).
 
 Loop. A program runs ``steps`` iterations of the function: *carry* inputs are loaded into
 VMEM once, and the function's first outputs replace them after every step (they are the
