@@ -1122,8 +1122,9 @@ class _Lower:
         dts = [str(v.aval.dtype) for v in q.eqn.invars]
         out_dtype = str(q.eqn.outvars[0].aval.dtype)
         params = q.params if params is None else {**q.params, **params}
-        e = _Sub(q.eqn.primitive, params, [_Var(s, d) for (_, s), d in zip(ins, dts)],
-                 [_Var(out_shape, out_dtype)], q.eqn.source_info, q.eqn)
+        invars = [_Var(s, d) for (_, s), d in zip(ins, dts, strict=True)]
+        e = _Sub(q.eqn.primitive, params, invars, [_Var(out_shape, out_dtype)],
+                 q.eqn.source_info, q.eqn)
         o = f"{q.outs[0]}~out"
         self.lower_eqn(_Eqn(q.prim, names, [o], params, e))
         for n in tmp:
@@ -1189,7 +1190,8 @@ class _Lower:
                 _fail(q.eqn, f"operands of shapes {xs} for a result of shape {shape}")
             res = _Stack([self.sub(q, [(x, s) if not s else (self.slab(q, x, s, k, temps),
                                                              s[1:])
-                                       for x, s in zip(q.ins, xs)], shape[1:])
+                                       for x, s in zip(q.ins, xs, strict=True)],
+                                      shape[1:])
                           for k in range(shape[0])], shape, dtype)
         elif p == "broadcast_in_dim":
             dims = tuple(q.params["broadcast_dimensions"])
@@ -1242,7 +1244,8 @@ class _Lower:
                 nd = {"dimension_numbers": ((tuple(a - 1 for a in lc),
                                              tuple(a - 1 for a in rc)), ((), ()))}
                 res = _Stack([self.sub(q, [(self.slab(q, x, s, k, temps), s[1:])
-                                           for x, s in zip(q.ins, xs)], shape[1:], nd)
+                                           for x, s in zip(q.ins, xs, strict=True)],
+                                          shape[1:], nd)
                               for k in range(shape[0])], shape, dtype)
             else:
                 _fail(q.eqn, f"dimension numbers {q.params['dimension_numbers']}: the front "
