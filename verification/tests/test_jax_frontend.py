@@ -411,6 +411,23 @@ def test_scan_carries_across_steps(seed):
     assert scan.last.program.metadata["steps"] == 5
 
 
+def test_scan_rank3_streamed(seed):
+    """Rank-3 streamed inputs and per-step outputs (each step's slabs one after the other
+    in HBM) with a rank-2 carry; a rank-3 carry is refused."""
+    rng = np.random.default_rng(seed)
+    xs = rng.standard_normal((3, 2, 5, 18)).astype(np.float32)
+
+    def step(c, x):
+        return c + jnp.max(x, axis=0), x * 2 - jnp.max(x, axis=2, keepdims=True)
+
+    init = np.zeros((5, 18), np.float32)
+    c, ys, _ = scan(step, init, xs)
+    rc, rys = jax.lax.scan(step, init, xs)
+    assert np.array_equal(c, rc) and ys.shape == (3, 2, 5, 18) and np.array_equal(ys, rys)
+    with pytest.raises(Unsupported, match=r"a carry of shape \(2, 5, 18\)"):
+        scan(lambda c, x: (c + x, jnp.sum(x)), np.zeros((2, 5, 18), np.float32), xs)
+
+
 def test_outputs_that_are_inputs_or_constants():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     (a, b, c), _ = jit(lambda x: (x, jnp.full((2, 5), 2.5), jnp.arange(3)))(x)
