@@ -16,7 +16,9 @@ after chunk: a tile of ``L x L`` is what ``vtrans`` transposes and what a ``matm
 one k-tile. Elements past ``R`` or ``C`` (padding) are zero after every operation: an
 operation that would leave something else there multiplies by a 0/1 mask, and an operation
 that is not finite at zero (``log``, ``rsqrt``, ``sqrt``, a reciprocal) first sets the
-padding to one.
+padding to one. A rank-3 value ``(b, m, n)`` is ``b`` slabs, each a rank-2 value (inputs and
+outputs: the slabs' rows one after the other); its operations are lowered slab by slab
+(:meth:`_Lower.lower_stacked`).
 
 Loop. A program runs ``steps`` iterations of the function: *carry* inputs are loaded into
 VMEM once, and the function's first outputs replace them after every step (they are the
@@ -73,6 +75,7 @@ own code, such as cumsum's, has none of the user's)."""
 
 def _where(eqn):
     from jax._src import source_info_util
+    eqn = getattr(eqn, "orig", eqn)
     return source_info_util.summarize(eqn.source_info) or _CONTEXT.get(id(eqn), "?")
 
 
@@ -195,6 +198,49 @@ class _Val:
     buf: _Buf
     shape: tuple
     dtype: str
+    B: int = 1      # a rank-3 input or output: B slabs of R x C one after the other
+
+
+@dataclass(eq=False)
+class _Stack:
+    """A value whose leading axis is held as ``len(slabs)`` separate values of the trailing
+    shape (a rank-3 value always; a rank-2 one a stacked lowering produced). Slabs may share
+    buffers (a broadcast over the leading axis)."""
+
+    slabs: list
+    shape: tuple
+    dtype: str
+
+
+def _bufs(v):
+    return [s.buf for s in v.slabs] if isinstance(v, _Stack) else [v.buf]
+
+
+class _Aval:
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+
+class _Var:
+    def __init__(self, shape, dtype):
+        self.aval = _Aval(shape, dtype)
+
+
+@dataclass
+class _Sub:
+    """One slab's equation of a stacked equation (``orig``: the jax equation)."""
+
+    primitive: object
+    params: dict
+    invars: list
+    outvars: list
+    source_info: object
+    orig: object
+
+
+_PER_SLAB = (tuple(_ELEMENTWISE) + ("div",) + _UNARY + _COMPARE
+             + ("and", "or", "xor", "not", "select_n"))
+"""Primitives lowered slab by slab on operands of the output's shape (or scalars)."""
 
 
 class _Alloc:
@@ -310,7 +356,7 @@ class _Lower:
     # whole-value helpers (every row of every chunk at once)
 
     def rows_of(self, v):
-        return self.nrows(v.R, v.C)
+        return self.nrows(v.R, v.C) * v.B
 
     def op2(self, op, dst, a, b):
         self.vop(op, self.addr(dst), self.addr(a), self.addr(b), count=self.rows_of(dst))
@@ -552,6 +598,10 @@ class _Lower:
     def lower_eqn(self, q):
         name = q.prim
         out_avals = [v.aval for v in q.eqn.outvars]
+        if any(len(v.aval.shape) > 2 for v in [*q.eqn.outvars, *q.eqn.invars]
+               if hasattr(v, "aval")) or any(
+                isinstance(x, str) and isinstance(self.env.get(x), _Stack) for x in q.ins):
+            return self.lower_stacked(q)
         for av in [*out_avals, *(getattr(a, "aval", None) for a in q.eqn.invars)]:
             if av is not None and len(av.shape) > 2:
                 _fail(q.eqn, f"shape {tuple(av.shape)} has rank {len(av.shape)}; the front "
@@ -1007,8 +1057,9 @@ class _Lower:
     def p_dot_general(self, q, shape, dtype, temps):
         (lc, rc), (lb, rbatch) = q.params["dimension_numbers"]
         if len(lb) or len(rbatch):
-            _fail(q.eqn, "batch dimensions (the front end lowers 2-D by 2-D, matrix-vector "
-                         "and vector-vector products)")
+            _fail(q.eqn, "batch dimensions of operands of rank <= 2 (the front end lowers "
+                         "2-D by 2-D, matrix-vector and vector-vector products, and batch "
+                         "dimension 0 of rank-3 operands)")
         ls, rs = self.in_shape(q, 0), self.in_shape(q, 1)
         if len(lc) != 1 or len(rc) != 1:
             _fail(q.eqn, f"contracting dimensions {tuple(lc)}, {tuple(rc)} (one each)")
@@ -1022,14 +1073,259 @@ class _Lower:
             temps.append(b)
         return self.matmul(a, b, shape)
 
+    # -- rank 3: stacked values ------------------------------------------------------------
+
+    def zeroed(self, R, C, shape, B=1):
+        """A new value of zeros (its padding too)."""
+        v = _Val(R, C, self.alloc.get(self.nrows(R, C) * B, "a value"), tuple(shape),
+                 "float32", B)
+        z = self.const(("zero", R, C), R, C, lambda a: None)
+        for k in range(B):
+            self.vop("copy", self.addr(v) + k * self.nrows(R, C) * self.rb, self.addr(z),
+                     count=self.nrows(R, C))
+        return v
+
+    def row_of(self, v, k, shape):
+        """Row ``k`` of the rank-2 value ``v`` as a new row vector."""
+        out = self.new(1, v.C, shape)
+        m = self.mask(1, v.C)
+        for c in range(self.chunks(v.C)):
+            self.vop("mul", self.addr(out, c), self.addr(m, c), self.addr(v, c, k),
+                     mode="broadcast", count=self.L)
+        return out
+
+    def slab(self, q, x, xs, k, temps):
+        """Slab ``k`` of operand ``x`` (logical shape ``xs``, leading axis 1 or more)."""
+        kk = k if xs[0] > 1 else 0
+        if not isinstance(x, str):
+            return np.asarray(x)[kk]
+        v = self.env[x]
+        if isinstance(v, _Stack):
+            return v.slabs[kk]
+        if len(xs) == 2:
+            r = self.row_of(v, kk, xs[1:])
+            temps.append(r)
+            return r
+        _fail(q.eqn, f"a slab of a value of shape {xs}")
+
+    def sub(self, q, ins, out_shape, params=None):
+        """Lower one slab's equation: ``ins`` (value or constant, logical shape) pairs."""
+        names, tmp = [], []
+        for j, (x, _) in enumerate(ins):
+            if isinstance(x, _Val):
+                n = f"{q.outs[0]}~{j}"
+                self.env[n] = x
+                names.append(n)
+                tmp.append(n)
+            else:
+                names.append(x)
+        dts = [str(v.aval.dtype) for v in q.eqn.invars]
+        out_dtype = str(q.eqn.outvars[0].aval.dtype)
+        params = q.params if params is None else {**q.params, **params}
+        invars = [_Var(s, d) for (_, s), d in zip(ins, dts, strict=True)]
+        e = _Sub(q.eqn.primitive, params, invars, [_Var(out_shape, out_dtype)],
+                 q.eqn.source_info, q.eqn)
+        o = f"{q.outs[0]}~out"
+        self.lower_eqn(_Eqn(q.prim, names, [o], params, e))
+        for n in tmp:
+            self.env.pop(n)
+        return self.env.pop(o)
+
+    def materialize(self, q, v):
+        """A rank-2 stack (slabs of rank 1) as one ``b x n`` value."""
+        b, n = v.shape
+        out = self.zeroed(b, n, v.shape)
+        temps = []
+        for k, s in enumerate(v.slabs):
+            r = self.oriented(s, "row", temps)
+            for c in range(self.chunks(n)):
+                self.vop("copy", self.addr(out, c, k), self.addr(r, c), count=1)
+        for t in temps:
+            self.free(t)
+        return out
+
+    def contiguous(self, v):
+        """A rank-3 stack as ``b`` consecutive slabs (an output's layout)."""
+        b, m, n = v.shape
+        s0 = v.slabs[0]
+        out = _Val(s0.R, s0.C, self.alloc.get(self.nrows(s0.R, s0.C) * b, "an output"),
+                   v.shape, v.dtype, b)
+        rows = self.nrows(s0.R, s0.C)
+        for k, s in enumerate(v.slabs):
+            self.vop("copy", self.addr(out) + k * rows * self.rb, self.addr(s), count=rows)
+        return out
+
+    def combine(self, q, slabs, op, shape):
+        """``op`` ("add", "max", "min") of values of one shape, a new value."""
+        temps = []
+        first = slabs[0]
+        if len(first.shape) == 1:
+            orient = "row" if first.R == 1 else "col"
+            slabs = [self.oriented(s, orient, temps) for s in slabs]
+        out = self.new(first.R, first.C, shape)
+        if len(slabs) == 1:
+            self.op1("copy", out, first)
+        else:
+            self.op2(op, out, slabs[0], slabs[1])
+            for s in slabs[2:]:
+                self.op2(op, out, out, s)
+        for t in temps:
+            self.free(t)
+        return out
+
+    def lower_stacked(self, q):
+        """An equation with a rank-3 operand or result, or a stacked operand: slab by slab
+        along the leading axis (docs/jax.md "Rank 3")."""
+        p = q.prim
+        out_av = q.eqn.outvars[0].aval
+        shape, dtype = tuple(out_av.shape), str(out_av.dtype)
+        xs = [self.in_shape(q, k) for k in range(len(q.ins))]
+        for s in [shape, *xs]:
+            if len(s) > 3:
+                _fail(q.eqn, f"shape {s} has rank {len(s)}; the front end lowers ranks 0 to 3")
+        temps = []
+        res = None
+        if p in _PER_SLAB:
+            if len(q.outs) != 1 or any(len(s) not in (0, len(shape)) for s in xs):
+                _fail(q.eqn, f"operands of shapes {xs} for a result of shape {shape}")
+            res = _Stack([self.sub(q, [(x, s) if not s else (self.slab(q, x, s, k, temps),
+                                                             s[1:])
+                                       for x, s in zip(q.ins, xs, strict=True)],
+                                      shape[1:])
+                          for k in range(shape[0])], shape, dtype)
+        elif p == "broadcast_in_dim":
+            dims = tuple(q.params["broadcast_dimensions"])
+            if xs[0] == shape:
+                res = self.env[q.ins[0]] if isinstance(q.ins[0], str) else None
+            elif dims and dims[0] == 0:
+                nd = {"broadcast_dimensions": tuple(d - 1 for d in dims[1:]),
+                      "shape": shape[1:]}
+                res = _Stack([self.sub(q, [(self.slab(q, q.ins[0], xs[0], k, temps),
+                                            xs[0][1:])], shape[1:], nd)
+                              for k in range(shape[0])], shape, dtype)
+            elif not (isinstance(q.ins[0], str)
+                      and isinstance(self.env[q.ins[0]], _Stack)):
+                nd = {"broadcast_dimensions": tuple(d - 1 for d in dims), "shape": shape[1:]}
+                x = self.env[q.ins[0]] if isinstance(q.ins[0], str) else q.ins[0]
+                one = self.sub(q, [(x, xs[0])], shape[1:], nd)
+                res = _Stack([one] * shape[0], shape, dtype)
+        elif p in ("reduce_sum", "reduce_max", "reduce_min"):
+            axes = tuple(sorted(q.params["axes"]))
+            rest = tuple(a - 1 for a in axes if a)
+            x, s = q.ins[0], xs[0]
+            if rest:
+                part = shape if 0 in axes else shape[1:]
+                slabs = [self.sub(q, [(self.slab(q, x, s, k, temps), s[1:])], part,
+                                  {"axes": rest}) for k in range(s[0])]
+                temps.extend(sl for sl in slabs)
+            else:
+                slabs = [self.slab(q, x, s, k, temps) for k in range(s[0])]
+                if any(not isinstance(sl, _Val) for sl in slabs):
+                    res = None
+                    slabs = None
+            if slabs is None:
+                pass
+            elif 0 in axes:
+                op = {"reduce_sum": "add", "reduce_max": "max", "reduce_min": "min"}[p]
+                res = self.combine(q, slabs, op, shape)
+            else:
+                temps = [t for t in temps if all(t is not sl for sl in slabs)]
+                res = _Stack(slabs, shape, dtype)
+        elif p == "transpose":
+            perm = tuple(q.params["permutation"])
+            if perm[0] == 0:
+                nd = {"permutation": tuple(a - 1 for a in perm[1:])}
+                res = _Stack([self.sub(q, [(self.slab(q, q.ins[0], xs[0], k, temps),
+                                            xs[0][1:])], shape[1:], nd)
+                              for k in range(shape[0])], shape, dtype)
+        elif p == "dot_general":
+            (lc, rc), (lb, rbt) = q.params["dimension_numbers"]
+            if tuple(lb) == (0,) and tuple(rbt) == (0,):
+                nd = {"dimension_numbers": ((tuple(a - 1 for a in lc),
+                                             tuple(a - 1 for a in rc)), ((), ()))}
+                res = _Stack([self.sub(q, [(self.slab(q, x, s, k, temps), s[1:])
+                                           for x, s in zip(q.ins, xs, strict=True)],
+                                          shape[1:], nd)
+                              for k in range(shape[0])], shape, dtype)
+            else:
+                _fail(q.eqn, f"dimension numbers {q.params['dimension_numbers']}: the front "
+                             f"end lowers batch dimension 0 of both operands (one), or none "
+                             f"on operands of rank <= 2")
+        elif p in ("reshape", "squeeze", "expand_dims"):
+            res = self.reshape3(q, xs[0], shape, dtype, temps)
+        if res is None and len(shape) <= 2 and all(len(s) <= 2 for s in xs):
+            # a rank-2 stack into a primitive lowered on whole values
+            names = []
+            for j, x in enumerate(q.ins):
+                if isinstance(x, str) and isinstance(self.env[x], _Stack):
+                    n = f"{q.outs[0]}~m{j}"
+                    self.env[n] = self.materialize(q, self.env[x])
+                    temps.append(self.env[n])
+                    names.append(n)
+                else:
+                    names.append(x)
+            self.lower_eqn(_Eqn(q.prim, names, q.outs, q.params, q.eqn))
+            for n in names:
+                if isinstance(n, str) and "~m" in n:
+                    self.env.pop(n)
+            res = self.env[q.outs[0]]
+        if res is None:
+            _fail(q.eqn, f"{p} of shapes {xs} -> {shape} (rank 3: the front end lowers "
+                         f"elementwise operations, broadcasts, reductions, dot_general with "
+                         f"batch dimension 0, transposes keeping axis 0 and reshapes of the "
+                         f"leading axis; docs/jax.md)")
+        if isinstance(res, _Val):
+            res = _Val(res.R, res.C, res.buf, shape, dtype)
+        keep = {id(b) for b in _bufs(res)}
+        for t in temps:
+            if id(t.buf) not in keep:
+                self.free(t)
+        self.env[q.outs[0]] = res
+
+    def reshape3(self, q, xs, shape, dtype, temps):
+        x = q.ins[0]
+        if not isinstance(x, str):
+            return None
+        v = self.env[x]
+        if xs == (1, *shape):                       # drop a leading 1
+            return v.slabs[0] if isinstance(v, _Stack) else None
+        if shape == (1, *xs) and not isinstance(v, _Stack):
+            return _Stack([v], shape, dtype)
+        if len(xs) >= 2 and len(shape) >= 2 and xs[0] == shape[0] and isinstance(v, _Stack):
+            return _Stack([self.sub(q, [(s, xs[1:])], shape[1:], {"new_sizes": shape[1:],
+                                                                  "dimensions": None})
+                           for s in v.slabs], shape, dtype)
+        if len(xs) == 3 and shape == (xs[0] * xs[1], xs[2]) and isinstance(v, _Stack):
+            m, n = xs[1], xs[2]
+            out = self.zeroed(*shape, shape)
+            for k, s in enumerate(v.slabs):
+                for c in range(self.chunks(n)):
+                    self.vop("copy", self.addr(out, c, k * m), self.addr(s, c), count=m)
+            return out
+        if len(xs) == 2 and len(shape) == 3 and xs == (shape[0] * shape[1], shape[2]) \
+                and not isinstance(v, _Stack):
+            m, n = shape[1], shape[2]
+            slabs = []
+            for k in range(shape[0]):
+                s = self.zeroed(m, n, shape[1:])
+                for c in range(self.chunks(n)):
+                    self.vop("copy", self.addr(s, c), self.addr(v, c, k * m), count=m)
+                slabs.append(s)
+            return _Stack(slabs, shape, dtype)
+        return None
+
 
 # ---------------------------------------------------------------------------------------
 # The program
 
 
 def to_phys(array, R, C, L):
-    """The VMEM image (rows of ``L`` fp32) of a physical matrix ``R x C``."""
+    """The VMEM image (rows of ``L`` fp32) of a physical matrix ``R x C``; of a rank-3
+    value ``(b, R, C)``: its ``b`` slabs' images one after the other."""
     mp, ch = _roundup(R, L), -(-C // L)
+    array = np.asarray(array, np.float32)
+    if array.size > R * C:
+        return np.concatenate([to_phys(s, R, C, L) for s in array.reshape(-1, R, C)])
     a = np.zeros((mp, ch * L), np.float32)
     a[:R, :C] = np.asarray(array, np.float32).reshape(R, C)
     return a.reshape(mp, ch, L).transpose(1, 0, 2).reshape(ch * mp, L)
@@ -1037,6 +1333,9 @@ def to_phys(array, R, C, L):
 
 def from_phys(rows, R, C, L):
     mp, ch = _roundup(R, L), -(-C // L)
+    if len(rows) > mp * ch:
+        n = mp * ch
+        return np.stack([from_phys(rows[k:k + n], R, C, L) for k in range(0, len(rows), n)])
     a = np.asarray(rows, np.float32).reshape(ch, mp, L).transpose(1, 0, 2).reshape(mp, ch * L)
     return a[:R, :C]
 
@@ -1085,10 +1384,13 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
     L, rb = low.L, low.rb
     in_avals = [v.aval for v in jaxpr.invars]
     out_avals = [v.aval for v in jaxpr.outvars]
-    for av in [*in_avals, *out_avals]:
-        if len(av.shape) > 2:
+    for k, av in enumerate([*in_avals, *out_avals]):
+        if len(av.shape) > 3:
             raise Unsupported(f"{name}: an input or output of shape {tuple(av.shape)}: the "
-                              f"front end lowers ranks 0, 1 and 2")
+                              f"front end lowers ranks 0 to 3")
+        if len(av.shape) == 3 and (k < carry or len(in_avals) <= k < len(in_avals) + carry):
+            raise Unsupported(f"{name}: a carry of shape {tuple(av.shape)}: carries have "
+                              f"rank 0, 1 or 2 (rank 3 is for streamed inputs and outputs)")
     if carry:
         for k in range(carry):
             if tuple(in_avals[k].shape) != tuple(out_avals[k].shape):
@@ -1108,14 +1410,27 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
 
     # inputs: carries first (never freed), then this step's streamed inputs
     ports_in, bufs_in = [], []
+    env_in = []
     for k, av in enumerate(in_avals):
-        R, C = low.phys(tuple(av.shape))
-        v = low.new(R, C, tuple(av.shape), what=f"input {k}")
-        v.buf.fixed = k < carry
+        shape = tuple(av.shape)
+        if len(shape) == 3:
+            # b consecutive slabs, each a value of its own (kept for the whole step)
+            B, (R, C) = shape[0], shape[1:]
+            n = low.nrows(R, C)
+            v = _Val(R, C, low.alloc.get(n * B, f"input {k}"), shape, str(av.dtype), B)
+            v.buf.fixed = True
+            env_in.append(_Stack([_Val(R, C, _Buf(v.buf.addr + j * n, n, True), shape[1:],
+                                       str(av.dtype)) for j in range(B)], shape,
+                                 str(av.dtype)))
+        else:
+            R, C = low.phys(shape)
+            v = low.new(R, C, shape, what=f"input {k}")
+            v.buf.fixed = k < carry
+            env_in.append(v)
         bufs_in.append(v)
-        ports_in.append(Port(("c" if k < carry else "x") + str(k), tuple(av.shape),
+        ports_in.append(Port(("c" if k < carry else "x") + str(k), shape,
                              str(av.dtype), R, C))
-    low.env = dict(zip(in_names, bufs_in, strict=True))
+    low.env = dict(zip(in_names, env_in, strict=True))
 
     body = low.e
     low.engine = "dma"
@@ -1126,9 +1441,11 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
         low.lower_eqn(q)
         for a in dict.fromkeys(x for x in [*q.ins, *q.outs] if isinstance(x, str)):
             if last.get(a, -1) <= i and a in low.env:
-                buf = low.env.pop(a).buf
-                if all(v.buf is not buf for v in low.env.values()):
-                    low.free_buf(buf)
+                gone = low.env.pop(a)
+                live = {id(b) for v in low.env.values() for b in _bufs(v)}
+                for buf in _bufs(gone):
+                    if id(buf) not in live:
+                        low.free_buf(buf)
 
     # outputs: the values (or constants) of the body's results
     out_vals = []
@@ -1138,6 +1455,8 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
             v = low.env[o] if o in low.env else low.env.get(o)
             if v is None:
                 v = bufs_in[in_names.index(o)]
+            if isinstance(v, _Stack):
+                v = low.contiguous(v) if len(shape) == 3 else low.materialize(None, v)
         else:
             R, C = low.phys(shape)
             v = low.array_const(np.broadcast_to(np.asarray(o, np.float32), shape), R, C,
