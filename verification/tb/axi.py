@@ -16,8 +16,13 @@ __all__ = ["axi_master", "axi_ram", "axil_master", "AxiDriver"]
 
 
 def _set_pauses(pairs):
+    # A channel that never pauses gets no generator: cocotbext-axi would otherwise run a
+    # coroutine stepping it every clock. The generator is drawn all the same, so the random
+    # streams of the other channels do not depend on which ones are "none".
     for channel, kind in pairs:
-        channel.set_pause_generator(pause(kind, new_rng()))
+        generator = pause(kind, new_rng())
+        if kind != "none":
+            channel.set_pause_generator(generator)
 
 
 def _manager(cls, bus, dut, prefix, flow):

@@ -12,7 +12,7 @@ import itertools
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge
 
 from podium import compiler
 from podium.isasim import TensorCoreSim
@@ -93,12 +93,19 @@ class TensorCoreHost:
         return out
 
     async def _wait(self, running, cycles):
-        """Whether ``running`` falls within ``cycles`` clock cycles."""
-        for _ in range(cycles):
-            await RisingEdge(self.dut.clk)
-            if not running.value:
-                return True
-        return False
+        """Whether ``running`` falls within ``cycles`` clock cycles; returns at the first
+        clock edge that samples it low, as polling it every cycle would, but awaits its fall
+        as an edge instead of waking Python every cycle."""
+        await RisingEdge(self.dut.clk)
+        if not running.value:
+            return True
+        if cycles <= 1:
+            return False
+        fell = FallingEdge(running)
+        if await First(fell, ClockCycles(self.dut.clk, cycles - 1)) is not fell:
+            return False
+        await RisingEdge(self.dut.clk)
+        return True
 
     async def outcome(self):
         cfg = self.config
