@@ -194,11 +194,12 @@ class TrainingStep:
     """Seconds of one training step and what they are made of (per chip, all chips alike).
 
     ``compute``: the roofline time of every operation; ``tensor`` and ``all_to_all``: the
-    tensor-parallel all-reduces and MoE dispatch/combine, always exposed; ``fsdp_ici``: FSDP
-    gathers and reductions and in-slice data-parallel gradient reduction, overlappable;
-    ``dcn``: the DCN gradient all-reduce, overlappable; ``exposed_ici`` (tensor + all-to-all +
-    what of fsdp_ici does not hide), ``exposed_dcn``, ``sync``: a barrier per step;
-    ``step`` = compute + exposed_ici + exposed_dcn + sync."""
+    tensor-parallel all-reduces and MoE dispatch/combine, exposed (but ``tensor_hidden`` of
+    ``tensor``, hidden under the weight-gradient GEMMs with ``Training.tensor_overlap``);
+    ``fsdp_ici``: FSDP gathers and reductions and in-slice data-parallel gradient reduction,
+    overlappable; ``dcn``: the DCN gradient all-reduce, overlappable; ``exposed_ici`` (tensor
+    - tensor_hidden + all-to-all + what of fsdp_ici does not hide), ``exposed_dcn``,
+    ``sync``: a barrier per step; ``step`` = compute + exposed_ici + exposed_dcn + sync."""
 
     chips: int
     compute: float
@@ -216,6 +217,7 @@ class TrainingStep:
     peak_flops: float
     memory_bytes: float
     hbm_bytes: float
+    tensor_hidden: float = 0.0
 
     @property
     def mfu(self):
@@ -286,7 +288,7 @@ class TrainingCosts:
             step=self.compute + exposed_ici + exposed_dcn + sync, tokens=self.tokens,
             model_flops=self.model_flops, hardware_flops=self.hardware_flops,
             peak_flops=self.peak_flops, memory_bytes=self.memory_bytes,
-            hbm_bytes=self.hbm_bytes)
+            hbm_bytes=self.hbm_bytes, tensor_hidden=self.tensor_hidden)
 
 
 def tokens_per_replica(system, training):
