@@ -218,7 +218,9 @@ class Training:
         LIBTPU_INIT_ARGS). A tensor-parallel collective can then hide only under compute that
         neither feeds it nor waits for it: in the backward pass, the all-reduce of a layer's
         activation gradients is independent of the same layer's weight-gradient GEMMs and
-        hides under them (up to their time); forward and recomputed-forward all-reduces feed
+        hides under them (up to their time; the schedule of Megatron-LM's
+        ``LinearWithGradAccumulationAndAsyncCommunication`` with ``async_grad_allreduce``,
+        megatron/core/tensor_parallel/layers.py); forward and recomputed-forward all-reduces feed
         the next operation and stay exposed (``costs.training_costs``). False: every
         tensor-parallel collective exposed.
     recompute_elementwise : bool
