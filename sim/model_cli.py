@@ -189,7 +189,9 @@ def _training_report(args, sys_, work):
               "mfu": st.mfu, "hfu": st.hfu, "tokens_per_second": st.tokens_per_second,
               "fits": st.fits}
     rows = [["compute", f"{st.compute:.4f}", "every operation's roofline, in sequence"],
-            ["tensor-parallel all-reduces", f"{st.tensor:.4f}", "exposed"],
+            ["tensor-parallel all-reduces", f"{st.tensor:.4f}",
+             f"exposed but {st.tensor_hidden:.4f} hidden under the weight-gradient GEMMs"
+             if st.tensor_hidden else "exposed"],
             ["MoE all-to-alls", f"{st.all_to_all:.4f}", "exposed"],
             ["FSDP / data-parallel ICI", f"{st.fsdp_ici:.4f}", "overlappable"],
             ["DCN all-reduce", f"{st.dcn:.4f}", "overlappable" if work.dcn_overlap

@@ -12,6 +12,7 @@ import time
 
 from podium.model import protocol, seed
 from podium.model.costs import training_costs
+from podium.model.hardware import CHIPS
 from podium.model.physical import VPU_CLOCK, VPU_LANES, physical_system, physical_terms
 from sim.measure import (
     environment,
@@ -63,17 +64,35 @@ def _speed(results):
     return rows
 
 
+def _generations():
+    """Per preset, the rates a per-generation term could rest on, over the peak: FLOPs per
+    VPU lane-operation (peak / (lanes x clock)), FLOPs per HBM byte and per ICI byte."""
+    out = []
+    for name in ("v4", "v5e", "v5p", "v6e"):
+        chip = CHIPS[name]
+        peak = chip.peak_flops()
+        out.append({"preset": name, "peak_tflops": peak / 1e12,
+                    "flops_per_vpu_lane_op": peak / (VPU_LANES[name] * VPU_CLOCK[name]),
+                    "flops_per_hbm_byte": peak / chip.hbm_bandwidth,
+                    "flops_per_ici_byte": peak / (chip.ici_link_bandwidth * chip.ici_ports)})
+    return out
+
+
 def tables(results=None):
     cal = protocol.calibrate(results)
     rows = protocol.evaluate(cal, results)
     terms = physical_terms(results)
     sys6 = physical_system("v6e", results=results)
+    effects, effect_summaries = protocol.term_effects(cal, results)
     return {
         "calibration": [
             {"parameter": name, "value": getattr(cal, name), "fitted_on": ", ".join(ids)}
             for name, ids in protocol.FITTED.items()],
         "heldout": rows,
         "summary": [{"group": g, **v} for g, v in protocol.summary(rows).items()],
+        "term_effects": effects,
+        "term_summaries": effect_summaries,
+        "generations": _generations(),
         "maxtext_losses": protocol.maxtext_losses(rows),
         "dcn": protocol.dcn_sensitivity(cal, results),
         "not_modelled": [{"what": w, "why": y} for w, y in protocol.NOT_MODELLED],
@@ -141,6 +160,50 @@ def _markdown(t, env):
         "Left out: " + "; ".join(f"{r['what']} ({r['why']})" for r in t["not_modelled"])
         + ".",
         "",
+        "## The v5p runs' per-run terms, one at a time",
+        "",
+        "Two terms read from the v5p run scripts: `remat_policy=minimal` is "
+        "`checkpoint_dots_with_no_batch_dims` (MaxText's `MaxText/layers/models.py`), which "
+        "saves the weight GEMMs' outputs only, so the elementwise work and the attention's "
+        "batched products are recomputed in the backward pass (`recompute_elementwise`); "
+        "every v5p script sets `--xla_tpu_overlap_compute_collective_tc=true`, with which a "
+        "tensor-parallel all-reduce can hide under compute it neither feeds nor waits for: "
+        "the backward pass's all-reduce of a layer's activation gradients under the same "
+        "layer's weight-gradient GEMMs (the schedule of Megatron-LM's asynchronous "
+        "tensor-parallel all-reduce), up to their time; the forward and recomputed forward's "
+        "all-reduces feed the next operation and stay exposed (`tensor_overlap`: 1/2 of the "
+        "tensor-parallel time hidden with remat minimal, 1/3 with remat full). Nothing is "
+        "fitted: the calibration does not move (its points have no tensor parallelism). "
+        "Error in points per variant; the last variant is not applied (shown for its size).",
+        "",
+        table(["variant", "what", "held-out MAE", "within 5"],
+              [[r["variant"], r["what"], _f(r["mae"], 2), f"{r['within']} of {r['points']}"]
+               for r in t["term_summaries"]]),
+        "",
+        table(["point", "published", *[r["variant"] for r in t["term_summaries"]]],
+              [[r["id"], _pct(r["published"], 2),
+                *[f"{r[v['variant']]:+.2f}" for v in t["term_summaries"]]]
+               for r in t["term_effects"]]),
+        "",
+        "## Per-generation rates",
+        "",
+        "What a per-generation term could rest on, from each preset's published peak, VPU "
+        "lanes and clock, HBM and ICI bandwidth (podium/model/hardware.py, physical.py): "
+        "FLOPs of the MXUs per VPU lane-operation, per HBM byte and per ICI byte (all links, "
+        "one direction). The VPU ratio is the same on v4, v5e and v5p by construction (4 "
+        "MXUs of 128x128 per 8x128 VPU on each, their published MXU counts; no page searched "
+        "gives a VPU throughput of its own for any of them), and v4 has 5% more HBM bandwidth "
+        "per FLOP than v5e, where `outside_roofline` is fitted: no published rate makes v4's "
+        "elementwise or memory-bound work relatively slower, so no per-generation term is "
+        "added. v4's held-out misses (+5 to +8) would "
+        "need `outside_roofline` 0.22 to 0.28 on v4 (the \"needs\" column).",
+        "",
+        table(["preset", "peak, TFLOP/s", "FLOPs per VPU lane-op", "FLOPs per HBM byte",
+               "FLOPs per ICI byte"],
+              [[r["preset"], _f(r["peak_tflops"], 0), _f(r["flops_per_vpu_lane_op"], 1),
+                _f(r["flops_per_hbm_byte"], 0), _f(r["flops_per_ici_byte"], 0)]
+               for r in t["generations"]]),
+        "",
         "## MaxText's multislice weak-scaling losses",
         "",
         "Loss = 100 x (1 - MFU_N / MFU_1), published and modelled (for v5e the one-slice "
@@ -163,7 +226,12 @@ def _markdown(t, env):
         "published points (one multislice point: the line through it and no loss at one "
         "slice); implied alpha: the per-message DCN latency a ring's latency term "
         "2 (N - 1) x layers x alpha needs for that slope (the Trillium fit's is "
-        f"{1e6 * cal['dcn_latency']['value']:.1f} us).",
+        f"{1e6 * cal['dcn_latency']['value']:.1f} us). No DCN term is added for these "
+        "losses: the sources searched (Google Cloud's Multislice announcement, August 2023: "
+        "'near-linear scaling', no efficiency, straggler or schedule figure; MaxText's "
+        "getting_started/Sharding.md: data parallelism over DCN, its arithmetic intensity "
+        "only; the run scripts' XLA flags, above) give no rate or schedule a term could be "
+        "built from; docs/model.md lists them.",
         "",
         table(["run", "slices", "published loss", "overlapped", "exposed", "DCN, GB/s",
                "exposed DCN, s", "step, s", "slope, s per slice", "implied alpha, us"],

@@ -194,11 +194,12 @@ class TrainingStep:
     """Seconds of one training step and what they are made of (per chip, all chips alike).
 
     ``compute``: the roofline time of every operation; ``tensor`` and ``all_to_all``: the
-    tensor-parallel all-reduces and MoE dispatch/combine, always exposed; ``fsdp_ici``: FSDP
-    gathers and reductions and in-slice data-parallel gradient reduction, overlappable;
-    ``dcn``: the DCN gradient all-reduce, overlappable; ``exposed_ici`` (tensor + all-to-all +
-    what of fsdp_ici does not hide), ``exposed_dcn``, ``sync``: a barrier per step;
-    ``step`` = compute + exposed_ici + exposed_dcn + sync."""
+    tensor-parallel all-reduces and MoE dispatch/combine, exposed (but ``tensor_hidden`` of
+    ``tensor``, hidden under the weight-gradient GEMMs with ``Training.tensor_overlap``);
+    ``fsdp_ici``: FSDP gathers and reductions and in-slice data-parallel gradient reduction,
+    overlappable; ``dcn``: the DCN gradient all-reduce, overlappable; ``exposed_ici`` (tensor
+    - tensor_hidden + all-to-all + what of fsdp_ici does not hide), ``exposed_dcn``,
+    ``sync``: a barrier per step; ``step`` = compute + exposed_ici + exposed_dcn + sync."""
 
     chips: int
     compute: float
@@ -216,6 +217,7 @@ class TrainingStep:
     peak_flops: float
     memory_bytes: float
     hbm_bytes: float
+    tensor_hidden: float = 0.0
 
     @property
     def mfu(self):
@@ -246,7 +248,10 @@ class TrainingCosts:
     ``dcn_bandwidth``: the DCN all-reduce's bandwidth term; ``dcn_steps``: its latency steps
     (2(N-1) per message); ``dcn_overlap``: whether it can hide under the overlap window (else
     it is exposed whole); ``sync_ici``: the ICI part of the per-step barrier; ``sync_steps``:
-    DCN latencies of the barrier (2 ceil(log2 N), a tree over the slices)."""
+    DCN latencies of the barrier (2 ceil(log2 N), a tree over the slices);
+    ``tensor_hidden``: the part of ``tensor`` hidden under independent compute (the
+    backward pass's all-reduces under the weight-gradient GEMMs, ``Training.tensor_overlap``),
+    never on the critical path."""
 
     chips: int
     compute: float
@@ -264,6 +269,7 @@ class TrainingCosts:
     peak_flops: float
     memory_bytes: float
     hbm_bytes: float
+    tensor_hidden: float = 0.0
 
     def step(self, *, overlap, dcn_latency):
         """The step with communication overlapped under ``overlap`` x compute and
@@ -273,7 +279,7 @@ class TrainingCosts:
             self.compute, self.fsdp_ici, dcn if self.dcn_overlap else 0.0, overlap)
         if not self.dcn_overlap:
             exposed_dcn = dcn
-        exposed_ici = self.tensor + self.all_to_all + exposed_fsdp
+        exposed_ici = self.tensor - self.tensor_hidden + self.all_to_all + exposed_fsdp
         sync = self.sync_ici + self.sync_steps * dcn_latency
         return TrainingStep(
             chips=self.chips, compute=self.compute, tensor=self.tensor,
@@ -282,7 +288,7 @@ class TrainingCosts:
             step=self.compute + exposed_ici + exposed_dcn + sync, tokens=self.tokens,
             model_flops=self.model_flops, hardware_flops=self.hardware_flops,
             peak_flops=self.peak_flops, memory_bytes=self.memory_bytes,
-            hbm_bytes=self.hbm_bytes)
+            hbm_bytes=self.hbm_bytes, tensor_hidden=self.tensor_hidden)
 
 
 def tokens_per_replica(system, training):
@@ -333,9 +339,18 @@ def training_costs(system, training, *, tokens=None):
 
     passes = 2 + training.recompute  # forward, backward, recomputed forward
     per_layer = 1 if m.parallel_layers else 2
-    tensor = (per_layer * m.layers * passes
-              * collective_time("all_reduce", axes["tensor"], tokens * m.d_model * ACT_BYTES,
-                                system))
+    tensor_pass = per_layer * m.layers * collective_time(
+        "all_reduce", axes["tensor"], tokens * m.d_model * ACT_BYTES, system)
+    tensor = passes * tensor_pass
+    tensor_hidden = 0.0
+    if training.tensor_overlap and tensor_pass:
+        # The backward pass's all-reduces of activation gradients do not feed the layer's
+        # weight-gradient GEMMs (dW = x^T dy): they hide under them, up to their time. The
+        # forward's and the recomputed forward's feed the next operation: exposed.
+        layer_dw = ops_time(system, [(op, w) for op, w in ops["backward"]
+                                     if isinstance(op, Gemm) and op.name.endswith("_dw")
+                                     and op.name != "logits_dw"])
+        tensor_hidden = min(tensor_pass, layer_dw)
     all_to_all = (2 * m.moe_layers * passes
                   * collective_time("all_to_all", axes["expert"],
                                     tokens * m.top_k * m.d_model * ACT_BYTES / par.tensor,
@@ -375,7 +390,8 @@ def training_costs(system, training, *, tokens=None):
         * chip.ici_hop_latency, sync_steps=2 * math.ceil(math.log2(n)), tokens=global_tokens,
         model_flops=m.training_flops_per_token() * global_tokens / system.chips,
         hardware_flops=hardware_flops, peak_flops=chip.peak_flops(),
-        memory_bytes=state + gathered + saved, hbm_bytes=chip.hbm_bytes)
+        memory_bytes=state + gathered + saved, hbm_bytes=chip.hbm_bytes,
+        tensor_hidden=tensor_hidden)
 
 
 def training_step(system, training, *, tokens=None):

@@ -43,7 +43,7 @@ from .workloads import (
 __all__ = ["Point", "POINTS", "FITTED", "FITTED_POINTS", "RUNS", "Calibration", "calibrate",
            "evaluate", "agreement", "check_protocol", "summary", "maxtext_losses",
            "run_costs", "modelled_step", "TARGET_POINTS", "TARGET_MAE", "dcn_sensitivity",
-           "NOT_MODELLED"]
+           "NOT_MODELLED", "TERM_VARIANTS", "term_effects"]
 
 TARGET_POINTS = 5.0
 """Every held-out MFU within this many points (the issue's target)."""
@@ -82,7 +82,11 @@ def _maxtext_v4(name, d, heads, ffn, layers):
 
 
 def _run(model, slice_, *, per_chip, tensor=1, recompute=1.0, master_bytes=4,
-         sequence_parallel=False, dcn_overlap=True):
+         sequence_parallel=False, dcn_overlap=True, tensor_overlap=False):
+    # remat_policy minimal (recompute 0): checkpoint_dots_with_no_batch_dims (MaxText's
+    # MaxText/layers/models.py), which saves the weight GEMMs' outputs only
+    recompute_elementwise = recompute == 0.0
+
     def make(slices):
         chips = slice_.chips
         par = Parallelism(fsdp=chips // tensor, tensor=tensor)
@@ -90,7 +94,8 @@ def _run(model, slice_, *, per_chip, tensor=1, recompute=1.0, master_bytes=4,
                                 global_batch=chips * slices * per_chip,
                                 recompute=recompute, master_bytes=master_bytes,
                                 sequence_parallel=sequence_parallel,
-                                dcn_overlap=dcn_overlap)
+                                dcn_overlap=dcn_overlap, tensor_overlap=tensor_overlap,
+                                recompute_elementwise=recompute_elementwise)
     return make
 
 
@@ -122,15 +127,18 @@ RUNS = {
                                   _cube(192), per_chip=7, dcn_overlap=False)),
     # MaxText's v5p runs (configs/v5p/{32,64,128}b.sh: global_parameter_scale 32 / 64 / 128,
     # ici_tensor_parallelism 4 / 4 / 8, FSDP over the rest, per_device_batch 7 / 3 / 1,
-    # remat minimal: the GEMM outputs saved, no GEMM recomputed)
+    # remat minimal: the GEMM outputs saved, no GEMM recomputed; the elementwise work and
+    # the attention's batched products recomputed). Every v5p script's LIBTPU_INIT_ARGS set
+    # --xla_tpu_overlap_compute_collective_tc=true: tensor_overlap (the backward pass's
+    # tensor-parallel all-reduces hidden under the weight-gradient GEMMs).
     "maxtext-v5p-32b": ("v5p", _run(maxtext_model(32), _cube(64), per_chip=7, tensor=4,
-                                    recompute=0.0)),
+                                    recompute=0.0, tensor_overlap=True)),
     "maxtext-v5p-64b": ("v5p", _run(maxtext_model(64), _cube(64), per_chip=3, tensor=4,
-                                    recompute=0.0)),
+                                    recompute=0.0, tensor_overlap=True)),
     "maxtext-v5p-128b-256": ("v5p", _run(maxtext_model(128), _cube(128), per_chip=1,
-                                         tensor=8, recompute=0.0)),
+                                         tensor=8, recompute=0.0, tensor_overlap=True)),
     "maxtext-v5p-128b-512": ("v5p", _run(maxtext_model(128), _cube(256), per_chip=1,
-                                         tensor=8, recompute=0.0)),
+                                         tensor=8, recompute=0.0, tensor_overlap=True)),
     # configs/v5p/256b.sh (v5p-1024 slices: 512 chips; global_parameter_scale 256,
     # ici_tensor_parallelism 8, per_device_batch 1, remat minimal), 512b.sh (v5p-1024;
     # scale 512, tensor 8, per_device_batch 2, remat full) and 1024b.sh (v5p-2048 or v5p-4096
@@ -139,12 +147,13 @@ RUNS = {
     # ici_data_parallelism=16" (the escaped space joins the two into one argument); the
     # version modelled is the one with tensor 16 and FSDP over the rest.
     "maxtext-v5p-256b": ("v5p", _run(maxtext_model(256), _cube(512), per_chip=1, tensor=8,
-                                     recompute=0.0)),
-    "maxtext-v5p-512b": ("v5p", _run(maxtext_model(512), _cube(512), per_chip=2, tensor=8)),
+                                     recompute=0.0, tensor_overlap=True)),
+    "maxtext-v5p-512b": ("v5p", _run(maxtext_model(512), _cube(512), per_chip=2, tensor=8,
+                                     tensor_overlap=True)),
     "maxtext-v5p-1024b-2048": ("v5p", _run(maxtext_model(1024), _cube(1024), per_chip=2,
-                                           tensor=16)),
+                                           tensor=16, tensor_overlap=True)),
     "maxtext-v5p-1024b-4096": ("v5p", _run(maxtext_model(1024), _cube(2048), per_chip=2,
-                                           tensor=16)),
+                                           tensor=16, tensor_overlap=True)),
 }
 """Each published run: (chip preset, function of the slice count -> (slice, Training)),
 configured as its run script or paper gives it. ``per_device_batch_size`` counts sequences
@@ -480,3 +489,51 @@ def dcn_sensitivity(cal=None, results=None):
             r["implied_alpha_us"] = 1e6 * slope / (2 * layers)
         out += rows
     return out
+
+
+TERM_VARIANTS = (
+    ("neither", "without the two per-run terms (the model before them)",
+     {"tensor_overlap": False, "recompute_elementwise": False}),
+    ("recompute only", "remat minimal recomputes the elementwise work and attention",
+     {"tensor_overlap": False}),
+    ("both (the model)", "and the backward pass's tensor-parallel all-reduces hidden "
+     "(--xla_tpu_overlap_compute_collective_tc)", {}),
+    ("both + activation_embed sharded", "not applied: the norms and residual adds also on "
+     "1/t of the activations (base.yml's logical axis rule activation_embed -> tensor)",
+     {"sequence_parallel": True}),
+)
+"""Variants of the v5p runs' per-run terms for ``term_effects``: (name, what, Training
+fields replaced on every v5p run; recompute_elementwise only where the run sets it)."""
+
+
+def term_effects(cal=None, results=None):
+    """What each per-run term of the v5p runs does to the held-out points: per variant of
+    ``TERM_VARIANTS``, every v5p point's error (points) and the held-out MFU/HFU summary
+    (mean absolute error, within TARGET_POINTS) over all points. Returns (rows, summaries)."""
+    cal = cal or calibrate(results)
+    errors = {}
+    summaries = []
+    for name, what, fields in TERM_VARIANTS:
+        errs = []
+        for p in POINTS:
+            if p.metric not in ("mfu", "hfu") or p.id in FITTED_POINTS:
+                continue
+            chip, make = RUNS[p.run]
+            slice_, t = make(p.slices)
+            if p.run.startswith("maxtext-v5p"):
+                t = replace(t, **{k: v and (k != "recompute_elementwise"
+                                            or t.recompute_elementwise)
+                                  for k, v in fields.items()})
+                costs = training_costs(physical_system(chip, slices=p.slices, slice_=slice_,
+                                                       results=results), t)
+            else:
+                costs = run_costs(p.run, p.slices, results)
+            step = modelled_step(costs, cal)
+            err = 100 * ((step.mfu if p.metric == "mfu" else step.hfu) - p.published)
+            errs.append(abs(err))
+            if p.run.startswith("maxtext-v5p"):
+                errors.setdefault(p.id, {"id": p.id, "published": p.published})[name] = err
+        summaries.append({"variant": name, "what": what, "points": len(errs),
+                          "mae": sum(errs) / len(errs),
+                          "within": sum(e <= TARGET_POINTS for e in errs)})
+    return list(errors.values()), summaries

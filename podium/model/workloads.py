@@ -212,6 +212,23 @@ class Training:
         Bytes per weight and per gradient in the FSDP gathers and reductions and the DCN
         all-reduce: 2 (bf16), or 4 where the run keeps fp32 master weights and gradients and
         communicates them (MaxText's default, ``weight_dtype: float32`` in its base.yml).
+    tensor_overlap : bool
+        The run's compiler overlaps collectives with independent compute
+        (``--xla_tpu_overlap_compute_collective_tc=true`` in the run script's
+        LIBTPU_INIT_ARGS). A tensor-parallel collective can then hide only under compute that
+        neither feeds it nor waits for it: in the backward pass, the all-reduce of a layer's
+        activation gradients is independent of the same layer's weight-gradient GEMMs and
+        hides under them (up to their time; the schedule of Megatron-LM's
+        ``LinearWithGradAccumulationAndAsyncCommunication`` with ``async_grad_allreduce``,
+        megatron/core/tensor_parallel/layers.py); forward and recomputed-forward all-reduces feed
+        the next operation and stay exposed (``costs.training_costs``). False: every
+        tensor-parallel collective exposed.
+    recompute_elementwise : bool
+        A remat policy that saves the weight GEMMs' outputs only (MaxText's ``minimal``:
+        ``jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims``): the layers'
+        elementwise work and the attention's batched products (scores and context) are
+        recomputed in the backward pass for the part of the forward that ``recompute`` does
+        not already recompute.
     """
 
     model: Transformer
@@ -223,6 +240,8 @@ class Training:
     dcn_overlap: bool = True
     sequence_parallel: bool = False
     master_bytes: int = 2
+    tensor_overlap: bool = False
+    recompute_elementwise: bool = False
 
     def __post_init__(self):
         if not isinstance(self.model, Transformer):
@@ -235,6 +254,8 @@ class Training:
         check_bool("training.flash_attention", self.flash_attention)
         check_bool("training.dcn_overlap", self.dcn_overlap)
         check_bool("training.sequence_parallel", self.sequence_parallel)
+        check_bool("training.tensor_overlap", self.tensor_overlap)
+        check_bool("training.recompute_elementwise", self.recompute_elementwise)
         check_choice("training.master_bytes", self.master_bytes, (2, 4))
         check_int("training.state_bytes", self.state_bytes, 0, 64)
         tp = self.parallelism.tensor
@@ -483,6 +504,11 @@ def training_ops(training, *, tokens):
     optimizer = [(Stream("optimizer", shard * (2 * (ACT_BYTES + training.state_bytes)
                                                + ACT_BYTES)), 1)]
     recompute = [(op, w * training.recompute) for op, w in layers]
+    if training.recompute_elementwise and training.recompute < 1:
+        # checkpoint_dots_with_no_batch_dims: the weight GEMMs' outputs are saved, the
+        # elementwise work and the attention's batched products are recomputed
+        recompute += [(op, w * (1 - training.recompute)) for op, w in layers
+                      if isinstance(op, Stream) or op.name in ("scores", "context")]
     return {"forward": forward, "backward": backward, "recompute": recompute,
             "optimizer": optimizer}
 

@@ -175,12 +175,103 @@ def test_gemm_flops_are_the_model_flops_without_recomputation():
     _, make = protocol.RUNS["maxtext-v5p-32b"]
     _, t = make(1)
     assert t.recompute == 0.0
-    t = replace(t, flash_attention=False)  # fused attention recomputes its scores
+    # fused attention recomputes its scores; remat minimal recomputes the attention
+    t = replace(t, flash_attention=False, recompute_elementwise=False)
     tokens = 2048 * 7
     ops = training_ops(t, tokens=tokens)
     flops = t.parallelism.tensor * sum(op.flops * w for ph in ops.values() for op, w in ph
                                        if isinstance(op, Gemm))
     assert flops == pytest.approx(t.model.training_flops_per_token() * tokens, rel=1e-9)
+
+
+def test_remat_minimal_recomputes_elementwise_work_and_attention_only():
+    """checkpoint_dots_with_no_batch_dims: the weight GEMMs' outputs saved; the layers'
+    streams and the attention's scores and context recomputed, once, in the backward pass.
+    The extra GEMM FLOPs are exactly the attention's forward FLOPs (4 x seq x heads x
+    head_dim per token and layer, over the tensor group)."""
+    _, make = protocol.RUNS["maxtext-v5p-32b"]
+    _, t = make(1)
+    assert t.recompute == 0.0 and t.recompute_elementwise
+    tokens = 2048 * 7
+    on = training_ops(t, tokens=tokens)["recompute"]
+    off = training_ops(replace(t, recompute_elementwise=False), tokens=tokens)["recompute"]
+    assert all(w == 0 for _, w in off)
+    names = {op.name for op, w in on if w}
+    assert names == {"scores", "context", "elementwise"}
+    m = t.model
+    extra = t.parallelism.tensor * sum(op.flops * w for op, w in on if isinstance(op, Gemm))
+    assert extra == pytest.approx(4 * m.seq * m.heads * m.head_dim * m.layers * tokens)
+    # full remat already recomputes everything: nothing added
+    full = replace(t, recompute=1.0)
+    assert (training_ops(full, tokens=tokens)["recompute"]
+            == training_ops(replace(full, recompute_elementwise=False),
+                            tokens=tokens)["recompute"])
+    assert not protocol.RUNS["maxtext-v5p-512b"][1](1)[1].recompute_elementwise
+    with pytest.raises(ValueError, match="training.recompute_elementwise"):
+        replace(t, recompute_elementwise=1)
+
+
+@pytest.mark.parametrize("run", ["maxtext-v5p-32b", "maxtext-v5p-512b"])
+def test_tensor_overlap_hides_the_backward_pass_all_reduces(run):
+    """--xla_tpu_overlap_compute_collective_tc: of the passes' tensor-parallel all-reduces
+    (forward, recomputed forward, backward) the backward pass's hide under the weight-gradient
+    GEMMs (longer than them here); the others stay exposed."""
+    chip, make = protocol.RUNS[run]
+    slice_, t = make(1)
+    assert t.tensor_overlap
+    sys = physical_system(chip, slice_=slice_)
+    on = training_costs(sys, t)
+    off = training_costs(sys, replace(t, tensor_overlap=False))
+    passes = 2 + t.recompute
+    assert on.tensor == off.tensor > 0 and off.tensor_hidden == 0
+    assert on.tensor_hidden == pytest.approx(on.tensor / passes)
+    step_on = on.step(overlap=1.0, dcn_latency=0.0)
+    step_off = off.step(overlap=1.0, dcn_latency=0.0)
+    assert step_off.step - step_on.step == pytest.approx(on.tensor / passes)
+    assert step_on.exposed_ici == pytest.approx(on.tensor * (1 - 1 / passes))
+
+
+def test_tensor_overlap_is_bounded_by_the_weight_gradient_gemms():
+    """A tensor group so wide that the backward pass's all-reduces outlast the dW GEMMs:
+    only the dW GEMMs' time hides."""
+    m = MODELS["llama2-70b"]
+    sys = replace(_sys("v5e"), chip=replace(CHIPS["v5e"], ici_link_bandwidth=1e8))
+    t = Training(model=m, parallelism=Parallelism(fsdp=32, tensor=8), global_batch=32,
+                 tensor_overlap=True)
+    c = training_costs(sys, t)
+    ops = training_ops(t, tokens=8 * 4096 / 8)
+    dw = sum(w * gemm_time(sys, op) for op, w in ops["backward"]
+             if isinstance(op, Gemm) and op.name.endswith("_dw") and op.name != "logits_dw")
+    assert c.tensor / 3 > dw
+    assert c.tensor_hidden == pytest.approx(dw)
+
+
+def test_runs_set_tensor_overlap_from_their_flags():
+    """Every v5p script sets --xla_tpu_overlap_compute_collective_tc=true; PaLM (tensor 12)
+    publishes no such schedule; the v4 and v5e runs have no tensor parallelism."""
+    for run, (_, make) in protocol.RUNS.items():
+        t = make(1)[1]
+        assert t.tensor_overlap == run.startswith("maxtext-v5p"), run
+        assert t.recompute_elementwise == (t.recompute == 0.0 and run.startswith("maxtext")), run
+
+
+def test_term_effects_agree_with_the_model():
+    """The variant with both terms is the held-out table; the variant with neither is the
+    model without them; every v5p point is listed."""
+    rows, summaries = protocol.term_effects()
+    by = {s["variant"]: s for s in summaries}
+    model = protocol.summary(protocol.evaluate())["mfu"]
+    assert by["both (the model)"]["mae"] == pytest.approx(model["mae"])
+    assert by["both (the model)"]["within"] == model["within"]
+    held = {r["id"]: r for r in protocol.evaluate()}
+    v5p = [p.id for p in protocol.POINTS if p.run.startswith("maxtext-v5p")]
+    assert sorted(r["id"] for r in rows) == sorted(v5p)
+    for r in rows:
+        assert r["both (the model)"] == pytest.approx(held[r["id"]]["error_points"])
+    # the recomputation only lowers MFU; the overlap only raises it
+    for r in rows:
+        assert r["recompute only"] <= r["neither"] + 1e-9
+        assert r["both (the model)"] >= r["recompute only"] - 1e-9
 
 
 # --- the protocol ---------------------------------------------------------------------------
