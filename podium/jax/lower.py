@@ -1336,6 +1336,11 @@ class _Lower:
                 if isinstance(n, str) and "~m" in n:
                     self.env.pop(n)
             res = self.env[q.outs[0]]
+        if res is None and p == "reshape" and len(shape) == 3 and xs and len(xs[0]) < 3 \
+                and xs[0][:-1] == shape[:len(xs[0]) - 1]:
+            _fail(q.eqn, f"{p} of shapes {xs} -> {shape}: splitting the last axis (into heads) "
+                         f"is not lowered; keep the heads in the parameters (docs/jax.md, "
+                         f"\"Training the ViT\")")
         if res is None:
             _fail(q.eqn, f"{p} of shapes {xs} -> {shape} (rank 3: the front end lowers "
                          f"elementwise operations, broadcasts, reductions, dot_general with "

@@ -343,6 +343,14 @@ def _true_reshape(x):
     return x.reshape(-1) + 1
 
 
+def _heads_by_reshape(x):
+    return jnp.transpose(x.reshape(17, 2, 8), (1, 0, 2))     # (seq, heads * d) -> heads
+
+
+def _heads_by_slice(x):
+    return x[:, :8] * 2                                       # head 0's columns
+
+
 def _batched(a, b):
     return jax.lax.dot_general(a, b, (((2,), (1,)), ((1,), (0,))))
 
@@ -352,6 +360,9 @@ def _batched(a, b):
     (_rank3, [(4, 4)], ["transpose", "(2, 2, 4)", "rank 3"], "jnp.transpose"),
     (_true_reshape, [(4, 4)], ["reshape", "(4, 4) -> (16,)"], "x.reshape"),
     (lambda x: jnp.cumsum(x, axis=1), [(4, 4)], ["cumsum"], None),
+    (_heads_by_reshape, [(17, 16)], ["reshape", "(17, 16)", "(17, 2, 8)", "into heads"],
+     "x.reshape"),
+    (_heads_by_slice, [(17, 16)], ["slice", "not supported"], "x[:, :8]"),
     (lambda x: x.astype(jnp.int32) & 1, [(4, 4)],
      ["convert_element_type", "float32 to int32"], None),
 ])
