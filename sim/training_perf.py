@@ -1,18 +1,26 @@
-"""``make bench training``: a training step of the digits MLP (podium/jax/digits.py: batch 64,
-64-32-10, softmax cross-entropy, SGD) compiled by the JAX front end, on the RTL chip (the
-ViT's TensorCore): cycles per step split into forward, backward and optimizer, and the MXU's
-utilization in the backward GEMMs. Writes docs/results/training.{json,md}.
+"""``make bench training``: training steps compiled by the JAX front end (docs/jax.md).
+Writes docs/results/training.{json,md} and training.png (the loss curves).
 
-Each part is a program of its own, run for 1 and for 3 steps in one loop: the per-step
-figures are the difference over 2 steps (so the loads of constants and weights before the
-loop and the stores after it drop out). Forward: the loss only. Forward + backward: the loss
-and ``jax.grad`` (the gradients carried, so stored once). Step: the SGD update too.
-Backward = (forward + backward) - forward; optimizer = step - (forward + backward).
+- **Step phases** (RTL): a training step of the digits MLP (podium/jax/digits.py: batch 64,
+  64-32-10, softmax cross-entropy, SGD) on the RTL chip (the native path, sim/native.py: the
+  cocotb run's cycles; the ViT's TensorCore): cycles per step split into forward, backward
+  and optimizer, the MXU's utilization in the backward GEMMs, and the cycle model's
+  prediction (podium/cycles.py ``timeline``) of every program next to the RTL's. Each part is
+  a program of its own, run for 1 and for 3 steps in one loop: the per-step figures are the
+  difference over 2 steps (so the loads of constants and weights before the loop and the
+  stores after it drop out). Forward: the loss only. Forward + backward: the loss and
+  ``jax.grad`` (the gradients carried, so stored once). Step: the SGD update too. Backward =
+  (forward + backward) - forward; optimizer = step - (forward + backward).
+- **ViT step** (RTL): the ViT's SGD step (podium/jax/vit.py) for 1 and 3 steps, likewise.
+- **Trained on the RTL**: the 168 SGD steps of the digits MLP from scratch on the RTL chip,
+  every loss and the final weights compared bit for bit with the golden simulator's.
+- **Golden**: the trainings on the golden simulator against jax on CPU (fp32): SGD and Adam
+  (168 steps each), data parallel on the 2x2 and 1x4 pods (the golden pod simulator).
 """
 
 import numpy as np
 
-from .measure import environment, environment_line, table, write_results
+from .measure import environment, environment_line, results_directory, table, write_results
 
 __all__ = ["bench", "render", "PAGE", "PARTS", "BACKWARD_MACS"]
 
@@ -26,6 +34,11 @@ BACKWARD_MACS = (HIDDEN * BATCH * CLASSES          # dW2 = h^T @ dlogits
                  + FEATURES * BATCH * HIDDEN)      # dW1 = x^T @ dh
 """Multiply-accumulates of the backward GEMMs of a step (no gradient of the input)."""
 COUNTERS = ("cycles", "mxu_busy", "vpu_busy", "dma_busy", "mxu_vectors", "retired")
+MODEL = ("model_cycles", "model_mxu", "model_vpu", "model_dma", "model_vectors")
+"""The timeline's figures of a program: cycles, MXU streaming cycles, VPU busy cycles, DMA
+transfer cycles, MXU vectors (the RTL's ``cycles``, ``mxu_busy``, ``vpu_busy``, ``dma_busy``,
+``mxu_vectors``)."""
+SIM = "native"
 
 
 def _part(name):
@@ -45,6 +58,20 @@ def _part(name):
     return jd.sgd_step(jd.SETTINGS.lr), (lambda p: p)
 
 
+def _model(program):
+    from podium.cycles import timeline
+    t = timeline(program)
+    return {"model_cycles": t.cycles, "model_mxu": t.mxu_cycles, "model_vpu": t.vpu_busy,
+            "model_dma": t.dma_cycles, "model_vectors": t.vectors}
+
+
+def _row(program, counters, **extra):
+    return {**extra, "instructions": len(program.words),
+            "operations": program.metadata["operations"],
+            **{k: int(counters.get(k, 0)) for k in COUNTERS},
+            "run_seconds": float(counters.get("run_seconds", 0.0)), **_model(program)}
+
+
 def _measure(name, steps, sim):
     import jax
 
@@ -57,72 +84,242 @@ def _measure(name, steps, sim):
     p0 = jd.init_params(0)
     _, losses, counters = scan(fn, carry(p0), (xs[:steps], ys[:steps]), sim=sim)
     _, ref = jax.lax.scan(fn, carry(p0), (xs[:steps], ys[:steps]))
-    program = scan.last.program
-    return {"part": name, "steps": steps, "instructions": len(program.words),
-            "operations": program.metadata["operations"],
-            "max_loss_diff_vs_jax": float(np.max(np.abs(np.asarray(losses) - np.asarray(ref)))),
-            **{k: int(counters.get(k, 0)) for k in COUNTERS},
-            "run_seconds": float(counters.get("run_seconds", 0.0))}
+    diff = float(np.max(np.abs(np.asarray(losses) - np.asarray(ref))))
+    return _row(scan.last.program, counters, part=name, steps=steps,
+                max_loss_diff_vs_jax=diff)
+
+
+def _vit(steps, sim):
+    from podium.jax import vit as jv
+    r = jv.train(steps=steps, sim=sim)
+    gold = jv.train(steps=steps)
+    same = bool(np.array_equal(r.losses.view(np.uint32), gold.losses.view(np.uint32)) and all(
+        np.array_equal(np.asarray(a).view(np.uint32), np.asarray(b).view(np.uint32))
+        for a, b in zip(_leaves(r.params), _leaves(gold.params), strict=True)))
+    return _row(r.program, r.counters, part="vit_step", steps=steps,
+                max_loss_diff_vs_jax=float(np.max(np.abs(r.losses - r.ref_losses))),
+                max_weight_diff_vs_jax=jv.max_weight_diff(r.params, r.ref_params),
+                bit_exact_with_golden=same, losses=[float(v) for v in r.losses],
+                jax_losses=[float(v) for v in r.ref_losses])
+
+
+def _leaves(tree):
+    import jax
+    return jax.tree.leaves(tree)
+
+
+def _weight_diff(a, b):
+    return max(float(np.max(np.abs(np.asarray(a[k]) - np.asarray(b[k])))) for k in a)
+
+
+def _golden(steps=None):
+    """The trainings on the golden simulator against jax (and the pods against one chip)."""
+    from podium.jax import digits as jd
+    rows, results = [], {}
+    for name, settings in (("sgd", jd.SETTINGS), ("adam", jd.ADAM)):
+        r = jd.train(settings, steps=steps)
+        results[name] = r
+        rows.append({"run": name, "steps": r.steps, "lr": settings.lr,
+                     "instructions": len(r.program.words),
+                     "first_loss": float(r.losses[0]), "jax_first_loss": float(r.ref_losses[0]),
+                     "last_loss": float(r.losses[-1]), "jax_last_loss": float(r.ref_losses[-1]),
+                     "max_loss_diff_vs_jax": float(np.max(np.abs(r.losses - r.ref_losses))),
+                     "max_weight_diff_vs_jax": _weight_diff(r.params, r.ref_params),
+                     "test_accuracy": r.accuracy, "jax_test_accuracy": r.ref_accuracy,
+                     "seconds": round(r.seconds, 1),
+                     "losses": [float(v) for v in r.losses],
+                     "jax_losses": [float(v) for v in r.ref_losses]})
+    one = results["sgd"]
+    for pod in ("2x2", "1x4"):
+        r = jd.train_pod(pod=pod, steps=steps)
+        rows.append({"run": f"pod {pod}", "steps": r.steps, "lr": jd.SETTINGS.lr,
+                     "instructions": len(r.program.words),
+                     "first_loss": float(r.losses[0]), "last_loss": float(r.losses[-1]),
+                     "max_loss_diff_vs_one_chip": float(np.max(np.abs(r.losses - one.losses))),
+                     "max_weight_diff_vs_one_chip": _weight_diff(r.params, one.params),
+                     "steps_bit_equal_to_one_chip": int(np.sum(
+                         r.losses.view(np.uint32) == one.losses.view(np.uint32))),
+                     "chips_identical": bool(r.chips_identical),
+                     "test_accuracy": r.accuracy, "seconds": round(r.seconds, 1)})
+    return rows, one
+
+
+def _rtl_training(gold, steps=None):
+    """The digits MLP's SGD training on the RTL (every step), against the golden run."""
+    from podium.jax import digits as jd
+    r = jd.train(sim=SIM, steps=steps)
+    same_losses = bool(np.array_equal(r.losses.view(np.uint32), gold.losses.view(np.uint32)))
+    same_weights = all(np.array_equal(r.params[k].view(np.uint32), gold.params[k].view(np.uint32))
+                       for k in gold.params)
+    return {"steps": r.steps, "instructions": len(r.program.words),
+            "losses_bit_exact": same_losses, "weights_bit_exact": bool(same_weights),
+            "test_accuracy": r.accuracy, "golden_test_accuracy": gold.accuracy,
+            "first_loss": float(r.losses[0]), "last_loss": float(r.losses[-1]),
+            **{k: int(r.counters.get(k, 0)) for k in COUNTERS},
+            "run_seconds": float(r.counters.get("run_seconds", 0.0)),
+            "run_cpu_seconds": float(r.counters.get("run_cpu_seconds", 0.0))}
+
+
+def _plot(golden, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for row in golden:
+        if "losses" in row:
+            ax.plot(np.arange(1, row["steps"] + 1), row["losses"],
+                    label=f"{row['run'].upper()}, golden simulator")
+            ax.plot(np.arange(1, row["steps"] + 1), row["jax_losses"], ":",
+                    label=f"{row['run'].upper()}, jax on CPU (fp32)")
+    ax.set_xlabel("step (batch 64)")
+    ax.set_ylabel("training loss (cross-entropy)")
+    ax.set_yscale("log")
+    ax.set_title("Digits MLP trained from scratch through the JAX front end")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def bench(quick=False):
-    """Every part for 1 and 3 steps on the RTL; writes docs/results/training.{json,md}."""
-    runs = [_measure(name, steps, "verilator") for name in PARTS for steps in STEPS]
-    write_results(PAGE, {"runs": runs}, environment(), render, quick, steps=list(STEPS),
-                  backward_macs=BACKWARD_MACS, forward_macs=FORWARD_MACS,
-                  lanes=16)
+    """Every part for 1 and 3 steps on the RTL, the ViT's step, the digits MLP trained on the
+    RTL and the golden trainings; writes docs/results/training.{json,md,png}."""
+    runs = [_measure(name, steps, SIM) for name in PARTS for steps in STEPS]
+    vit = [_vit(steps, SIM) for steps in STEPS]
+    steps = 6 if quick else None
+    golden, one = _golden(steps)
+    rtl = _rtl_training(one, steps)
+    write_results(PAGE, {"runs": runs, "vit": vit, "golden": golden}, environment(), render,
+                  quick, steps=list(STEPS), backward_macs=BACKWARD_MACS,
+                  forward_macs=FORWARD_MACS, lanes=16, sim=SIM, rtl_training=rtl)
+    _plot(golden, results_directory(quick) / f"{PAGE}.png")
     return runs
 
 
-def _per_step(data):
-    """Part -> counter -> per-step value (the difference between the runs over the extra
+def _per_step(rows, keys):
+    """Part -> key -> per-step value (the difference between the runs over the extra
     steps)."""
-    lo, hi = data["steps"]
-    by = {(r["part"], r["steps"]): r for r in data["tables"]["runs"]}
-    return {p: {k: (by[(p, hi)][k] - by[(p, lo)][k]) / (hi - lo) for k in COUNTERS}
-            for p in PARTS}
+    by = {(r["part"], r["steps"]): r for r in rows}
+    lo, hi = sorted({r["steps"] for r in rows})
+    return {p: {k: (by[(p, hi)][k] - by[(p, lo)][k]) / (hi - lo) for k in keys}
+            for p in {r["part"] for r in rows}}
+
+
+def _ratio(model, rtl):
+    return f"{model / rtl:.3f}" if rtl else "-"
 
 
 def render(data):
     """The results page (markdown) of the benchmark's JSON ``data``."""
-    per = _per_step(data)
+    keys = COUNTERS + MODEL
+    per = _per_step(data["tables"]["runs"], keys)
     f, fb, s = per["forward"], per["forward_backward"], per["step"]
-    phases = {"forward": f, "backward": {k: fb[k] - f[k] for k in COUNTERS},
-              "optimizer": {k: s[k] - fb[k] for k in COUNTERS}, "step": s}
+    phases = {"forward": f, "backward": {k: fb[k] - f[k] for k in keys},
+              "optimizer": {k: s[k] - fb[k] for k in keys}, "step": s}
     slots = 16 * 16
     bw = phases["backward"]
     util_busy = data["backward_macs"] / (bw["mxu_busy"] * slots)
     util_cycles = data["backward_macs"] / (bw["cycles"] * slots)
     fill = data["backward_macs"] / (bw["mxu_vectors"] * slots)
-    rows = [[name, f"{v['cycles']:,.0f}", f"{100 * v['cycles'] / s['cycles']:.1f}%",
-             f"{v['mxu_busy']:,.0f}", f"{v['vpu_busy']:,.0f}", f"{v['dma_busy']:,.0f}",
+    rows = [[name, f"{v['cycles']:,.0f}", f"{v['model_cycles']:,.0f}",
+             _ratio(v["model_cycles"], v["cycles"]),
+             f"{100 * v['cycles'] / s['cycles']:.1f}%",
+             f"{v['mxu_busy']:,.0f} / {v['model_mxu']:,.0f}",
+             f"{v['vpu_busy']:,.0f} / {v['model_vpu']:,.0f}",
+             f"{v['dma_busy']:,.0f} / {v['model_dma']:,.0f}",
              f"{v['mxu_vectors']:,.0f}", f"{v['retired']:,.0f}"]
             for name, v in phases.items()]
-    runs = [[r["part"], r["steps"], f"{r['cycles']:,}", r["instructions"], r["operations"],
+    runs = [[r["part"], r["steps"], f"{r['cycles']:,}", f"{r['model_cycles']:,}",
+             _ratio(r["model_cycles"], r["cycles"]), r["instructions"], r["operations"],
              f"{r['max_loss_diff_vs_jax']:.2g}", f"{r['run_seconds']:.0f}"]
-            for r in data["tables"]["runs"]]
+            for r in [*data["tables"]["runs"], *data["tables"]["vit"]]]
+    vit = _per_step(data["tables"]["vit"], keys)["vit_step"]
+    v3 = max(data["tables"]["vit"], key=lambda r: r["steps"])
+    rt = data["rtl_training"]
+    gold = {g["run"]: g for g in data["tables"]["golden"]}
+    sgd, adam = gold["sgd"], gold["adam"]
+    pods = [g for g in data["tables"]["golden"] if g["run"].startswith("pod")]
+    golden_rows = [
+        ["first loss", f"{sgd['first_loss']:.4f} (jax {sgd['jax_first_loss']:.4f})",
+         f"{adam['first_loss']:.4f} (jax {adam['jax_first_loss']:.4f})"],
+        ["last loss", f"{sgd['last_loss']:.4f} (jax {sgd['jax_last_loss']:.4f})",
+         f"{adam['last_loss']:.4f} (jax {adam['jax_last_loss']:.4f})"],
+        ["largest loss difference vs jax", f"{sgd['max_loss_diff_vs_jax']:.2g}",
+         f"{adam['max_loss_diff_vs_jax']:.2g}"],
+        ["largest final-weight difference vs jax", f"{sgd['max_weight_diff_vs_jax']:.2g}",
+         f"{adam['max_weight_diff_vs_jax']:.2g}"],
+        ["test accuracy", f"{100 * sgd['test_accuracy']:.1f}% (jax "
+                          f"{100 * sgd['jax_test_accuracy']:.1f}%)",
+         f"{100 * adam['test_accuracy']:.1f}% (jax {100 * adam['jax_test_accuracy']:.1f}%)"],
+        ["instructions", sgd["instructions"], adam["instructions"]],
+        ["simulation s", f"{sgd['seconds']:.0f}", f"{adam['seconds']:.0f}"],
+    ]
+    pod_rows = [[p["run"], p["steps"], f"{p['first_loss']:.7f}", f"{p['last_loss']:.4f}",
+                 f"{p['max_loss_diff_vs_one_chip']:.2g}",
+                 f"{p['max_weight_diff_vs_one_chip']:.2g}",
+                 f"{p['steps_bit_equal_to_one_chip']} of {p['steps']}",
+                 "yes" if p["chips_identical"] else "NO",
+                 f"{100 * p['test_accuracy']:.1f}%", f"{p['seconds']:.0f}"] for p in pods]
+    exact = "bit-exact" if rt["losses_bit_exact"] and rt["weights_bit_exact"] else \
+        "NOT bit-exact"
     return "\n".join([
-        "# Training step on the chip (JAX front end)", "",
+        "# Training on the chip (JAX front end)", "",
         f"Measured by `make bench training` on {environment_line(data['environment'])}.", "",
-        "The digits MLP's training step (podium/jax/digits.py: batch 64, 64-32-10 ReLU, "
-        "softmax cross-entropy, `jax.value_and_grad`, SGD) lowered by the JAX front end "
-        "(docs/jax.md) and run on the RTL chip (Verilator, the ViT's TensorCore: 16 x 16 "
-        "bfloat16 MXU). Each part is its own program run for "
-        f"{data['steps'][0]} and {data['steps'][1]} steps of its loop; per step: the "
-        "difference over the extra steps. Backward = (forward + backward) - forward, "
-        "optimizer = step - (forward + backward). The schedule is sequential (one engine at "
-        "a time), so the phases add up; the programs differ a little besides (the forward + "
-        "backward one copies its gradients into their carried buffers every step, the step "
-        "program does not): the small negative entries.", "",
-        table(["phase", "cycles per step", "share", "MXU busy", "VPU busy", "DMA busy",
-               "MXU vectors", "instructions"], rows), "",
+        "## The digits MLP trained on the RTL chip", "",
+        f"{rt['steps']} SGD steps of the digits MLP (podium/jax/digits.py: batch 64, "
+        "64-32-10 ReLU, softmax cross-entropy, `jax.value_and_grad`, learning rate 0.5) from "
+        f"scratch in one program of {rt['instructions']} instructions on the RTL chip (the "
+        f"native path, sim/native.py; the ViT's TensorCore: 16 x 16 bfloat16 MXU): every "
+        f"step's loss and the final weights **{exact}** with the golden simulator; test "
+        f"accuracy **{100 * rt['test_accuracy']:.1f}%** (golden "
+        f"{100 * rt['golden_test_accuracy']:.1f}%); loss {rt['first_loss']:.4f} at the first "
+        f"step, {rt['last_loss']:.4f} at the last; {rt['cycles']:,} cycles "
+        f"({rt['cycles'] / rt['steps']:,.0f} per step with the loads and stores around the "
+        f"loop), simulated in {rt['run_seconds']:.0f} s ({rt['run_cpu_seconds']:.0f} CPU s, "
+        f"{rt['cycles'] / max(rt['run_cpu_seconds'], 1e-9):,.0f} cycles per CPU second).", "",
+        "## Step phases on the RTL and the cycle model", "",
+        "The same step lowered by the JAX front end (docs/jax.md). Each part is its own "
+        f"program run for {data['steps'][0]} and {data['steps'][1]} steps of its loop; per "
+        "step: the difference over the extra steps. Backward = (forward + backward) - "
+        "forward, optimizer = step - (forward + backward). The schedule is sequential (one "
+        "engine at a time), so the phases add up; the programs differ a little besides (the "
+        "forward + backward one copies its gradients into their carried buffers every step, "
+        "the step program does not): the small negative entries. Model: the engine "
+        "timeline of podium/cycles.py (`timeline`, docs/tensorcore.md \"Cycle model\") of "
+        "the same programs; engine columns: RTL / model (MXU busy against the model's "
+        "streaming cycles, VPU busy, DMA busy against its transfer cycles).", "",
+        table(["phase", "cycles per step", "model", "model / RTL", "share",
+               "MXU busy", "VPU busy", "DMA busy", "MXU vectors", "instructions"], rows), "",
         f"Backward GEMMs (dW2 = h^T dlogits, dh = dlogits W2^T, dW1 = x^T dh): "
         f"{data['backward_macs']:,} multiply-accumulates per step. MXU utilization: "
         f"{100 * util_busy:.1f}% of the MAC slots of the cycles the MXU is busy in the "
         f"backward phase, {100 * fill:.1f}% of the slots of the vectors it streams (the rest "
         f"is padding: every `matmul` is m x 16 x 16, the 10 classes fill 10 of 16 lanes), "
         f"{100 * util_cycles:.1f}% of the backward phase's cycles.", "",
+        "## The ViT's training step", "",
+        "The ViT of podium/workloads/vit.py at width 16 (2 heads of 8, MLP 32, one block; "
+        "podium/jax/vit.py), one image per step, `jax.value_and_grad` of the cross-entropy "
+        "(the backward of attention, softmax, LayerNorm and GELU) and SGD: "
+        f"{vit['cycles']:,.0f} cycles per step on the RTL, model {vit['model_cycles']:,.0f} "
+        f"({_ratio(vit['model_cycles'], vit['cycles'])}); {v3['instructions']} instructions; "
+        f"{v3['steps']} steps "
+        f"{'bit-exact' if v3['bit_exact_with_golden'] else 'NOT bit-exact'} with the golden "
+        f"simulator (losses and weights); losses "
+        f"{', '.join(f'{x:.4f}' for x in v3['losses'])} (jax fp32 "
+        f"{', '.join(f'{x:.4f}' for x in v3['jax_losses'])}).", "",
         "## Runs", "",
-        table(["part", "steps", "cycles", "instructions", "operations",
-               "max loss difference vs jax fp32", "simulation s"], runs), "",
+        table(["part", "steps", "cycles", "model", "model / RTL", "instructions",
+               "operations", "max loss difference vs jax fp32", "simulation s"], runs), "",
+        "## On the golden simulator", "",
+        f"The digits MLP's {sgd['steps']} steps (8 epochs of 21 batches of 64) on the golden "
+        "ISA simulator against jax on CPU in fp32 (the same steps): SGD (learning rate "
+        f"{sgd['lr']}) and Adam (learning rate {adam['lr']}, the moments carried in VMEM). "
+        "Loss curves: [training.png](training.png).", "",
+        table(["", "SGD", "Adam"], golden_rows), "",
+        "Data parallel (`pod_scan`, the golden pod simulator): the SGD step on four chips, "
+        "16 samples each, gradients and loss all-reduced in fp32 (`jax.lax.pmean`), against "
+        "one chip on the full batch:", "",
+        table(["pod", "steps", "first loss", "last loss", "largest loss difference",
+               "largest final-weight difference", "losses bit-equal", "chips identical",
+               "test accuracy", "simulation s"], pod_rows), "",
     ])

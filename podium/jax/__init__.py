@@ -207,7 +207,9 @@ def _shard_map_body(closed, axis, chips, carry, fn=None):
 def jit(fn, sim="golden", config=None, **options):
     """``jit(fn)(*args)`` -> ``(outputs, counters)``: ``fn`` traced on ``args``, compiled to
     one program for ``config`` (default: the ViT's TensorCore) and run on ``sim``
-    ("golden": the ISA simulator; "verilator": the RTL chip); ``outputs`` is ``fn``'s
+    ("golden": the ISA simulator; "native": the RTL chip Verilated with a C++ testbench,
+    sim/native.py, the fast path; "verilator": the RTL chip under cocotb, the same cycles,
+    counters and outputs); ``outputs`` is ``fn``'s
     output pytree with numpy arrays, ``counters`` the run's counters (cycles, mxu_busy, ...).
     ``options`` go to the backend (``max_steps``). ``fn`` is traced and compiled once per
     structure, shapes and dtypes of the arguments; the last call's :class:`Compiled` is

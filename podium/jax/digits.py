@@ -4,7 +4,7 @@ cross-entropy and an SGD (or Adam) update, ``steps`` of them in ONE program
 (:func:`podium.jax.scan`: the step is the loop body, the weights stay in VMEM, every step's
 batch is in HBM and its loss stored back).
 
-    python -m podium.jax.digits [--sim golden|verilator] [--epochs 8] [--optimizer adam]
+    python -m podium.jax.digits [--sim golden|native|verilator] [--epochs 8] [--optimizer adam]
 """
 
 import argparse
@@ -236,7 +236,9 @@ def train_pod(settings=SETTINGS, pod="2x2", steps=None, weights=False, seed=None
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m podium.jax.digits",
                                  description="train the digits MLP on the TensorCore")
-    ap.add_argument("--sim", default="golden", choices=("golden", "verilator"))
+    ap.add_argument("--sim", default="golden", choices=("golden", "native", "verilator"),
+                    help="golden (the ISA simulator), native (the RTL chip, Verilated with a "
+                         "C++ testbench: the fast path), verilator (the RTL chip under cocotb)")
     ap.add_argument("--epochs", type=int, default=SETTINGS.epochs)
     ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"),
                     help="sgd (learning rate 0.5) or adam (0.02)")

@@ -54,6 +54,63 @@ PRIMITIVES = (tuple(_ELEMENTWISE) + ("div",) + _UNARY + _COMPARE
 on the host)."""
 
 _SEM = {"dma": "s0", "mxu": "s1", "vpu": "s2", "ici": "s3"}
+
+_POOL = tuple(f"r{i}" for i in range(2, 16))
+"""The registers of the operands of the step's instructions (r1 counts the steps, r12..r15
+are the loads' and stores'): each holds the last value loaded into it, reused while it is
+known (a straight run of instructions, see :class:`_CachedAsm`)."""
+_KEEP = {"signal", "wait", "vop", "vtrans", "vred", "vcast", "matmul", "mxu.stride",
+         "mxu.shape", "dma.load", "dma.store", "dma.shape", "ici.coll", "vpu.cfg", "halt"}
+"""Instructions that write no general register."""
+
+
+class _CachedAsm(_Asm):
+    """Assembly text that remembers what the operand registers (``_POOL``) and the VPU's
+    ``vpu.cfg`` hold, so an operand already in a register takes no ``li`` and a
+    configuration already set no ``vpu.cfg``. Forgotten at a label (a branch target) and
+    after any instruction that may write a register (not in ``_KEEP``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.forget()
+
+    def forget(self):
+        self.held = {}          # register -> value
+        self.order = []         # least recently used first
+        self.pinned = set()     # registers of the instruction being built
+        self.vcfg = None        # (count, scalar) of the last vpu.cfg, when known
+
+    def __call__(self, line):
+        super().__call__(line)
+        self.pinned = set()
+        op = line.split()[0]
+        if op == "li":
+            self.held.pop(line.split()[1].rstrip(","), None)
+        elif op not in _KEEP:
+            self.forget()
+
+    def place(self, label):
+        super().place(label)
+        self.forget()
+
+    def reg(self, value):
+        """A register of ``_POOL`` holding ``value`` (a ``li`` when none does)."""
+        for r, v in self.held.items():
+            if v == value:
+                self.order.remove(r)
+                self.order.append(r)
+                self.pinned.add(r)
+                return r
+        free = [r for r in _POOL if r not in self.held]
+        r = free[0] if free else next(r for r in self.order if r not in self.pinned)
+        if r in self.held:
+            self.order.remove(r)
+        pinned = self.pinned
+        self(f"li {r}, {value}")
+        self.pinned = pinned | {r}
+        self.held[r] = value
+        self.order.append(r)
+        return r
 """The semaphore of the hand-overs to each engine."""
 _NEG_BIG = -3.4028234663852886e38      # fp32 lowest: the padding of a max reduction
 _TWO_127 = 2.0 ** 127
@@ -292,7 +349,7 @@ class _Lower:
             raise CompileError(f"the JAX front end needs an MXU of row_bytes / 4 = {self.L} "
                                f"rows and columns, the configuration's is "
                                f"{config.mxu.rows} x {config.mxu.cols}")
-        self.e = _Asm()
+        self.e = _CachedAsm()
         self.alloc = _Alloc(config.vmem_bytes // self.rb)
         self.engine = None
         self.consts = {}       # key -> (_Val, float32 array of the physical matrix)
@@ -335,15 +392,17 @@ class _Lower:
             self.e(f"wait {engine}, {_SEM[engine]}")
         self.engine = engine
 
-    def reg(self, value, k):
-        self.e.li(self.t[k], value)
-        return self.t[k]
+    def reg(self, value, k=None):
+        return self.e.reg(value)
 
     def cfg(self, count, scalar=0):
         self.use("vpu")
-        c = self.reg(count, 0)
-        s = self.reg(scalar, 1) if scalar else "r0"
+        if self.e.vcfg == (count, scalar):
+            return
+        c = self.reg(count)
+        s = self.reg(scalar) if scalar else "r0"
         self.e(f"vpu.cfg {c}, {s}, r0")
+        self.e.vcfg = (count, scalar)
 
     def vop(self, op, dst, src1, src2=None, mode=None, count=None, scalar=0, relu=False):
         """``vop op.fp32`` on VMEM byte addresses, ``count`` rows."""
@@ -539,26 +598,25 @@ class _Lower:
             self.e(f"vcast f32_bf16 {d}, {s}")
         out = self.new(a.R, b.C, shape)
         self.use("mxu")
-        e, t = self.e, self.t
-        e.li(t[0], self.rb)
-        e(f"mxu.stride {t[0]}, {t[0]}, {t[0]}")
+        e = self.e
+        r = self.reg(self.rb)
+        e(f"mxu.stride {r}, {r}, {r}")
         M, tile = self.mp(a.R), min(self.cfg_acc(), self.mp(a.R))
         kcs, ncs = self.chunks(a.C), self.chunks(b.C)
         shape_m = None
         for m0 in range(0, M, tile):
             m = min(tile, M - m0)
             if m != shape_m:
-                e.li(t[0], m)
-                e.li(t[1], self.L)
-                e(f"mxu.shape {t[0]}, {t[1]}, {t[1]}")
+                rm, rl = self.reg(m), self.reg(self.L)
+                e(f"mxu.shape {rm}, {rl}, {rl}")
                 shape_m = m
             for nc in range(ncs):
                 for kc in range(kcs):
-                    e.li(t[0], self.addr(ab, kc, m0))
-                    e.li(t[1], self.addr(bb, nc, kc * self.L))
-                    e.li(t[2], self.addr(out, nc, m0))
+                    ra, rb = self.reg(self.addr(ab, kc, m0)), \
+                        self.reg(self.addr(bb, nc, kc * self.L))
+                    ro = self.reg(self.addr(out, nc, m0))
                     flags = (", accumulate" if kc else "") + (", emit" if kc == kcs - 1 else "")
-                    e(f"matmul {t[0]}, {t[1]}, {t[2]}, 0{flags}")
+                    e(f"matmul {ra}, {rb}, {ro}, 0{flags}")
         self.free(ab)
         self.free(bb)
         return out
@@ -1132,7 +1190,14 @@ class _Lower:
         return self.env.pop(o)
 
     def materialize(self, q, v):
-        """A rank-2 stack (slabs of rank 1) as one ``b x n`` value."""
+        """A rank-2 stack (slabs of rank 1) as one ``b x n`` value; a rank-1 stack (slabs
+        of scalars) as a column ``b x 1``."""
+        if len(v.shape) == 1:
+            (b,) = v.shape
+            out = self.zeroed(b, 1, v.shape)
+            for k, s in enumerate(v.slabs):
+                self.vop("copy", self.addr(out, 0, k), self.addr(s, 0), count=1)
+            return out
         b, n = v.shape
         out = self.zeroed(b, n, v.shape)
         temps = []
@@ -1247,6 +1312,8 @@ class _Lower:
                                            for x, s in zip(q.ins, xs, strict=True)],
                                           shape[1:], nd)
                               for k in range(shape[0])], shape, dtype)
+            elif not lb and not rbt and len(shape) <= 2 and all(len(s) <= 2 for s in xs):
+                pass            # a stacked rank-2 operand: materialized below
             else:
                 _fail(q.eqn, f"dimension numbers {q.params['dimension_numbers']}: the front "
                              f"end lowers batch dimension 0 of both operands (one), or none "
@@ -1269,6 +1336,11 @@ class _Lower:
                 if isinstance(n, str) and "~m" in n:
                     self.env.pop(n)
             res = self.env[q.outs[0]]
+        if res is None and p == "reshape" and len(shape) == 3 and xs and len(xs[0]) < 3 \
+                and xs[0][:-1] == shape[:len(xs[0]) - 1]:
+            _fail(q.eqn, f"{p} of shapes {xs} -> {shape}: splitting the last axis (into heads) "
+                         f"is not lowered; keep the heads in the parameters (docs/jax.md, "
+                         f"\"Training the ViT\")")
         if res is None:
             _fail(q.eqn, f"{p} of shapes {xs} -> {shape} (rank 3: the front end lowers "
                          f"elementwise operations, broadcasts, reductions, dot_general with "
@@ -1291,6 +1363,14 @@ class _Lower:
             return v.slabs[0] if isinstance(v, _Stack) else None
         if shape == (1, *xs) and not isinstance(v, _Stack):
             return _Stack([v], shape, dtype)
+        if len(shape) == 3 and shape[0] == 1 and len(xs) < 3 and not isinstance(v, _Stack):
+            # (n,) -> (1, 1, n) and the like (jnp's rank promotion): one slab
+            return _Stack([self.sub(q, [(x, xs)], shape[1:], {"new_sizes": shape[1:],
+                                                              "dimensions": None})],
+                          shape, dtype)
+        if len(xs) == 3 and xs[0] == 1 and len(shape) < 3 and isinstance(v, _Stack):
+            return self.sub(q, [(v.slabs[0], xs[1:])], shape, {"new_sizes": shape,
+                                                               "dimensions": None})
         if len(xs) >= 2 and len(shape) >= 2 and xs[0] == shape[0] and isinstance(v, _Stack):
             return _Stack([self.sub(q, [(s, xs[1:])], shape[1:], {"new_sizes": shape[1:],
                                                                   "dimensions": None})
@@ -1490,17 +1570,30 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
     if at > 1 << 32:
         raise CompileError(f"{name} needs {at} bytes of HBM, past the 32-bit address space")
 
-    t, step_reg = low.t, "r1"
+    step_reg = "r1"
+
+    run_of = {}     # id(asm) -> the DMA's run length as last set there, while known
 
     def dma(e, kind, hbm_addr, vmem_addr, nbytes, per_step):
-        e.dma_shape(nbytes, [], t)
-        e.li(t[0], hbm_addr)
+        # every DMA is one run: dimensions 1..3 of one iteration, set once per text (the
+        # shape persists, docs/tensorcore.md), the run's length when it changes
+        if id(e) not in run_of:
+            one = e.reg(1)
+            for d in (1, 2, 3):
+                e(f"dma.shape {d}, {one}, r0, r0")
+            run_of[id(e)] = None
+        if run_of[id(e)] != nbytes:
+            r = e.reg(nbytes)
+            e(f"dma.shape 0, {r}, r0, r0")
+            run_of[id(e)] = nbytes
+        vm, hb = e.reg(vmem_addr), e.reg(hbm_addr)
         if per_step:
-            e.li(t[2], nbytes)
-            e(f"mul {t[2]}, {step_reg}, {t[2]}")
-            e(f"add {t[0]}, {t[0]}, {t[2]}")
-        e.li(t[1], vmem_addr)
-        e(f"dma.{kind} {t[0]}, {t[1]}, none")
+            n = e.reg(nbytes)
+            x = next(r for r in _POOL if r not in (vm, hb, n))
+            e(f"mul {x}, {step_reg}, {n}")
+            e(f"add {x}, {x}, {hb}")
+            hb = x
+        e(f"dma.{kind} {hb}, {vm}, none")
 
     body = low.e
     low.use("dma")
@@ -1531,14 +1624,13 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
     body(f"signal dma, {_SEM['dma']}")
     body(f"wait dma, {_SEM['dma']}")
     body(f"addi {step_reg}, {step_reg}, 1")
-    body.li(t[0], steps)
-    body(f"bne {step_reg}, {t[0]}, step")
+    body(f"bne {step_reg}, {body.reg(steps)}, step")
     for k in range(carry):
         dma(body, "store", tensors_out[ports_out[k].name].address, low.addr(bufs_in[k]),
             rows_out[k] * rb, False)
     body("halt")
 
-    pro = _Asm()
+    pro = _CachedAsm()
     pro.comment(f"{name}: {steps} step(s), {carry} carried value(s), {len(eqns)} operations; "
                 f"VMEM rows: {low.alloc.high} values, {const_rows} constants")
     pro.li(step_reg, 0)
@@ -1548,6 +1640,8 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
         dma(pro, "load", tensors_in[ports_in[k].name].address, low.addr(bufs_in[k]),
             rows_in[k] * rb, False)
     pro.place("step")
+    if id(pro) in run_of:
+        run_of[id(pro)] = None      # at the loop's head: the body's last DMA set another run
     for k in range(carry, len(ports_in)):
         dma(pro, "load", tensors_in[ports_in[k].name].address, low.addr(bufs_in[k]),
             rows_in[k] * rb, True)

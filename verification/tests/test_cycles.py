@@ -304,3 +304,39 @@ def test_training_rows(part):
     lo, hi = sorted(runs)
     _check((models[hi].cycles - models[lo].cycles) / (hi - lo),
            (runs[hi]["cycles"] - runs[lo]["cycles"]) / (hi - lo), BOUND, f"{part} per step")
+
+
+def _vit_program(steps):
+    import jax
+
+    from podium.jax import compile_fn
+    from podium.jax import vit as jv
+
+    xs, ys = jv.batches(jv.SETTINGS, steps)
+    init = jv.to_heads(jv.W.init_params(jv.SHAPE, jv.SETTINGS.seed))
+
+    def spec(a, lead=0):
+        return jax.ShapeDtypeStruct(np.shape(a)[lead:], np.asarray(a).dtype)
+
+    return compile_fn(jv.sgd_step(jv.SETTINGS.lr), jax.tree.map(spec, init),
+                      jax.tree.map(lambda a: spec(a, 1), (xs, ys)),
+                      carry=len(jax.tree.leaves(init)), steps=steps).program
+
+
+def test_training_vit_rows():
+    """The ViT's training step (docs/results/training.json ``vit``: 1 and 3 steps on the
+    RTL): the timeline plays it, its cycles the bench's model column and within the bound of
+    the RTL's, per program and per step, its MXU vectors the RTL's exactly."""
+    runs = {r["steps"]: r for r in TRAINING["tables"]["vit"]}
+    models = {}
+    for steps, row in runs.items():
+        program = _vit_program(steps)
+        assert len(program.words) == row["instructions"], \
+            "the front end's program is not the one measured: re-run make bench training"
+        models[steps] = timeline(program)
+        assert models[steps].vectors == row["mxu_vectors"]
+        assert models[steps].cycles == row["model_cycles"]
+        _check(models[steps].cycles, row["cycles"], BOUND, f"ViT step, {steps} step(s)")
+    lo, hi = sorted(runs)
+    _check((models[hi].cycles - models[lo].cycles) / (hi - lo),
+           (runs[hi]["cycles"] - runs[lo]["cycles"]) / (hi - lo), BOUND, "ViT per step")

@@ -343,6 +343,14 @@ def _true_reshape(x):
     return x.reshape(-1) + 1
 
 
+def _heads_by_reshape(x):
+    return jnp.transpose(x.reshape(17, 2, 8), (1, 0, 2))     # (seq, heads * d) -> heads
+
+
+def _heads_by_slice(x):
+    return x[:, :8] * 2                                       # head 0's columns
+
+
 def _batched(a, b):
     return jax.lax.dot_general(a, b, (((2,), (1,)), ((1,), (0,))))
 
@@ -352,6 +360,9 @@ def _batched(a, b):
     (_rank3, [(4, 4)], ["transpose", "(2, 2, 4)", "rank 3"], "jnp.transpose"),
     (_true_reshape, [(4, 4)], ["reshape", "(4, 4) -> (16,)"], "x.reshape"),
     (lambda x: jnp.cumsum(x, axis=1), [(4, 4)], ["cumsum"], None),
+    (_heads_by_reshape, [(17, 16)], ["reshape", "(17, 16)", "(17, 2, 8)", "into heads"],
+     "x.reshape"),
+    (_heads_by_slice, [(17, 16)], ["slice", "not supported"], "x[:, :8]"),
     (lambda x: x.astype(jnp.int32) & 1, [(4, 4)],
      ["convert_element_type", "float32 to int32"], None),
 ])
@@ -543,6 +554,23 @@ def test_digits_training_rtl_matches_golden():
     assert rtl.counters["cycles"] > 0
 
 
+@pytest.mark.slow
+def test_digits_trained_on_the_rtl():
+    """The digits MLP trained from scratch on the RTL chip (the native path): the 168 SGD
+    steps in one program, every step's loss and the final weights bit-exact with the golden
+    simulator, test accuracy >= 95%."""
+    rtl = jd.train(sim="native")
+    gold = jd.train(sim="golden")
+    print(f"accuracy {rtl.accuracy}; {rtl.counters['cycles']} cycles for {rtl.steps} steps, "
+          f"{rtl.counters['run_seconds']:.0f} s")
+    assert rtl.steps == 168
+    assert np.array_equal(rtl.losses.view(np.uint32), gold.losses.view(np.uint32))
+    for k in gold.params:
+        assert np.array_equal(rtl.params[k].view(np.uint32), gold.params[k].view(np.uint32)), k
+    assert rtl.accuracy >= 0.95
+    assert rtl.counters["mxu_vectors"] > 0
+
+
 def _mixed(x, y):
     """The lowerings training does not use: reciprocal, rsqrt, sqrt, argmax, argmin,
     reduce_min, integer_pow, a bfloat16 round trip, a row-to-column vector, logic."""
@@ -556,18 +584,29 @@ def _mixed(x, y):
 
 @pytest.mark.slow
 def test_primitives_rtl_matches_golden(seed):
-    """A function of the primitives training does not use, on the RTL chip: bit-exact with
-    the golden simulator."""
+    """A function of the primitives training does not use, on the RTL chip under cocotb
+    (``sim="verilator"``) and on its native path (``sim="native"``): both bit-exact with
+    the golden simulator, the native run's cycles and counters the cocotb run's."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((20, 37)).astype(np.float32)
     y = (rng.standard_normal((20, 37)) + 3).astype(np.float32)
     rtl, counters = jit(_mixed, sim="verilator")(x, y)
+    native, ncounters = jit(_mixed, sim="native")(x, y)
     gold, _ = jit(_mixed)(x, y)
-    for r, g in zip(rtl, gold, strict=True):
+    for r, n, g in zip(rtl, native, gold, strict=True):
         assert np.array_equal(np.asarray(r).view(np.uint32), np.asarray(g).view(np.uint32))
+        assert np.array_equal(np.asarray(n).view(np.uint32), np.asarray(g).view(np.uint32))
     assert counters["cycles"] > 0
+    chip = {k for k in counters if not k.endswith("_seconds")}
+    assert {k: ncounters[k] for k in chip} == {k: counters[k] for k in chip}
     ref = _mixed(x, y)
     assert np.array_equal(gold[1], np.asarray(ref[1]))
+
+
+def test_native_backend_refused_when_unknown():
+    """An unknown backend is refused by name before anything runs."""
+    with pytest.raises(ValueError, match="sim must be one of"):
+        jit(lambda a: a + 1, sim="nonesuch")(np.ones((2, 2), np.float32))
 
 
 # ---------------------------------------------------------------------------------------
@@ -697,3 +736,74 @@ def test_digits_data_parallel_on_pod(pod):
     assert diff[0] <= 4 * EPS * 3 and diff.max() <= POD_LOSS_TOLERANCE
     assert r.accuracy >= 0.95
 
+
+
+# ---------------------------------------------------------------------------------------
+# The ViT's training step (podium/jax/vit.py)
+
+
+def test_vit_model_is_the_workloads():
+    """The front end's ViT (per-head parameters) is the workload's: the parameters convert
+    both ways exactly, and jax's loss and gradients of it equal the workload's hand-written
+    float64 backward (podium/workloads/vit.py) within fp32 rounding."""
+    from podium.jax import vit as jv
+    from podium.workloads import vit as W
+    p = W.init_params(jv.SHAPE, 3)
+    ph = jv.to_heads(p)
+    back = jv.from_heads(ph)
+    assert list(back) == list(p) and all(np.array_equal(back[k], p[k]) for k in p)
+    xs, ys = jv.batches(jv.Settings(batch=4), 1)
+    value, grads = jax.value_and_grad(jv.loss)(ph, xs[0], ys[0])
+    ref_loss, ref = W.loss_and_grads(p, xs[0], np.argmax(ys[0], axis=1), jv.SHAPE)
+    assert abs(float(value) - ref_loss) <= 1e-5 * max(1, abs(ref_loss))
+    g = jv.from_heads(jax.tree.map(np.asarray, grads))
+    for k in ref:
+        err = np.max(np.abs(g[k] - ref[k]))
+        assert err <= 1e-5 * max(1.0, np.max(np.abs(ref[k]))), (k, err)
+
+
+VIT_LOSS_TOLERANCE = 0.05
+"""Every step's loss on the chip within this of jax's fp32 loss (the MXU's bfloat16
+operands; measured 0.011 on the first steps)."""
+
+
+def test_vit_training_on_golden():
+    """A few SGD steps of the ViT (attention, softmax, LayerNorm, GELU and their backward)
+    in one program on the golden simulator: every loss within VIT_LOSS_TOLERANCE of jax in
+    fp32; one step's loss and new weights against jax evaluating the same jaxpr with every
+    dot_general's operands rounded to bfloat16 (the MXU rule) within 1e-4 max(1, |y|) on at
+    least 99% of the elements."""
+    from podium.jax import vit as jv
+    r = jv.train(steps=3)
+    print(f"losses {r.losses} (jax {r.ref_losses}); {len(r.program.words)} instructions")
+    assert r.losses.shape == (3,) and len(r.program.words) <= 4096
+    assert np.max(np.abs(r.losses - r.ref_losses)) <= VIT_LOSS_TOLERANCE
+    xs, ys = jv.batches(jv.SETTINGS, 1)
+    p0 = jv.to_heads(jv.W.init_params(jv.SHAPE, 0))
+    step = jv.sgd_step(jv.SETTINGS.lr)
+    (new, value), _ = jit(step)(p0, (xs[0], ys[0]))
+    flat_args, _ = jax.tree.flatten((p0, (xs[0], ys[0])))
+    tree = jax.tree.structure((p0, (xs[0], ys[0])))
+
+    def flat_step(*a):
+        return jax.tree.leaves(step(*jax.tree.unflatten(tree, a)))
+    emul = _bf16_operands(flat_step, *flat_args)
+    got = jax.tree.leaves((new, value))
+    close = np.concatenate([(np.abs(np.asarray(y) - e) <= 1e-4 * np.maximum(1, np.abs(e)))
+                            .ravel() for y, e in zip(got, emul, strict=True)])
+    print(f"{np.mean(close):.4f} of {close.size} elements within 1e-4 of the emulation")
+    assert np.mean(close) >= 0.99
+
+
+@pytest.mark.slow
+def test_vit_training_rtl_matches_golden():
+    """Three ViT training steps on the RTL chip (native path, the ViT's TensorCore): every
+    loss and every weight bit-exact with the golden simulator."""
+    from podium.jax import vit as jv
+    rtl = jv.train(steps=3, sim="native")
+    gold = jv.train(steps=3)
+    print(f"{rtl.counters['cycles']} cycles for 3 steps, {rtl.counters['run_seconds']:.0f} s")
+    assert np.array_equal(rtl.losses.view(np.uint32), gold.losses.view(np.uint32))
+    for a, b in zip(jax.tree.leaves(rtl.params), jax.tree.leaves(gold.params), strict=True):
+        assert np.array_equal(np.asarray(a).view(np.uint32), np.asarray(b).view(np.uint32))
+    assert rtl.counters["mxu_vectors"] > 0
