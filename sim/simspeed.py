@@ -207,8 +207,9 @@ def _targets(data, by):
     for r in data["tables"]["runs"]:
         if r["workload"].startswith("digits demo"):
             out.append([f"`podium run` of the cached demo under {limit:.0f} s: {r['path']}",
-                        f"{r['command_seconds']:.1f} s wall, {r['command_cpu_seconds']:.1f} s "
-                        f"CPU", _met(r["command_seconds"] < limit)])
+                        f"{r['command_cpu_seconds']:.1f} s CPU, {r['command_seconds']:.1f} s "
+                        f"wall", f"{_met(r['command_cpu_seconds'] < limit)} (CPU), "
+                        f"{_met(r['command_seconds'] < limit)} (wall)"])
     return out
 
 
