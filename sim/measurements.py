@@ -194,7 +194,8 @@ def _hbm_peak(chip):
 def _tensorcore_gemm(config, seed, *, n, bw):
     from sim.tensorcore_perf import measure_gemm
 
-    return measure_gemm(config, n, np.random.default_rng(seed), bw or _hbm_peak(config))
+    return measure_gemm(config, n, np.random.default_rng(seed), bw or _hbm_peak(config),
+                        sim="verilator")   # any chip of the sweep (native: HBM chips only)
 
 
 def _digits(config, seed):

@@ -53,7 +53,7 @@ __all__ = ["native", "build_native", "NativeBuild", "MAX_CYCLES", "CYCLES_PER_SE
 
 MAIN = Path(__file__).with_name("native_main.cpp")
 CYCLES_PER_SECOND = 100_000
-"""The default chip's simulated speed on this path per CPU second, roughly: 100-116k measured
+"""The default chip's simulated speed on this path per CPU second, roughly: 101-120k measured
 (docs/results/simspeed.md); a shared machine's wall clock runs slower."""
 MAX_CYCLES = 100_000_000
 """The default cycle budget of a native run: about 17 minutes at :data:`CYCLES_PER_SECOND`."""

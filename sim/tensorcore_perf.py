@@ -4,7 +4,11 @@ cost; writes docs/results/tensorcore.md and tensorcore.json.
 
 Every run is a compiled program (podium/compiler.py) on the RTL chip in Verilator, the HBM
 controller in its benchmark configuration behind the golden device model, its result checked
-against the reference (numpy for int8, the MXU golden model's bits for bfloat16).
+against the reference (numpy for int8, the MXU golden model's bits for bfloat16). The runs take
+the native path (:data:`PATH`, sim/native.py: a C++ host and HBM device, the golden device
+model checking the HBM command trace after the run), which gives the cocotb run's cycle counts,
+counters and outputs exactly (verification/tests/test_native.py cross-checks them) at several
+times its speed; every row of the JSON and the page names the path that produced it.
 """
 
 import statistics
@@ -17,24 +21,27 @@ from podium import compiler
 from podium.cycles import gemm_cycles
 from podium.program import DTYPES, Program
 from podium.runner import run
-from sim import programs  # noqa: F401  (registers the verilator backend)
+from sim import programs  # noqa: F401  (registers the verilator and native backends)
 from sim.hbm_perf import measured_rate
 from sim.measure import (
-    REPEATS,
     environment,
     environment_line,
     median_seconds,
     table,
     write_results,
 )
-from sim.runner import build
+from sim.native import build_native
 from spec.chip import ChipConfig
 from spec.hbm import BENCH_CONFIG
 from spec.isa import Op
 from spec.mxu import MXUConfig
 from spec.tensorcore import TensorCoreConfig
 
-__all__ = ["bench", "render", "bench_chip", "measure_gemm", "FIRST_BEAT"]
+__all__ = ["bench", "render", "bench_chip", "measure_gemm", "FIRST_BEAT", "PATH"]
+
+PATH = "native"
+"""The run path of every workload (podium/runner.py's backend): ``native`` runs the cocotb
+path's cycles (``verilator``, flow none_none) with the golden checks kept, faster."""
 
 FIRST_BEAT = 60
 """The model's first-beat latency of a DMA transfer, in cycles: AR through the controller's
@@ -56,14 +63,15 @@ def _inputs(program, rng):
             for name, t in program.inputs.items()}
 
 
-def measure_gemm(chip, n, rng, bw):
+def measure_gemm(chip, n, rng, bw, sim=PATH):
     """An n x n x n GEMM compiled for ``chip``'s TensorCore, inputs from ``rng``, run on the RTL
-    chip and checked; cycles, utilization against the roofline at ``bw`` bytes/cycle of HBM,
-    the cycle model's prediction, counters and wall times as a dict."""
+    chip on run path ``sim`` (``native`` or ``verilator``: the same cycles) and checked;
+    cycles, utilization against the roofline at ``bw`` bytes/cycle of HBM, the cycle model's
+    prediction, counters, the path and wall times as a dict."""
     tc = chip.tensorcore
     program = compiler.gemm(tc, n, n, n)
     inputs = _inputs(program, rng)
-    result, outputs = run(program, inputs, sim="verilator", chip=chip, max_steps=50_000_000)
+    result, outputs = run(program, inputs, sim=sim, chip=chip, max_steps=50_000_000)
     assert result.status == "done", f"{n}^3 {tc.mxu.fmt}: {result.error.name}"
     want = compiler.gemm_reference(tc, inputs["A"], inputs["B"])
     assert np.array_equal(compiler.result_bits(tc, outputs["C"]), want), "wrong result"
@@ -74,15 +82,18 @@ def measure_gemm(chip, n, rng, bw):
     bound = min(1.0, n ** 3 / compulsory * bw / peak)   # of the MXU's peak
     util = n ** 3 / (c["cycles"] * peak)
     model = gemm_cycles(program, bw=bw, latency=FIRST_BEAT)
-    return {"m": n, "k": n, "n": n, "format": tc.mxu.fmt, "rows": R, "cols": R,
+    return {"m": n, "k": n, "n": n, "format": tc.mxu.fmt, "rows": R, "cols": R, "path": sim,
             "tiling": program.metadata["tiling"], "cycles": c["cycles"],
             "utilization": util, "roofline": bound, "roofline_fraction": util / bound,
             "mxu_busy_fraction": c["mxu_vectors"] / c["cycles"],
             "exposed_dma_fraction": c["mxu_starved"] / c["cycles"],
             "bytes_read": c["bytes_read"], "bytes_written": c["bytes_written"],
             "model_cycles": model.cycles, "model_error": c["cycles"] / model.cycles - 1,
-            "run_seconds": c["run_seconds"], "build_seconds": c["build_seconds"],
-            "cycles_per_second": c["cycles"] / c["run_seconds"]}
+            "run_seconds": c["run_seconds"], "run_cpu_seconds": c.get("run_cpu_seconds"),
+            "check_seconds": c.get("check_seconds"), "build_seconds": c["build_seconds"],
+            "cycles_per_second": c["cycles"] / c["run_seconds"],
+            "cycles_per_cpu_second": (c["cycles"] / c["run_cpu_seconds"]
+                                      if c.get("run_cpu_seconds") else None)}
 
 
 def _bare(program):
@@ -106,34 +117,43 @@ def _epilogue(chip, n, rng):
     inputs = _inputs(program, rng)
     cycles = []
     for variant in (program, _bare(program)):
-        result, _ = run(variant, inputs, sim="verilator", chip=chip, max_steps=50_000_000)
+        result, _ = run(variant, inputs, sim=PATH, chip=chip, max_steps=50_000_000)
         assert result.status == "done", result.error.name
         cycles.append(result.counters["cycles"])
-    return {"m": n, "k": n, "n": n, "cycles": cycles[0], "bare_cycles": cycles[1],
+    return {"m": n, "k": n, "n": n, "path": PATH, "cycles": cycles[0], "bare_cycles": cycles[1],
             "epilogue_cost": cycles[0] / cycles[1] - 1}
 
 
 def _tool_cost(chip, repeats):
+    """Chip generation (uncached) and ``repeats`` forced builds of the native simulator
+    (the :data:`PATH` builds the runs then use)."""
     gen = median_seconds(lambda: generate("chip", chip), repeats)
     design = generate("chip", chip)
-    builds = [build(design, force=True) for _ in range(repeats)]
-    return {"generate_seconds": gen,
+    builds = [build_native(design, chip, force=True) for _ in range(repeats)]
+    return {"path": PATH, "generate_seconds": gen,
             "build_seconds": statistics.median(b.seconds for b in builds),
             "builds_seconds": [b.seconds for b in builds],
+            "builds_cpu_seconds": [b.cpu for b in builds],
             "peak_build_bytes": max(b.peak_rss for b in builds),
             "verilog_bytes": len(design.verilog)}
 
 
 def bench(quick=False, sizes=(512, 1024), formats=("int8", "bfloat16"), epilogue_n=512,
-          repeats=REPEATS):
+          repeats=1):
     """GEMMs of every size in ``sizes`` cubed in every format of ``formats`` (128^3 int8 with
     ``quick``) on a 16 x 16 MXU (8 x 8 with ``quick``), the epilogue's cost on an
-    ``epilogue_n`` layer, tool cost (``repeats`` forced builds of each format's chip, none with
-    0); writes docs/results/tensorcore.json and its page tensorcore.md."""
+    ``epilogue_n`` layer, tool cost (``repeats`` forced native builds of each format's chip,
+    measured first so that the runs use the last of them; none with 0: the runs then build
+    or find their builds); writes docs/results/tensorcore.json and its page
+    tensorcore.md."""
     env = environment()
     rng = np.random.default_rng(1)
     bw, bw_source = measured_rate("seq_read", quick, "tensorcore")
     size = 8 if quick else 16
+    costs = [{"format": fmt, **_tool_cost(bench_chip(fmt, size), 1 if quick else repeats)}
+             for fmt in (["int8"] if quick else formats if repeats else [])]
+    for c in costs:
+        print(f"tool cost: {c}", flush=True)
     plan = [("int8", 128)] if quick else [(f, n) for n in sizes
                                           for f in formats]
     gemms = []
@@ -144,10 +164,6 @@ def bench(quick=False, sizes=(512, 1024), formats=("int8", "bfloat16"), epilogue
               flush=True)
     epilogue = [_epilogue(bench_chip("int8", size), 128 if quick else epilogue_n, rng)]
     print(f"epilogue: {epilogue[-1]}", flush=True)
-    costs = [{"format": fmt, **_tool_cost(bench_chip(fmt, size), 1 if quick else repeats)}
-             for fmt in (["int8"] if quick else formats if repeats else [])]
-    for c in costs:
-        print(f"tool cost: {c}", flush=True)
     write_results("tensorcore", {"gemm": gemms, "epilogue": epilogue, "tool_cost": costs},
                   env, render, quick, hbm_bandwidth={"bytes_per_cycle": bw, "from": bw_source},
                   mxu={"rows": size, "cols": size})
@@ -161,21 +177,26 @@ def render(data):
     gemm_table = table(
         ["M=K=N", "format", "tiling tm x tk x tn", "cycles", "MXU utilization", "roofline",
          "of roofline", "MXU busy", "exposed DMA", "model cycles", "RTL vs model",
-         "HBM read / written, bytes", "cycles/s"],
+         "HBM read / written, bytes", "path", "cycles/s (run wall, CPU)"],
         [[g["m"], g["format"], " x ".join(map(str, g["tiling"])), g["cycles"],
           f"{100 * g['utilization']:.1f}%", f"{100 * g['roofline']:.1f}%",
           f"{100 * g['roofline_fraction']:.1f}%", f"{100 * g['mxu_busy_fraction']:.1f}%",
           f"{100 * g['exposed_dma_fraction']:.2f}%", g["model_cycles"],
           f"{100 * g['model_error']:+.2f}%", f"{g['bytes_read']} / {g['bytes_written']}",
-          f"{g['cycles_per_second']:,.0f}"] for g in gemms])
-    epi_table = table(["M=K=N", "cycles with epilogue", "without", "cost"],
-                      [[e["m"], e["cycles"], e["bare_cycles"], f"{100 * e['epilogue_cost']:.2f}%"]
-                       for e in epilogue])
-    cost_table = table(["format", "chip generation, s", "Verilator build, s (median)",
-                        "builds, s", "peak build memory, GiB", "Verilog, MB"],
-                       [[c["format"], f"{c['generate_seconds']:.1f}",
+          g["path"], f"{g['cycles_per_second']:,.0f}, " + (
+              f"{g['cycles_per_cpu_second']:,.0f}" if g["cycles_per_cpu_second"] else "-")]
+         for g in gemms])
+    epi_table = table(["M=K=N", "cycles with epilogue", "without", "cost", "path"],
+                      [[e["m"], e["cycles"], e["bare_cycles"], f"{100 * e['epilogue_cost']:.2f}%",
+                        e["path"]] for e in epilogue])
+    cost_table = table(["format", "path", "chip generation, s", "Verilator build, s (median)",
+                        "builds, s", "builds, CPU s (Verilator, C++)", "peak build memory, GiB",
+                        "Verilog, MB"],
+                       [[c["format"], c["path"], f"{c['generate_seconds']:.1f}",
                          f"{c['build_seconds']:.1f}",
                          " / ".join(f"{b:.1f}" for b in c["builds_seconds"]),
+                         " / ".join(", ".join(f"{x:.0f}" for x in b)
+                                    for b in c["builds_cpu_seconds"]),
                          f"{c['peak_build_bytes'] / 2**30:.2f}",
                          f"{c['verilog_bytes'] / 1e6:.1f}"] for c in costs])
     text = f"""# TensorCore benchmark results
@@ -187,6 +208,13 @@ HBM controller in its benchmark configuration (`BENCH_CONFIG`, 2 pseudo-channels
 one AXI port: the DMA's) behind the golden device model. Each GEMM is a compiled program
 (`podium/compiler.py`, tiles chosen by its cost model) run from `start` to `done`; the result
 is checked against numpy (int8) or the MXU golden model's bits (bfloat16).
+
+Path: the run path that produced each row ("path"). `native` is sim/native.py (`podium run
+--sim native`): the Verilated chip clocked by a C++ host, an HBM device at the golden device
+model's timing, the golden model checking the HBM command trace after the run; its cycles,
+counters and outputs are the cocotb run's (`verilator`, flow `none_none`) exactly
+(verification/tests/test_native.py). Cycles/s: the cycle counter over the simulator's wall
+time and over its CPU time (the machine is shared: CPU time is the steadier figure).
 
 * MXU utilization = M*K*N / (cycles x rows x cols). Roofline = min(1, arithmetic intensity x
   HBM bandwidth / MXU peak), the arithmetic intensity M*K*N MACs over the compulsory bytes
@@ -210,7 +238,8 @@ requantization on the VPU) against the same program with the VPU's epilogue inst
 
 ## Tool cost
 
-Chip generation (Python + Yosys) and Verilator build (verilate + C++ compile), builds forced.
+Chip generation (Python + Yosys) and the build of the path's simulator (verilate + C++
+compile), builds forced; the runs above used the last build.
 
 {cost_table if costs else "Not measured in this run (no forced builds were asked for)."}
 """

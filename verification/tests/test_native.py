@@ -5,7 +5,7 @@ HBM command trace, which the golden device model checks after the run.
 
 The chip is the default one, which the regression builds for cocotb anyway (test_chip,
 test_tools); the native build of the same Verilog adds one Verilator run and one C++ compile
-(82 CPU seconds, docs/results/simspeed.md)."""
+(72 CPU seconds, docs/results/simspeed.md)."""
 
 import numpy as np
 import pytest
