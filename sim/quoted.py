@@ -38,9 +38,6 @@ ELSEWHERE = {
     "98.89%": "the ViT's accuracy, float64 and on the RTL chip: the ViT demo's report "
               "(`make demo ARGS=\"--model vit\"`), docs/tensorcore.md's ViT section; no "
               "results page",
-    "96.2%": "the JAX digits training's test accuracy (podium and jax): docs/jax.md's tables "
-             "(test_digits_training_on_golden in verification/tests/test_jax_frontend.py "
-             "holds it at least 95%); no results page",
 }
 """README's headline figures that no results page holds, each with where it comes from."""
 
