@@ -44,6 +44,7 @@ from amaranth.hdl import (
 from amaranth.lib import data
 
 from hdl.hbm import ecc
+from hdl.hbm.axi_port import AxiPort
 from hdl.ici.allocator import Allocator
 from hdl.ici.input import InputUnit, meta_layout
 from hdl.ici.link import LinkRx, LinkTx
@@ -52,9 +53,11 @@ from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from hdl.sparsecore.split import WRITES_IN_FLIGHT, Split4K
+from hdl.tensorcore.dma import DMA
 from sim.progress import first_proof
 from sim.properties import (
     allocator_rules,
+    axi4_protocol,
     axi4_rules,
     axilite_rules,
     delivery_order,
@@ -67,8 +70,11 @@ from sim.properties import (
     stream_order,
 )
 from sim.runner import BUILD, locked
+from spec.hbm import HBMConfig
 from spec.ici import ICIConfig
+from spec.mxu import MXUConfig
 from spec.sparsecore import SparseCoreConfig
+from spec.tensorcore import TensorCoreConfig
 
 __all__ = ["PropertySet", "SETS", "COVERED", "Outcome", "prove", "cover", "tools_dir", "main"]
 
@@ -489,6 +495,86 @@ def _split_harness(split=None, w=False):
     return m
 
 
+DMA_CFG = TensorCoreConfig(mxu=MXUConfig(rows=2, cols=2), vmem_bytes=1024, vmem_banks=1,
+                           axi_data_width=64, axi_addr_width=13, axi_id_width=1, dma_ids=2,
+                           dma_bursts=2, max_burst=4, vmath=False)
+"""The DMA of the ``dma-axi`` set: 64-bit beats, bursts of up to 4 beats, 2 IDs, 2 bursts in
+flight, a VMEM of 1 KiB (rows of 8 bytes)."""
+
+
+def _dma_harness(dma=None, cfg=DMA_CFG):
+    """The TensorCore's DMA as an AXI4 manager: its commands, VMEM ports, flush and every
+    response channel free, the subordinate's rules assumed."""
+    m = Module()
+    m.submodules.dut = dut = dma if dma is not None else DMA(cfg)
+    free_inputs(m, dut)
+    # The sequencer hands the DMA checked transfers only (docs/tensorcore.md, DMA_ALIGN).
+    c, shift = dut.cmd.payload, (cfg.beat_bytes - 1).bit_length()
+    checked = Cat(c.hbm[:shift] == 0, c.vmem[:shift] == 0, c.run[:shift] == 0, c.run != 0,
+                  *[c.hstride[d][:shift] == 0 for d in range(len(c.count))],
+                  *[c.vstride[d][:shift] == 0 for d in range(len(c.count))],
+                  *[c.count[d] != 0 for d in range(len(c.count))]).all()
+    m.d.comb += Assume(~dut.cmd.valid | checked,
+                       "dma.cmd: a checked transfer (beat-aligned, run and counts not zero)")
+    axi4_protocol(m, dut.axi, checked="manager", outstanding=cfg.dma_bursts, name="dma.axi")
+    return m
+
+
+PORT_CFG = HBMConfig(id_width=1, id_lanes=2, rob_depth=4, write_bursts=2)
+"""The HBM port of the ``hbm-port`` set: 1-bit IDs in 2 lanes, 4 read beats and 2 write
+bursts per lane in flight (the rest the default controller's)."""
+
+PORT_OUTSTANDING = 2
+"""Bursts of each kind the manager keeps open in the ``hbm-port`` set."""
+
+
+def _memory(m, req, ret, slots, name):
+    """The crossbar and the pseudo-channels behind a port, as the port sees them: requests
+    taken when they like (a free ``ready``, while one of ``slots`` is free), each answered once,
+    with its tag, in any order and at any time after (free choice of slot and cycle); the
+    response's data and error bit free."""
+    held = [Signal(name=f"{name}_held{k}") for k in range(slots)]
+    tags = [Signal(len(ret.payload.tag), name=f"{name}_tag{k}") for k in range(slots)]
+    free = Signal(range(slots + 1), name=f"{name}_free")
+    for k in reversed(range(slots)):
+        with m.If(~held[k]):
+            m.d.comb += free.eq(k)
+    full = Cat(*held).all()
+    m.d.comb += req.ready.eq(AnySeq(1) & ~full)
+    pick = AnySeq(range(slots))
+    m.d.comb += [
+        Assume(pick < slots, f"{name}: a slot of the model"),
+        ret.valid.eq(AnySeq(1) & Cat(*held).bit_select(pick, 1)),
+        ret.payload.tag.eq(Cat(*tags).word_select(pick, len(ret.payload.tag))),
+    ]
+    for field in ("data", "err"):
+        if hasattr(ret.payload, field):
+            f = getattr(ret.payload, field)
+            m.d.comb += f.eq(AnySeq(len(f)))
+    for k in range(slots):
+        with m.If(ret.valid & (pick == k)):
+            m.d.sync += held[k].eq(0)
+        with m.If(req.valid & req.ready & (free == k)):
+            m.d.sync += [held[k].eq(1), tags[k].eq(req.payload.req.tag)]
+
+
+def _port_harness(port=None, cfg=PORT_CFG):
+    """One AXI4 port of the HBM controller as a subordinate: its AXI manager free under the
+    manager's rules, the memory behind it a model that answers each request once, by tag."""
+    m = Module()
+    m.submodules.dut = dut = port if port is not None else AxiPort(cfg)
+    for name in ("awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata", "wstrb",
+                 "wlast", "wvalid", "bready", "arid", "araddr", "arlen", "arsize", "arburst",
+                 "arvalid", "rready"):
+        v = Value.cast(getattr(dut.axi, name))
+        m.d.comb += v.eq(AnySeq(len(v)))
+    _memory(m, dut.rreq, dut.rret, 2, "hbm.mem.r")
+    _memory(m, dut.wreq, dut.bret, 2, "hbm.mem.w")
+    axi4_protocol(m, dut.axi, checked="subordinate", outstanding=PORT_OUTSTANDING,
+                  name="hbm.axi")
+    return m
+
+
 SETS = {s.name: s for s in [
     PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 11,
                 "every state of the queue and its tracker (pointers, level, all 4 entries, "
@@ -541,6 +627,10 @@ SETS = {s.name: s for s in [
                 "beats and bursts that start within them; the wlast of a part comes from one "
                 "comparison against the part's length, the same for every length",
                 fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("dma-axi", "hdl/tensorcore/dma.py DMA (64-bit, 2 IDs, 2 bursts of <= 4)",
+                _dma_harness, "bmc", 10, "TBD", engine="smtbmc --nomem z3"),
+    PropertySet("hbm-port", "hdl/hbm/axi_port.py AxiPort (1-bit IDs, 2 lanes)",
+                _port_harness, "bmc", 10, "TBD", engine="smtbmc --nomem z3"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "
                 "same state as a fresh burst of n beats (taken in one cycle): every reachable "

@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
            "axi4_rules", "split_rules", "split_w_rules", "allocator_rules", "delivery_order",
-           "served_within"]
+           "served_within", "axi4_protocol"]
 
 
 def free_inputs(m, component):
@@ -446,3 +446,128 @@ def served_within(m, waiting, served, bound, *, shown=None, name):
                            f"{name}: request {k} served within {bound} cycles")
         worst.append(w & s & (age == shown - 1))
     m.d.comb += Cover(Cat(*worst).any(), f"{name}: a request served in its cycle {shown}")
+
+
+class _Fifo:
+    """A shift-register FIFO of the property side (not the design's): ``depth`` entries of
+    ``width`` bits, ``push`` writes ``value``, ``pop`` drops ``head``; ``count`` may reach
+    ``depth + 1`` (an overflow, which the caller's limit assertion catches)."""
+
+    def __init__(self, m, name, width, depth, push, value, pop):
+        self.entries = [Signal(width, name=f"{name}{k}") for k in range(depth)]
+        self.count = Signal(range(depth + 2), name=f"{name}_n")
+        self.head = self.entries[0]
+        slot = Mux(pop, self.count - 1, self.count)     # where a push lands
+        for k, entry in enumerate(self.entries):
+            shifted = Mux(pop, self.entries[k + 1], entry) if k + 1 < depth else entry
+            m.d.sync += entry.eq(Mux(push & (slot == k), value, shifted))
+        m.d.sync += self.count.eq(self.count + push - pop)
+
+
+def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
+    """The AXI4 rules on ``bus`` with per-ID tracking, from either side: ``checked`` is
+    ``"manager"`` (the block drives AW, W and AR: the manager's rules asserted, the
+    subordinate's assumed) or ``"subordinate"`` (the other way round).
+
+    Manager's rules: AW, W and AR valid held until ready, payload stable; an INCR burst does
+    not cross 4 KiB; beats no wider than the bus; no W beat before its burst's AW (AXI allows
+    it; no Podium manager does it, and a subordinate proved here is proved for managers that
+    do not); ``wlast`` exactly on the ``awlen + 1``-th beat of the burst in AW order; at most
+    ``outstanding`` write bursts (AW taken, B not yet) and read bursts (AR taken, last R not
+    yet) open. Subordinate's rules: B and R valid held until ready, payload stable; a B of ID
+    ``i`` only for an open AW of ID ``i`` (the oldest of that ID) whose last W was taken in
+    an earlier cycle; an R beat of ID ``i`` only for an open AR of ID ``i``, beats of one ID
+    in order (each to the oldest open burst of its ID), ``rlast`` exactly on its
+    ``arlen + 1``-th beat. Responses of different IDs may pass each other.
+
+    The tracking is complete within the limit: per ID a FIFO (``outstanding`` deep) of the
+    open reads' lengths and of the open writes' places in AW order, and a FIFO of the lengths
+    of the writes whose W is not done. Returns the open read and write counts.
+    """
+    mgr = Assert if checked == "manager" else Assume
+    sub = Assume if checked == "manager" else Assert
+    N = outstanding
+    ids = 2 ** len(bus.awid)
+    aw_p = [bus.awid, bus.awaddr, bus.awlen, bus.awsize, bus.awburst]
+    ar_p = [bus.arid, bus.araddr, bus.arlen, bus.arsize, bus.arburst]
+    _held(m, mgr, bus.awvalid, bus.awready, Cat(*aw_p), f"{name}.aw")
+    _held(m, mgr, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb, bus.wlast), f"{name}.w")
+    _held(m, mgr, bus.arvalid, bus.arready, Cat(*ar_p), f"{name}.ar")
+    _held(m, sub, bus.bvalid, bus.bready, Cat(bus.bid, bus.bresp), f"{name}.b")
+    _held(m, sub, bus.rvalid, bus.rready, Cat(bus.rid, bus.rdata, bus.rresp, bus.rlast),
+          f"{name}.r")
+    widest = (len(bus.wdata) // 8 - 1).bit_length()
+    for ch, addr, length, size, burst in (("aw", *aw_p[1:]), ("ar", *ar_p[1:])):
+        valid = getattr(bus, f"{ch}valid")
+        span = addr[:12] + ((length + 1) << size)
+        m.d.comb += [
+            mgr(~valid | (Value.cast(burst) != 1) | (span <= 4096),
+                f"{name}.{ch}: an INCR burst does not cross 4 KiB"),
+            mgr(~valid | (size <= widest), f"{name}.{ch}: beats no wider than the bus"),
+        ]
+
+    aw_take = bus.awvalid & bus.awready
+    w_take = bus.wvalid & bus.wready
+    b_take = bus.bvalid & bus.bready
+    ar_take = bus.arvalid & bus.arready
+    r_take = bus.rvalid & bus.rready
+    w_end = w_take & bus.wlast
+
+    # Writes. The W bursts due, in AW order: their lengths; the beats of the first taken.
+    wlen = _Fifo(m, f"{name}_wlen", 8, N, aw_take, bus.awlen, w_end)
+    wbeat = Signal(8, name=f"{name}_wbeat")
+    with m.If(w_take):
+        m.d.sync += wbeat.eq(Mux(bus.wlast, 0, wbeat + 1))
+    m.d.comb += [
+        mgr(~bus.wvalid | (wlen.count != 0), f"{name}.w: no W before its burst's AW"),
+        mgr(~bus.wvalid | (bus.wlast == (wbeat == wlen.head)),
+            f"{name}.w: wlast exactly on the burst's last beat"),
+    ]
+    # Writes open (AW taken, no B yet), and each one's place in AW order (modulo 2**k),
+    # against the count of W bursts done: a B is due when its burst's W is done, when the
+    # count less the place is 1..N (2**k > 2N: places and count are at most N apart).
+    k = N.bit_length() + 1
+    aw_n = Signal(k, name=f"{name}_aw_n")
+    w_n = Signal(k, name=f"{name}_w_n")
+    m.d.sync += [aw_n.eq(aw_n + aw_take), w_n.eq(w_n + w_end)]
+    w_open = Signal(range(N + 2), name=f"{name}_w_open")
+    m.d.sync += w_open.eq(w_open + aw_take - b_take)
+    m.d.comb += mgr(w_open <= N, f"{name}.aw: at most {N} write bursts open")
+    for i in range(ids):
+        q = _Fifo(m, f"{name}_b{i}_", k, N, aw_take & (bus.awid == i), aw_n,
+                  b_take & (bus.bid == i))
+        with m.If(bus.bvalid & (bus.bid == i)):
+            m.d.comb += [
+                sub(q.count != 0, f"{name}.b: no B without its AW"),
+                sub(((w_n - q.head)[:k] != 0) & ((w_n - q.head)[:k] <= N),
+                    f"{name}.b: B only after the burst's last W"),
+            ]
+
+    # Reads: per ID, the open bursts' lengths in order, and the beats of the oldest given.
+    r_open = Signal(range(N + 2), name=f"{name}_r_open")
+    m.d.sync += r_open.eq(r_open + ar_take - (r_take & bus.rlast))
+    m.d.comb += mgr(r_open <= N, f"{name}.ar: at most {N} read bursts open")
+    counts = []
+    for i in range(ids):
+        mine = bus.rid == i
+        q = _Fifo(m, f"{name}_r{i}_", 8, N, ar_take & (bus.arid == i), bus.arlen,
+                  r_take & bus.rlast & mine)
+        beat = Signal(8, name=f"{name}_rbeat{i}")
+        with m.If(r_take & mine):
+            m.d.sync += beat.eq(Mux(bus.rlast, 0, beat + 1))
+        with m.If(bus.rvalid & mine):
+            m.d.comb += [
+                sub(q.count != 0, f"{name}.r: no R without its AR"),
+                sub(bus.rlast == (beat == q.head),
+                    f"{name}.r: rlast exactly on the burst's last beat"),
+            ]
+        counts.append(q.count)
+        if i == ids - 1:
+            m.d.comb += Cover(r_take & mine & bus.rlast & (beat != 0),
+                              f"{name}.r: the last beat of a burst of two or more")
+    passes = Cat(*[(c != 0) for c in counts]).all() if ids > 1 else 0
+    m.d.comb += [
+        Cover(b_take & (bus.bid != 0), f"{name}.b: a write of ID != 0 answered"),
+        Cover(r_take & bus.rlast & passes, f"{name}.r: a burst answered with two IDs open"),
+    ]
+    return r_open, w_open
