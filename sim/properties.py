@@ -481,8 +481,9 @@ def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
     ``arlen + 1``-th beat. Responses of different IDs may pass each other.
 
     The tracking is complete within the limit: per ID a FIFO (``outstanding`` deep) of the
-    open reads' lengths and of the open writes' places in AW order, and a FIFO of the lengths
-    of the writes whose W is not done. Returns the open read and write counts.
+    open reads' lengths, a FIFO of the lengths and IDs of the writes whose W is not done, and
+    per ID the count of writes open and of those whose W is done. Returns the open read and
+    write counts.
     """
     mgr = Assert if checked == "manager" else Assume
     sub = Assume if checked == "manager" else Assert
@@ -513,34 +514,33 @@ def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
     r_take = bus.rvalid & bus.rready
     w_end = w_take & bus.wlast
 
-    # Writes. The W bursts due, in AW order: their lengths; the beats of the first taken.
-    wlen = _Fifo(m, f"{name}_wlen", 8, N, aw_take, bus.awlen, w_end)
+    # Writes. The W bursts due, in AW order: their lengths and IDs; the beats of the first.
+    idw = len(bus.awid)
+    wdue = _Fifo(m, f"{name}_wdue", 8 + idw, N, aw_take, Cat(bus.awlen, bus.awid), w_end)
     wbeat = Signal(8, name=f"{name}_wbeat")
     with m.If(w_take):
         m.d.sync += wbeat.eq(Mux(bus.wlast, 0, wbeat + 1))
     m.d.comb += [
-        mgr(~bus.wvalid | (wlen.count != 0), f"{name}.w: no W before its burst's AW"),
-        mgr(~bus.wvalid | (bus.wlast == (wbeat == wlen.head)),
+        mgr(~bus.wvalid | (wdue.count != 0), f"{name}.w: no W before its burst's AW"),
+        mgr(~bus.wvalid | (bus.wlast == (wbeat == wdue.head[:8])),
             f"{name}.w: wlast exactly on the burst's last beat"),
     ]
-    # Writes open (AW taken, no B yet), and each one's place in AW order (modulo 2**k),
-    # against the count of W bursts done: a B is due when its burst's W is done, when the
-    # count less the place is 1..N (2**k > 2N: places and count are at most N apart).
-    k = N.bit_length() + 1
-    aw_n = Signal(k, name=f"{name}_aw_n")
-    w_n = Signal(k, name=f"{name}_w_n")
-    m.d.sync += [aw_n.eq(aw_n + aw_take), w_n.eq(w_n + w_end)]
+    # Per ID, the writes open (AW taken, no B yet) and those of them whose last W was taken:
+    # W comes in AW order and B in AW order per ID, so the done ones are the oldest, and a B
+    # of that ID answers the oldest.
     w_open = Signal(range(N + 2), name=f"{name}_w_open")
     m.d.sync += w_open.eq(w_open + aw_take - b_take)
     m.d.comb += mgr(w_open <= N, f"{name}.aw: at most {N} write bursts open")
     for i in range(ids):
-        q = _Fifo(m, f"{name}_b{i}_", k, N, aw_take & (bus.awid == i), aw_n,
-                  b_take & (bus.bid == i))
+        opened = Signal(range(N + 2), name=f"{name}_b{i}_open")
+        done = Signal(range(N + 2), name=f"{name}_b{i}_done")
+        answered = b_take & (bus.bid == i)
+        m.d.sync += [opened.eq(opened + (aw_take & (bus.awid == i)) - answered),
+                     done.eq(done + (w_end & (wdue.head[8:] == i)) - answered)]
         with m.If(bus.bvalid & (bus.bid == i)):
             m.d.comb += [
-                sub(q.count != 0, f"{name}.b: no B without its AW"),
-                sub(((w_n - q.head)[:k] != 0) & ((w_n - q.head)[:k] <= N),
-                    f"{name}.b: B only after the burst's last W"),
+                sub(opened != 0, f"{name}.b: no B without its AW"),
+                sub(done != 0, f"{name}.b: B only after the burst's last W"),
             ]
 
     # Reads: per ID, the open bursts' lengths in order, and the beats of the oldest given.

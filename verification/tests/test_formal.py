@@ -10,6 +10,7 @@ import pytest
 from amaranth.hdl import Module, Signal, Value
 
 from hdl.hbm import ecc
+from hdl.hbm.axi_port import AxiPort
 from hdl.ici import allocator
 from hdl.ici.allocator import Allocator
 from hdl.ici.link import LinkRx
@@ -17,7 +18,19 @@ from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from hdl.sparsecore.split import Split4K
-from sim.formal import COVERED, FAIR, ICI_LINK, SETS, cover, main, prove, tools_dir
+from hdl.tensorcore.dma import DMA
+from sim.formal import (
+    COVERED,
+    DMA_CFG,
+    FAIR,
+    ICI_LINK,
+    PORT_CFG,
+    SETS,
+    cover,
+    main,
+    prove,
+    tools_dir,
+)
 from spec.ici import ICIConfig
 from spec.sparsecore import SparseCoreConfig
 
@@ -284,3 +297,47 @@ def test_allocator_without_rotation_starves(monkeypatch):
     monkeypatch.setattr(allocator, "round_robin", _fixed_priority)
     _refuted(prove(SETS["alloc-fair"], name="alloc-fair-fixed", alloc=Allocator(FAIR)),
              "alloc.fair: request")
+
+
+class _FlushWithdraws(DMA):
+    """The DMA as it was before the dma-axi proof: a flush stops the walk at once, so an AR
+    or AW offered and not yet taken is withdrawn."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += m.submodules.walker.flush.eq(self.flush)
+        return m
+
+
+def test_dma_withdrawing_an_address_fails():
+    _refuted(prove(SETS["dma-axi"], name="dma-axi-flush", dma=_FlushWithdraws(DMA_CFG)),
+             "valid held until ready")
+
+
+class _EarlyWlast(DMA):
+    """Raises wlast on every beat: early on every burst of two or more beats."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.axi.wlast.eq(1)
+        return m
+
+
+def test_dma_wlast_early_fails():
+    _refuted(prove(SETS["dma-axi"], name="dma-axi-early-wlast", dma=_EarlyWlast(DMA_CFG)),
+             "dma.axi.w: wlast exactly on the burst's last beat")
+
+
+class _ShortBurst(AxiPort):
+    """Its write tracker expects one beat fewer than the burst has: B before the last W."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        tracker, front = m.submodules.write_tracker, m.submodules.front_end
+        m.d.comb += tracker.wburst.len.eq(front.wburst.len - 1)
+        return m
+
+
+def test_hbm_port_b_before_the_last_w_fails():
+    _refuted(prove(SETS["hbm-port"], name="hbm-port-short", port=_ShortBurst(PORT_CFG)),
+             "hbm.axi.b: B only after the burst's last W")
