@@ -576,6 +576,43 @@ def _port_harness(port=None, cfg=PORT_CFG):
     return m
 
 
+def _split_axi_harness(split=None):
+    """``Split4K`` between two AXI4 buses, with the per-ID set on both: on ``mgr`` (from the
+    SparseCore, whose bursts may cross 4 KiB) as the subordinate, its B rules asserted (the
+    merge of a split write's two responses) and its R rules left out (``rlast`` passes
+    through per part by design); on ``bus`` (to the memory) as the manager."""
+    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
+                           inflight_beats=64)
+    m = Module()
+    m.submodules.dut = dut = split if split is not None else Split4K(cfg)
+    free_inputs(m, dut)
+    size = (cfg.beat_bytes - 1).bit_length()
+    mgr = dut.mgr
+    for ch in ("aw", "ar"):
+        valid, addr = getattr(mgr, f"{ch}valid"), getattr(mgr, f"{ch}addr")
+        length = getattr(mgr, f"{ch}len")
+        m.d.comb += Assume(~valid | ((Value.cast(getattr(mgr, f"{ch}burst")) == 1)
+                                     & (getattr(mgr, f"{ch}size") == size)
+                                     & (addr[:size] == 0)
+                                     & ((length + 1) << size <= 4096)
+                                     & (addr + ((length + 1) << size) <= 2 ** len(addr))),
+                           f"split.{ch}.mgr: what the SparseCore issues (INCR, full beats, "
+                           "beat-aligned, at most 4 KiB, within the address space)")
+    # The core writes on ID 0 only, and counts its read beats, never rlast (split.py).
+    m.d.comb += Assume(~mgr.awvalid | (mgr.awid == 0), "split.aw.mgr: writes on ID 0")
+    axi4_protocol(m, mgr, checked="subordinate", outstanding=2, crossing=True, responses="b",
+                  name="split.mgr")
+    # On the bus: each of the 2 write bursts open in two parts, and a third's first part
+    # taken while its second waits: 5.
+    r_open, _ = axi4_protocol(m, dut.bus, checked="manager", outstanding=5, name="split.bus")
+    # The core's read limit, counted in parts (a burst is one or two): a new read burst only
+    # while at most 2 parts are open (at most 4 then).
+    fresh = mgr.arvalid & ~past(m, mgr.arvalid & ~mgr.arready, "split_ar_waited")
+    m.d.comb += Assume(~fresh | (r_open <= 2),
+                       "split.ar.mgr: a read burst only while at most 2 parts are open")
+    return m
+
+
 SETS = {s.name: s for s in [
     PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 11,
                 "every state of the queue and its tracker (pointers, level, all 4 entries, "
@@ -642,6 +679,12 @@ SETS = {s.name: s for s in [
                 "open, of two IDs (two lanes) answered out of order, bursts of up to 5 beats "
                 "done; a further cycle took over 6 minutes", fast=False,
                 engine="smtbmc --nomem z3"),
+    PropertySet("split4k-axi", "hdl/sparsecore/split.py Split4K, both buses per ID",
+                _split_axi_harness, "bmc", 8,
+                "not complete: every sequence of 8 cycles from reset: a crossing burst of "
+                "each kind split (both parts and, for a write, its two B merged), bursts of "
+                "both IDs of the memory's answers out of order; the first parts up to 6 beats",
+                fast=False, engine="smtbmc --nomem z3"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "
                 "same state as a fresh burst of n beats (taken in one cycle): every reachable "

@@ -464,7 +464,8 @@ class _Fifo:
         m.d.sync += self.count.eq(self.count + push - pop)
 
 
-def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
+def axi4_protocol(m, bus, *, checked, outstanding, crossing=False, responses="br",
+                  name="axi"):
     """The AXI4 rules on ``bus`` with per-ID tracking, from either side: ``checked`` is
     ``"manager"`` (the block drives AW, W and AR: the manager's rules asserted, the
     subordinate's assumed) or ``"subordinate"`` (the other way round).
@@ -478,7 +479,10 @@ def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
     ``i`` only for an open AW of ID ``i`` (the oldest of that ID) whose last W was taken in
     an earlier cycle; an R beat of ID ``i`` only for an open AR of ID ``i``, beats of one ID
     in order (each to the oldest open burst of its ID), ``rlast`` exactly on its
-    ``arlen + 1``-th beat. Responses of different IDs may pass each other.
+    ``arlen + 1``-th beat. Responses of different IDs may pass each other. ``crossing``: the
+    bus before a 4 KiB splitter, whose INCR bursts may cross 4 KiB (that rule left out).
+    ``responses``: the channels (``"b"``, ``"r"``) whose subordinate rules are stated; a
+    channel left out is neither asserted nor assumed (a manager that does not rely on it).
 
     The tracking is complete within the limit: per ID a FIFO (``outstanding`` deep) of the
     open reads' lengths, a FIFO of the lengths and IDs of the writes whose W is not done, and
@@ -494,18 +498,19 @@ def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
     _held(m, mgr, bus.awvalid, bus.awready, Cat(*aw_p), f"{name}.aw")
     _held(m, mgr, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb, bus.wlast), f"{name}.w")
     _held(m, mgr, bus.arvalid, bus.arready, Cat(*ar_p), f"{name}.ar")
-    _held(m, sub, bus.bvalid, bus.bready, Cat(bus.bid, bus.bresp), f"{name}.b")
-    _held(m, sub, bus.rvalid, bus.rready, Cat(bus.rid, bus.rdata, bus.rresp, bus.rlast),
-          f"{name}.r")
+    if "b" in responses:
+        _held(m, sub, bus.bvalid, bus.bready, Cat(bus.bid, bus.bresp), f"{name}.b")
+    if "r" in responses:
+        _held(m, sub, bus.rvalid, bus.rready, Cat(bus.rid, bus.rdata, bus.rresp, bus.rlast),
+              f"{name}.r")
     widest = (len(bus.wdata) // 8 - 1).bit_length()
     for ch, addr, length, size, burst in (("aw", *aw_p[1:]), ("ar", *ar_p[1:])):
         valid = getattr(bus, f"{ch}valid")
         span = addr[:12] + ((length + 1) << size)
-        m.d.comb += [
-            mgr(~valid | (Value.cast(burst) != 1) | (span <= 4096),
-                f"{name}.{ch}: an INCR burst does not cross 4 KiB"),
-            mgr(~valid | (size <= widest), f"{name}.{ch}: beats no wider than the bus"),
-        ]
+        m.d.comb += mgr(~valid | (size <= widest), f"{name}.{ch}: beats no wider than the bus")
+        if not crossing:
+            m.d.comb += mgr(~valid | (Value.cast(burst) != 1) | (span <= 4096),
+                            f"{name}.{ch}: an INCR burst does not cross 4 KiB")
 
     aw_take = bus.awvalid & bus.awready
     w_take = bus.wvalid & bus.wready
@@ -537,7 +542,7 @@ def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
         answered = b_take & (bus.bid == i)
         m.d.sync += [opened.eq(opened + (aw_take & (bus.awid == i)) - answered),
                      done.eq(done + (w_end & (wdue.head[8:] == i)) - answered)]
-        with m.If(bus.bvalid & (bus.bid == i)):
+        with m.If(bus.bvalid & (bus.bid == i) & ("b" in responses)):
             m.d.comb += [
                 sub(opened != 0, f"{name}.b: no B without its AW"),
                 sub(done != 0, f"{name}.b: B only after the burst's last W"),
@@ -546,7 +551,8 @@ def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
     # Reads: per ID, the open bursts' lengths in order, and the beats of the oldest given.
     r_open = Signal(range(N + 2), name=f"{name}_r_open")
     m.d.sync += r_open.eq(r_open + ar_take - (r_take & bus.rlast))
-    m.d.comb += mgr(r_open <= N, f"{name}.ar: at most {N} read bursts open")
+    if "r" in responses:    # (without R's rules the reads are counted by the caller)
+        m.d.comb += mgr(r_open <= N, f"{name}.ar: at most {N} read bursts open")
     counts = []
     for i in range(ids):
         mine = bus.rid == i
@@ -555,7 +561,7 @@ def axi4_protocol(m, bus, *, checked, outstanding, name="axi"):
         beat = Signal(8, name=f"{name}_rbeat{i}")
         with m.If(r_take & mine):
             m.d.sync += beat.eq(Mux(bus.rlast, 0, beat + 1))
-        with m.If(bus.rvalid & mine):
+        with m.If(bus.rvalid & mine & ("r" in responses)):
             m.d.comb += [
                 sub(q.count != 0, f"{name}.r: no R without its AR"),
                 sub(bus.rlast == (beat == q.head),

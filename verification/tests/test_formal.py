@@ -341,3 +341,22 @@ class _ShortBurst(AxiPort):
 def test_hbm_port_b_before_the_last_w_fails():
     _refuted(prove(SETS["hbm-port"], name="hbm-port-short", port=_ShortBurst(PORT_CFG)),
              "hbm.axi.b: B only after the burst's last W")
+
+
+def test_split4k_axi_not_splitting_fails():
+    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-whole", split=_NoSplit(SPLIT_CONFIG)),
+             "split.bus.ar: an INCR burst does not cross 4 KiB")
+
+
+class _NoMerge(Split4K):
+    """Passes both B responses of a split write to the core, not merged into one."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.mgr.bvalid.eq(self.bus.bvalid)
+        return m
+
+
+def test_split4k_axi_two_bs_fail():
+    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-no-merge", split=_NoMerge(SPLIT_CONFIG)),
+             "split.mgr.b:")
