@@ -693,8 +693,8 @@ SETS = {s.name: s for s in [
 ]}
 
 
-COVERED = ("queue", "skid", "axilite", "axi4", "allocator", "alloc-fair", "ici-link",
-           "ici-credits")
+COVERED = ("queue", "skid", "axilite", "axi4", "dma-axi", "hbm-port", "allocator", "alloc-fair",
+           "ici-link", "ici-credits")
 """The sets whose properties carry ``Cover`` statements."""
 
 
