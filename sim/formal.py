@@ -45,6 +45,7 @@ from amaranth.lib import data
 
 from hdl.hbm import ecc
 from hdl.hbm.axi_port import AxiPort
+from hdl.hbm.channel import PseudoChannel
 from hdl.ici.allocator import Allocator
 from hdl.ici.input import InputUnit, meta_layout
 from hdl.ici.link import LinkRx, LinkTx
@@ -62,6 +63,7 @@ from sim.properties import (
     axilite_rules,
     delivery_order,
     free_inputs,
+    hbm_timing_rules,
     past,
     secded_rules,
     served_within,
@@ -70,7 +72,7 @@ from sim.properties import (
     stream_order,
 )
 from sim.runner import BUILD, locked
-from spec.hbm import HBMConfig
+from spec.hbm import HBMConfig, TimingOverrides
 from spec.ici import ICIConfig
 from spec.mxu import MXUConfig
 from spec.sparsecore import SparseCoreConfig
@@ -613,6 +615,33 @@ def _split_axi_harness(split=None):
     return m
 
 
+TIMING_CFG = HBMConfig(
+    bank_groups=1, banks_per_group=4, row_bits=4, col_bits=1, queue_depth=4, write_buffer=2,
+    write_high=1, write_low=0, refresh_postpone=1,
+    timing_overrides=TimingOverrides(cl=2, cwl=1, rcd_rd=2, rcd_wr=2, rp=2, ras=3, rc=5, wr=2,
+                                     rtp=1, ccd_s=2, ccd_l=2, wtr_s=1, wtr_l=1, rrd_s=1,
+                                     rrd_l=1, faw=9, rfc=3, refi=10, rfc_sb=2, rrefd=1, rtw=0))
+"""The reduced-timing pseudo-channel of the ``hbm-timing`` set: 4 banks, timings of 1 to 5
+cycles, tFAW 9 (longer than four ACTs at one per two cycles, so it holds the fifth), tREFI
+10, a queue of 4."""
+
+
+def _timing_harness(pc=None, cfg=TIMING_CFG):
+    """One pseudo-channel controller, its requests, grants and read data free (the arbiter
+    grants no row command in the cycle after an ACT: the ACT holds the row bus two cycles)."""
+    m = Module()
+    m.submodules.dut = dut = pc if pc is not None else PseudoChannel(cfg)
+    free_inputs(m, dut)
+    row_go = dut.row.valid & dut.row_grant
+    m.d.comb += Assume(~past(m, row_go & (Value.cast(dut.row.op) == 0), "hbm_act_before")
+                       | ~dut.row_grant,
+                       "arbiter: no row command in the cycle after an ACT")
+    hbm_timing_rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
+                     (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank),
+                     cfg.timing, cfg.banks, name="hbm")
+    return m
+
+
 SETS = {s.name: s for s in [
     PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 11,
                 "every state of the queue and its tracker (pointers, level, all 4 entries, "
@@ -684,6 +713,13 @@ SETS = {s.name: s for s in [
                 "not complete: every sequence of 8 cycles from reset: a crossing burst of "
                 "each kind split (both parts and, for a write, its two B merged), bursts of "
                 "both IDs of the memory's answers out of order; the first parts up to 6 beats",
+                fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("hbm-timing", "hdl/hbm/channel.py PseudoChannel (4 banks, reduced timings)",
+                _timing_harness, "bmc", 14,
+                "not complete: every sequence of 14 cycles from reset, longer than every "
+                "timing of the configuration (tFAW 9 the longest but tREFI): the covers reach "
+                "an ACT held exactly tFAW after the fourth ACT back (step 10) and a REF (step "
+                "11); a rule depends on at most the last 9 cycles of commands",
                 fast=False, engine="smtbmc --nomem z3"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "

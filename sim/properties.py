@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
            "axi4_rules", "split_rules", "split_w_rules", "allocator_rules", "delivery_order",
-           "served_within", "axi4_protocol"]
+           "served_within", "axi4_protocol", "hbm_timing_rules"]
 
 
 def free_inputs(m, component):
@@ -577,3 +577,81 @@ def axi4_protocol(m, bus, *, checked, outstanding, crossing=False, responses="br
         Cover(r_take & bus.rlast & passes, f"{name}.r: a burst answered with two IDs open"),
     ]
     return r_open, w_open
+
+
+def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
+    """The DRAM timing rules of one HBM pseudo-channel on the commands it issues (``row`` and
+    ``col``: ``(valid, op, bank)`` of the granted row and column command each cycle, ``op``
+    codes as ``hdl/hbm/interface.py``'s ``RowOp`` and ``ColOp``), written from the JESD235
+    rules as the golden device model (verification/models/hbm.py) states them, with the
+    property side's own counters: per bank the cycles since its ACT, PRE, RD and WR, per
+    pseudo-channel since the last REF and the last four ACTs. An ACT's bank timings count from
+    its reference cycle (``timing.act_reference_cycle``: its first or second cycle).
+
+    Asserted: ACT to a closed bank, tRP after its PRE, tRC after its ACT, tRFC after REF,
+    at most four ACTs in a tFAW window; PRE of an open bank tRAS after its ACT, tRTP after its
+    RD, CWL + BL/2 + tWR after its WR (PREA: each open bank); RD / WR to an open bank tRCD_RD
+    / tRCD_WR after its ACT; REF with every bank closed, tRP after each PRE, tRC after each
+    ACT; no RDA / WRA (the open-page policy). Not modelled: REFSB, auto-precharge, tRRD,
+    tCCD, the bus turnarounds and the data bus."""
+    t = timing
+    a = 1 if t.act_reference_cycle == "second" else 0
+    top = max(t.rc, t.rp, t.ras, t.rfc, t.faw, t.cwl + t.burst_cycles + t.wr, t.rtp,
+              t.rcd_rd, t.rcd_wr) + 2
+    rv, rop, rbank = row
+    cv, cop, cbank = col
+
+    def since(sig_name, event):
+        c = Signal(range(top + 1), init=top, name=sig_name)
+        m.d.sync += c.eq(Mux(event, 1, Mux(c == top, top, c + 1)))
+        return c
+
+    act = rv & (rop == 0)
+    pre, prea, ref = rv & (rop == 1), rv & (rop == 2), rv & (rop == 3)
+    rd = cv & ~cop[0]
+    wr = cv & cop[0]
+    since_ref = since(f"{name}_since_ref", ref)
+    # The last four ACTs: the cycles since each (the fourth back first to be replaced).
+    slot = Signal(2, name=f"{name}_act_slot")
+    fired = [Signal(name=f"{name}_act_fire{k}") for k in range(4)]
+    for k in range(4):
+        m.d.comb += fired[k].eq(act & (slot == k))
+    ages = []
+    for k in range(4):
+        ages.append(since(f"{name}_since_act_w{k}", fired[k]))
+    with m.If(act):
+        m.d.sync += slot.eq(slot + 1)
+    m.d.comb += Assert(~act | (Cat(*[(slot == k) & (ages[k] < t.faw) for k in range(4)]) == 0),
+                       f"{name}: at most four ACTs in a tFAW window")
+    m.d.comb += Assert(~act | (since_ref + a >= t.rfc), f"{name}: ACT tRFC after REF")
+    for b in range(banks):
+        mine_r, mine_c = rbank == b, cbank == b
+        is_open = Signal(name=f"{name}_open{b}")
+        s_act = since(f"{name}_since_act_b{b}", act & mine_r)
+        s_pre = since(f"{name}_since_pre{b}", (pre & mine_r) | (prea & is_open))
+        s_rd = since(f"{name}_since_rd{b}", rd & mine_c)
+        s_wr = since(f"{name}_since_wr{b}", wr & mine_c)
+        with m.If(act & mine_r):
+            m.d.sync += is_open.eq(1)
+        with m.If((pre & mine_r) | prea):
+            m.d.sync += is_open.eq(0)
+        closes = (pre & mine_r) | (prea & is_open)
+        m.d.comb += [
+            Assert(~(act & mine_r) | ~is_open, f"{name}: ACT to a closed bank"),
+            Assert(~(act & mine_r) | (s_pre + a >= t.rp), f"{name}: ACT tRP after PRE"),
+            Assert(~(act & mine_r) | (s_act >= t.rc), f"{name}: ACT tRC after ACT"),
+            Assert(~(closes & is_open) | (s_act >= t.ras + a), f"{name}: PRE tRAS after ACT"),
+            Assert(~(closes & is_open) | (s_rd >= t.rtp), f"{name}: PRE tRTP after RD"),
+            Assert(~(closes & is_open) | (s_wr >= t.cwl + t.burst_cycles + t.wr),
+                   f"{name}: PRE CWL + BL/2 + tWR after WR"),
+            Assert(~(rd & mine_c) | (is_open & (s_act >= t.rcd_rd + a)),
+                   f"{name}: RD to an open bank tRCD_RD after ACT"),
+            Assert(~(wr & mine_c) | (is_open & (s_act >= t.rcd_wr + a)),
+                   f"{name}: WR to an open bank tRCD_WR after ACT"),
+            Assert(~ref | (~is_open & (s_pre >= t.rp) & (s_act >= t.rc + a)),
+                   f"{name}: REF with the bank closed, tRP after PRE, tRC after ACT"),
+        ]
+    m.d.comb += [Assert(~(cv & cop[1]), f"{name}: no auto-precharge (open-page policy)"),
+                 Cover(ref, f"{name}: a REF"),
+                 Cover(act & Cat(*[(slot == k) & (ages[k] == t.faw) for k in range(4)]).any(),
+                       f"{name}: an ACT exactly tFAW after the fourth ACT back")]

