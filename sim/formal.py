@@ -44,6 +44,8 @@ from amaranth.hdl import (
 from amaranth.lib import data
 
 from hdl.hbm import ecc
+from hdl.hbm.axi_port import AxiPort
+from hdl.hbm.channel import PseudoChannel
 from hdl.ici.allocator import Allocator
 from hdl.ici.input import InputUnit, meta_layout
 from hdl.ici.link import LinkRx, LinkTx
@@ -52,13 +54,16 @@ from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from hdl.sparsecore.split import WRITES_IN_FLIGHT, Split4K
+from hdl.tensorcore.dma import DMA
 from sim.progress import first_proof
 from sim.properties import (
     allocator_rules,
+    axi4_protocol,
     axi4_rules,
     axilite_rules,
     delivery_order,
     free_inputs,
+    hbm_timing_rules,
     past,
     secded_rules,
     served_within,
@@ -67,8 +72,11 @@ from sim.properties import (
     stream_order,
 )
 from sim.runner import BUILD, locked
+from spec.hbm import HBMConfig, TimingOverrides
 from spec.ici import ICIConfig
+from spec.mxu import MXUConfig
 from spec.sparsecore import SparseCoreConfig
+from spec.tensorcore import TensorCoreConfig
 
 __all__ = ["PropertySet", "SETS", "COVERED", "Outcome", "prove", "cover", "tools_dir", "main"]
 
@@ -489,6 +497,151 @@ def _split_harness(split=None, w=False):
     return m
 
 
+DMA_CFG = TensorCoreConfig(mxu=MXUConfig(rows=2, cols=2), vmem_bytes=1024, vmem_banks=1,
+                           axi_data_width=64, axi_addr_width=13, axi_id_width=1, dma_ids=2,
+                           dma_bursts=2, max_burst=4, vmath=False)
+"""The DMA of the ``dma-axi`` set: 64-bit beats, bursts of up to 4 beats, 2 IDs, 2 bursts in
+flight, a VMEM of 1 KiB (rows of 8 bytes)."""
+
+
+def _dma_harness(dma=None, cfg=DMA_CFG):
+    """The TensorCore's DMA as an AXI4 manager: its commands, VMEM ports, flush and every
+    response channel free, the subordinate's rules assumed."""
+    m = Module()
+    m.submodules.dut = dut = dma if dma is not None else DMA(cfg)
+    free_inputs(m, dut)
+    # The sequencer hands the DMA checked transfers only (docs/tensorcore.md, DMA_ALIGN).
+    c, shift = dut.cmd.payload, (cfg.beat_bytes - 1).bit_length()
+    checked = Cat(c.hbm[:shift] == 0, c.vmem[:shift] == 0, c.run[:shift] == 0, c.run != 0,
+                  *[c.hstride[d][:shift] == 0 for d in range(len(c.count))],
+                  *[c.vstride[d][:shift] == 0 for d in range(len(c.count))],
+                  *[c.count[d] != 0 for d in range(len(c.count))]).all()
+    m.d.comb += Assume(~dut.cmd.valid | checked,
+                       "dma.cmd: a checked transfer (beat-aligned, run and counts not zero)")
+    axi4_protocol(m, dut.axi, checked="manager", outstanding=cfg.dma_bursts, name="dma.axi")
+    return m
+
+
+PORT_CFG = HBMConfig(id_width=1, id_lanes=2, rob_depth=4, write_bursts=2)
+"""The HBM port of the ``hbm-port`` set: 1-bit IDs in 2 lanes, 4 read beats and 2 write
+bursts per lane in flight (the rest the default controller's)."""
+
+PORT_OUTSTANDING = 2
+"""Bursts of each kind the manager keeps open in the ``hbm-port`` set."""
+
+
+def _memory(m, req, ret, slots, name):
+    """The crossbar and the pseudo-channels behind a port, as the port sees them: requests
+    taken when they like (a free ``ready``, while one of ``slots`` is free), each answered once,
+    with its tag, in any order and at any time after (free choice of slot and cycle); the
+    response's data and error bit free."""
+    held = [Signal(name=f"{name}_held{k}") for k in range(slots)]
+    tags = [Signal(len(ret.payload.tag), name=f"{name}_tag{k}") for k in range(slots)]
+    free = Signal(range(slots + 1), name=f"{name}_free")
+    for k in reversed(range(slots)):
+        with m.If(~held[k]):
+            m.d.comb += free.eq(k)
+    full = Cat(*held).all()
+    m.d.comb += req.ready.eq(AnySeq(1) & ~full)
+    pick = AnySeq(range(slots))
+    m.d.comb += [
+        Assume(pick < slots, f"{name}: a slot of the model"),
+        ret.valid.eq(AnySeq(1) & Cat(*held).bit_select(pick, 1)),
+        ret.payload.tag.eq(Cat(*tags).word_select(pick, len(ret.payload.tag))),
+    ]
+    if hasattr(ret.payload, "data"):
+        # Two free bits of read data (the rest zero): the port moves data without looking
+        # at it, and two bits show a beat changed or swapped.
+        m.d.comb += ret.payload.data.eq(AnySeq(2))
+    m.d.comb += ret.payload.err.eq(AnySeq(1))
+    for k in range(slots):
+        with m.If(ret.valid & (pick == k)):
+            m.d.sync += held[k].eq(0)
+        with m.If(req.valid & req.ready & (free == k)):
+            m.d.sync += [held[k].eq(1), tags[k].eq(req.payload.req.tag)]
+
+
+def _port_harness(port=None, cfg=PORT_CFG):
+    """One AXI4 port of the HBM controller as a subordinate: its AXI manager free under the
+    manager's rules, the memory behind it a model that answers each request once, by tag."""
+    m = Module()
+    m.submodules.dut = dut = port if port is not None else AxiPort(cfg)
+    for name in ("awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata", "wstrb",
+                 "wlast", "wvalid", "bready", "arid", "araddr", "arlen", "arsize", "arburst",
+                 "arvalid", "rready"):
+        v = Value.cast(getattr(dut.axi, name))
+        m.d.comb += v.eq(AnySeq(2) if name == "wdata" else AnySeq(len(v)))
+    _memory(m, dut.rreq, dut.rret, 2, "hbm.mem.r")
+    _memory(m, dut.wreq, dut.bret, 2, "hbm.mem.w")
+    axi4_protocol(m, dut.axi, checked="subordinate", outstanding=PORT_OUTSTANDING,
+                  name="hbm.axi")
+    return m
+
+
+def _split_axi_harness(split=None):
+    """``Split4K`` between two AXI4 buses, with the per-ID set on both: on ``mgr`` (from the
+    SparseCore, whose bursts may cross 4 KiB) as the subordinate, its B rules asserted (the
+    merge of a split write's two responses) and its R rules left out (``rlast`` passes
+    through per part by design); on ``bus`` (to the memory) as the manager."""
+    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
+                           inflight_beats=64)
+    m = Module()
+    m.submodules.dut = dut = split if split is not None else Split4K(cfg)
+    free_inputs(m, dut)
+    size = (cfg.beat_bytes - 1).bit_length()
+    mgr = dut.mgr
+    for ch in ("aw", "ar"):
+        valid, addr = getattr(mgr, f"{ch}valid"), getattr(mgr, f"{ch}addr")
+        length = getattr(mgr, f"{ch}len")
+        m.d.comb += Assume(~valid | ((Value.cast(getattr(mgr, f"{ch}burst")) == 1)
+                                     & (getattr(mgr, f"{ch}size") == size)
+                                     & (addr[:size] == 0)
+                                     & ((length + 1) << size <= 4096)
+                                     & (addr + ((length + 1) << size) <= 2 ** len(addr))),
+                           f"split.{ch}.mgr: what the SparseCore issues (INCR, full beats, "
+                           "beat-aligned, at most 4 KiB, within the address space)")
+    # The core writes on ID 0 only, and counts its read beats, never rlast (split.py).
+    m.d.comb += Assume(~mgr.awvalid | (mgr.awid == 0), "split.aw.mgr: writes on ID 0")
+    axi4_protocol(m, mgr, checked="subordinate", outstanding=2, crossing=True, responses="b",
+                  name="split.mgr")
+    # On the bus: each of the 2 write bursts open in two parts, and a third's first part
+    # taken while its second waits: 5.
+    r_open, _ = axi4_protocol(m, dut.bus, checked="manager", outstanding=5, name="split.bus")
+    # The core's read limit, counted in parts (a burst is one or two): a new read burst only
+    # while at most 2 parts are open (at most 4 then).
+    fresh = mgr.arvalid & ~past(m, mgr.arvalid & ~mgr.arready, "split_ar_waited")
+    m.d.comb += Assume(~fresh | (r_open <= 2),
+                       "split.ar.mgr: a read burst only while at most 2 parts are open")
+    return m
+
+
+TIMING_CFG = HBMConfig(
+    bank_groups=1, banks_per_group=4, row_bits=4, col_bits=1, queue_depth=4, write_buffer=2,
+    write_high=1, write_low=0, refresh_postpone=1,
+    timing_overrides=TimingOverrides(cl=2, cwl=1, rcd_rd=2, rcd_wr=2, rp=2, ras=3, rc=5, wr=2,
+                                     rtp=1, ccd_s=2, ccd_l=2, wtr_s=1, wtr_l=1, rrd_s=1,
+                                     rrd_l=1, faw=9, rfc=3, refi=10, rfc_sb=2, rrefd=1, rtw=0))
+"""The reduced-timing pseudo-channel of the ``hbm-timing`` set: 4 banks, timings of 1 to 5
+cycles, tFAW 9 (longer than four ACTs at one per two cycles, so it holds the fifth), tREFI
+10, a queue of 4."""
+
+
+def _timing_harness(pc=None, cfg=TIMING_CFG):
+    """One pseudo-channel controller, its requests, grants and read data free (the arbiter
+    grants no row command in the cycle after an ACT: the ACT holds the row bus two cycles)."""
+    m = Module()
+    m.submodules.dut = dut = pc if pc is not None else PseudoChannel(cfg)
+    free_inputs(m, dut)
+    row_go = dut.row.valid & dut.row_grant
+    m.d.comb += Assume(~past(m, row_go & (Value.cast(dut.row.op) == 0), "hbm_act_before")
+                       | ~dut.row_grant,
+                       "arbiter: no row command in the cycle after an ACT")
+    hbm_timing_rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
+                     (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank),
+                     cfg.timing, cfg.banks, name="hbm")
+    return m
+
+
 SETS = {s.name: s for s in [
     PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 11,
                 "every state of the queue and its tracker (pointers, level, all 4 entries, "
@@ -541,6 +694,33 @@ SETS = {s.name: s for s in [
                 "beats and bursts that start within them; the wlast of a part comes from one "
                 "comparison against the part's length, the same for every length",
                 fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("dma-axi", "hdl/tensorcore/dma.py DMA (64-bit, 2 IDs, 2 bursts of <= 4)",
+                _dma_harness, "bmc", 10,
+                "not complete: every sequence of 10 cycles from reset: both bursts in flight, "
+                "of either kind and up to 4 beats, answered in any order across IDs, a store "
+                "burst's W done (AW, VMEM read, W queue: 2 cycles, then a beat a cycle), a "
+                "flush while an address waits, bursts cut at 4 KiB; k-induction does not "
+                "close (the walker's counters and the W queue are not tied to the ports)",
+                fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("hbm-port", "hdl/hbm/axi_port.py AxiPort (1-bit IDs, 2 lanes)",
+                _port_harness, "bmc", 8,
+                "not complete: every sequence of 8 cycles from reset: two bursts of each kind "
+                "open, of two IDs (two lanes) answered out of order, bursts of up to 5 beats "
+                "done; a further cycle took over 6 minutes", fast=False,
+                engine="smtbmc --nomem z3"),
+    PropertySet("split4k-axi", "hdl/sparsecore/split.py Split4K, both buses per ID",
+                _split_axi_harness, "bmc", 8,
+                "not complete: every sequence of 8 cycles from reset: a crossing burst of "
+                "each kind split (both parts and, for a write, its two B merged), bursts of "
+                "both IDs of the memory's answers out of order; the first parts up to 6 beats",
+                fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("hbm-timing", "hdl/hbm/channel.py PseudoChannel (4 banks, reduced timings)",
+                _timing_harness, "bmc", 14,
+                "not complete: every sequence of 14 cycles from reset, longer than every "
+                "timing of the configuration (tFAW 9 the longest but tREFI): the covers reach "
+                "an ACT held exactly tFAW after the fourth ACT back (step 10) and a REF (step "
+                "11); a rule depends on at most the last 9 cycles of commands",
+                fast=False, engine="smtbmc --nomem z3"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "
                 "same state as a fresh burst of n beats (taken in one cycle): every reachable "
@@ -549,8 +729,8 @@ SETS = {s.name: s for s in [
 ]}
 
 
-COVERED = ("queue", "skid", "axilite", "axi4", "allocator", "alloc-fair", "ici-link",
-           "ici-credits")
+COVERED = ("queue", "skid", "axilite", "axi4", "dma-axi", "hbm-port", "allocator", "alloc-fair",
+           "ici-link", "ici-credits")
 """The sets whose properties carry ``Cover`` statements."""
 
 

@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
            "axi4_rules", "split_rules", "split_w_rules", "allocator_rules", "delivery_order",
-           "served_within"]
+           "served_within", "axi4_protocol", "hbm_timing_rules"]
 
 
 def free_inputs(m, component):
@@ -446,3 +446,212 @@ def served_within(m, waiting, served, bound, *, shown=None, name):
                            f"{name}: request {k} served within {bound} cycles")
         worst.append(w & s & (age == shown - 1))
     m.d.comb += Cover(Cat(*worst).any(), f"{name}: a request served in its cycle {shown}")
+
+
+class _Fifo:
+    """A shift-register FIFO of the property side (not the design's): ``depth`` entries of
+    ``width`` bits, ``push`` writes ``value``, ``pop`` drops ``head``; ``count`` may reach
+    ``depth + 1`` (an overflow, which the caller's limit assertion catches)."""
+
+    def __init__(self, m, name, width, depth, push, value, pop):
+        self.entries = [Signal(width, name=f"{name}{k}") for k in range(depth)]
+        self.count = Signal(range(depth + 2), name=f"{name}_n")
+        self.head = self.entries[0]
+        slot = Mux(pop, self.count - 1, self.count)     # where a push lands
+        for k, entry in enumerate(self.entries):
+            shifted = Mux(pop, self.entries[k + 1], entry) if k + 1 < depth else entry
+            m.d.sync += entry.eq(Mux(push & (slot == k), value, shifted))
+        m.d.sync += self.count.eq(self.count + push - pop)
+
+
+def axi4_protocol(m, bus, *, checked, outstanding, crossing=False, responses="br",
+                  name="axi"):
+    """The AXI4 rules on ``bus`` with per-ID tracking, from either side: ``checked`` is
+    ``"manager"`` (the block drives AW, W and AR: the manager's rules asserted, the
+    subordinate's assumed) or ``"subordinate"`` (the other way round).
+
+    Manager's rules: AW, W and AR valid held until ready, payload stable; an INCR burst does
+    not cross 4 KiB; beats no wider than the bus; no W beat before its burst's AW (AXI allows
+    it; no Podium manager does it, and a subordinate proved here is proved for managers that
+    do not); ``wlast`` exactly on the ``awlen + 1``-th beat of the burst in AW order; at most
+    ``outstanding`` write bursts (AW taken, B not yet) and read bursts (AR taken, last R not
+    yet) open. Subordinate's rules: B and R valid held until ready, payload stable; a B of ID
+    ``i`` only for an open AW of ID ``i`` (the oldest of that ID) whose last W was taken in
+    an earlier cycle; an R beat of ID ``i`` only for an open AR of ID ``i``, beats of one ID
+    in order (each to the oldest open burst of its ID), ``rlast`` exactly on its
+    ``arlen + 1``-th beat. Responses of different IDs may pass each other. ``crossing``: the
+    bus before a 4 KiB splitter, whose INCR bursts may cross 4 KiB (that rule left out).
+    ``responses``: the channels (``"b"``, ``"r"``) whose subordinate rules are stated; a
+    channel left out is neither asserted nor assumed (a manager that does not rely on it).
+
+    The tracking is complete within the limit: per ID a FIFO (``outstanding`` deep) of the
+    open reads' lengths, a FIFO of the lengths and IDs of the writes whose W is not done, and
+    per ID the count of writes open and of those whose W is done. Returns the open read and
+    write counts.
+    """
+    mgr = Assert if checked == "manager" else Assume
+    sub = Assume if checked == "manager" else Assert
+    N = outstanding
+    ids = 2 ** len(bus.awid)
+    aw_p = [bus.awid, bus.awaddr, bus.awlen, bus.awsize, bus.awburst]
+    ar_p = [bus.arid, bus.araddr, bus.arlen, bus.arsize, bus.arburst]
+    _held(m, mgr, bus.awvalid, bus.awready, Cat(*aw_p), f"{name}.aw")
+    _held(m, mgr, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb, bus.wlast), f"{name}.w")
+    _held(m, mgr, bus.arvalid, bus.arready, Cat(*ar_p), f"{name}.ar")
+    if "b" in responses:
+        _held(m, sub, bus.bvalid, bus.bready, Cat(bus.bid, bus.bresp), f"{name}.b")
+    if "r" in responses:
+        _held(m, sub, bus.rvalid, bus.rready, Cat(bus.rid, bus.rdata, bus.rresp, bus.rlast),
+              f"{name}.r")
+    widest = (len(bus.wdata) // 8 - 1).bit_length()
+    for ch, addr, length, size, burst in (("aw", *aw_p[1:]), ("ar", *ar_p[1:])):
+        valid = getattr(bus, f"{ch}valid")
+        span = addr[:12] + ((length + 1) << size)
+        m.d.comb += mgr(~valid | (size <= widest), f"{name}.{ch}: beats no wider than the bus")
+        if not crossing:
+            m.d.comb += mgr(~valid | (Value.cast(burst) != 1) | (span <= 4096),
+                            f"{name}.{ch}: an INCR burst does not cross 4 KiB")
+
+    aw_take = bus.awvalid & bus.awready
+    w_take = bus.wvalid & bus.wready
+    b_take = bus.bvalid & bus.bready
+    ar_take = bus.arvalid & bus.arready
+    r_take = bus.rvalid & bus.rready
+    w_end = w_take & bus.wlast
+
+    # Writes. The W bursts due, in AW order: their lengths and IDs; the beats of the first.
+    idw = len(bus.awid)
+    wdue = _Fifo(m, f"{name}_wdue", 8 + idw, N, aw_take, Cat(bus.awlen, bus.awid), w_end)
+    wbeat = Signal(8, name=f"{name}_wbeat")
+    with m.If(w_take):
+        m.d.sync += wbeat.eq(Mux(bus.wlast, 0, wbeat + 1))
+    m.d.comb += [
+        mgr(~bus.wvalid | (wdue.count != 0), f"{name}.w: no W before its burst's AW"),
+        mgr(~bus.wvalid | (bus.wlast == (wbeat == wdue.head[:8])),
+            f"{name}.w: wlast exactly on the burst's last beat"),
+    ]
+    # Per ID, the writes open (AW taken, no B yet) and those of them whose last W was taken:
+    # W comes in AW order and B in AW order per ID, so the done ones are the oldest, and a B
+    # of that ID answers the oldest.
+    w_open = Signal(range(N + 2), name=f"{name}_w_open")
+    m.d.sync += w_open.eq(w_open + aw_take - b_take)
+    m.d.comb += mgr(w_open <= N, f"{name}.aw: at most {N} write bursts open")
+    for i in range(ids):
+        opened = Signal(range(N + 2), name=f"{name}_b{i}_open")
+        done = Signal(range(N + 2), name=f"{name}_b{i}_done")
+        answered = b_take & (bus.bid == i)
+        m.d.sync += [opened.eq(opened + (aw_take & (bus.awid == i)) - answered),
+                     done.eq(done + (w_end & (wdue.head[8:] == i)) - answered)]
+        with m.If(bus.bvalid & (bus.bid == i) & ("b" in responses)):
+            m.d.comb += [
+                sub(opened != 0, f"{name}.b: no B without its AW"),
+                sub(done != 0, f"{name}.b: B only after the burst's last W"),
+            ]
+
+    # Reads: per ID, the open bursts' lengths in order, and the beats of the oldest given.
+    r_open = Signal(range(N + 2), name=f"{name}_r_open")
+    m.d.sync += r_open.eq(r_open + ar_take - (r_take & bus.rlast))
+    if "r" in responses:    # (without R's rules the reads are counted by the caller)
+        m.d.comb += mgr(r_open <= N, f"{name}.ar: at most {N} read bursts open")
+    counts = []
+    for i in range(ids):
+        mine = bus.rid == i
+        q = _Fifo(m, f"{name}_r{i}_", 8, N, ar_take & (bus.arid == i), bus.arlen,
+                  r_take & bus.rlast & mine)
+        beat = Signal(8, name=f"{name}_rbeat{i}")
+        with m.If(r_take & mine):
+            m.d.sync += beat.eq(Mux(bus.rlast, 0, beat + 1))
+        with m.If(bus.rvalid & mine & ("r" in responses)):
+            m.d.comb += [
+                sub(q.count != 0, f"{name}.r: no R without its AR"),
+                sub(bus.rlast == (beat == q.head),
+                    f"{name}.r: rlast exactly on the burst's last beat"),
+            ]
+        counts.append(q.count)
+        if i == ids - 1:
+            m.d.comb += Cover(r_take & mine & bus.rlast & (beat != 0),
+                              f"{name}.r: the last beat of a burst of two or more")
+    passes = Cat(*[(c != 0) for c in counts]).all() if ids > 1 else 0
+    m.d.comb += [
+        Cover(b_take & (bus.bid != 0), f"{name}.b: a write of ID != 0 answered"),
+        Cover(r_take & bus.rlast & passes, f"{name}.r: a burst answered with two IDs open"),
+    ]
+    return r_open, w_open
+
+
+def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
+    """The DRAM timing rules of one HBM pseudo-channel on the commands it issues (``row`` and
+    ``col``: ``(valid, op, bank)`` of the granted row and column command each cycle, ``op``
+    codes as ``hdl/hbm/interface.py``'s ``RowOp`` and ``ColOp``), written from the JESD235
+    rules as the golden device model (verification/models/hbm.py) states them, with the
+    property side's own counters: per bank the cycles since its ACT, PRE, RD and WR, per
+    pseudo-channel since the last REF and the last four ACTs. An ACT's bank timings count from
+    its reference cycle (``timing.act_reference_cycle``: its first or second cycle).
+
+    Asserted: ACT to a closed bank, tRP after its PRE, tRC after its ACT, tRFC after REF,
+    at most four ACTs in a tFAW window; PRE of an open bank tRAS after its ACT, tRTP after its
+    RD, CWL + BL/2 + tWR after its WR (PREA: each open bank); RD / WR to an open bank tRCD_RD
+    / tRCD_WR after its ACT; REF with every bank closed, tRP after each PRE, tRC after each
+    ACT; no RDA / WRA (the open-page policy). Not modelled: REFSB, auto-precharge, tRRD,
+    tCCD, the bus turnarounds and the data bus."""
+    t = timing
+    a = 1 if t.act_reference_cycle == "second" else 0
+    top = max(t.rc, t.rp, t.ras, t.rfc, t.faw, t.cwl + t.burst_cycles + t.wr, t.rtp,
+              t.rcd_rd, t.rcd_wr) + 2
+    rv, rop, rbank = row
+    cv, cop, cbank = col
+
+    def since(sig_name, event):
+        c = Signal(range(top + 1), init=top, name=sig_name)
+        m.d.sync += c.eq(Mux(event, 1, Mux(c == top, top, c + 1)))
+        return c
+
+    act = rv & (rop == 0)
+    pre, prea, ref = rv & (rop == 1), rv & (rop == 2), rv & (rop == 3)
+    rd = cv & ~cop[0]
+    wr = cv & cop[0]
+    since_ref = since(f"{name}_since_ref", ref)
+    # The last four ACTs: the cycles since each (the fourth back first to be replaced).
+    slot = Signal(2, name=f"{name}_act_slot")
+    fired = [Signal(name=f"{name}_act_fire{k}") for k in range(4)]
+    for k in range(4):
+        m.d.comb += fired[k].eq(act & (slot == k))
+    ages = []
+    for k in range(4):
+        ages.append(since(f"{name}_since_act_w{k}", fired[k]))
+    with m.If(act):
+        m.d.sync += slot.eq(slot + 1)
+    m.d.comb += Assert(~act | (Cat(*[(slot == k) & (ages[k] < t.faw) for k in range(4)]) == 0),
+                       f"{name}: at most four ACTs in a tFAW window")
+    m.d.comb += Assert(~act | (since_ref + a >= t.rfc), f"{name}: ACT tRFC after REF")
+    for b in range(banks):
+        mine_r, mine_c = rbank == b, cbank == b
+        is_open = Signal(name=f"{name}_open{b}")
+        s_act = since(f"{name}_since_act_b{b}", act & mine_r)
+        s_pre = since(f"{name}_since_pre{b}", (pre & mine_r) | (prea & is_open))
+        s_rd = since(f"{name}_since_rd{b}", rd & mine_c)
+        s_wr = since(f"{name}_since_wr{b}", wr & mine_c)
+        with m.If(act & mine_r):
+            m.d.sync += is_open.eq(1)
+        with m.If((pre & mine_r) | prea):
+            m.d.sync += is_open.eq(0)
+        closes = (pre & mine_r) | (prea & is_open)
+        m.d.comb += [
+            Assert(~(act & mine_r) | ~is_open, f"{name}: ACT to a closed bank"),
+            Assert(~(act & mine_r) | (s_pre + a >= t.rp), f"{name}: ACT tRP after PRE"),
+            Assert(~(act & mine_r) | (s_act >= t.rc), f"{name}: ACT tRC after ACT"),
+            Assert(~(closes & is_open) | (s_act >= t.ras + a), f"{name}: PRE tRAS after ACT"),
+            Assert(~(closes & is_open) | (s_rd >= t.rtp), f"{name}: PRE tRTP after RD"),
+            Assert(~(closes & is_open) | (s_wr >= t.cwl + t.burst_cycles + t.wr),
+                   f"{name}: PRE CWL + BL/2 + tWR after WR"),
+            Assert(~(rd & mine_c) | (is_open & (s_act >= t.rcd_rd + a)),
+                   f"{name}: RD to an open bank tRCD_RD after ACT"),
+            Assert(~(wr & mine_c) | (is_open & (s_act >= t.rcd_wr + a)),
+                   f"{name}: WR to an open bank tRCD_WR after ACT"),
+            Assert(~ref | (~is_open & (s_pre >= t.rp) & (s_act >= t.rc + a)),
+                   f"{name}: REF with the bank closed, tRP after PRE, tRC after ACT"),
+        ]
+    m.d.comb += [Assert(~(cv & cop[1]), f"{name}: no auto-precharge (open-page policy)"),
+                 Cover(ref, f"{name}: a REF"),
+                 Cover(act & Cat(*[(slot == k) & (ages[k] == t.faw) for k in range(4)]).any(),
+                       f"{name}: an ACT exactly tFAW after the fourth ACT back")]

@@ -364,7 +364,8 @@ class DMA(wiring.Component):
     wr, rd : Out(vmem_write_signature / vmem_read_signature)
         VMEM ports: loads write, stores read.
     flush : In(1)
-        Stop walking (after an error): bursts already issued finish.
+        Stop walking (after an error), held until idle: bursts already issued finish, and a
+        burst whose address is offered and waiting is issued first.
     signal : Out(1), sem : Out
         A transfer that asked for it completed: signal semaphore ``sem``.
     error : Out(1), error_pc : Out(16)
@@ -414,7 +415,10 @@ class DMA(wiring.Component):
             load.burst.valid.eq(b.valid & ~b.payload.store),
             store.burst.valid.eq(b.valid & b.payload.store),
             b.ready.eq(Mux(b.payload.store, store.burst.ready, load.burst.ready)),
-            walker.flush.eq(self.flush),
+            # A flush stops the walk only while no address is offered and waiting: AXI keeps
+            # an AR or AW valid, unchanged, until it is taken (found by the dma-axi proof).
+            walker.flush.eq(self.flush & ~((self.axi.arvalid & ~self.axi.arready)
+                                           | (self.axi.awvalid & ~self.axi.awready))),
             walker.slot.eq(done.slot), walker.slot_free.eq(done.slot_free),
             done.start.eq(walker.start), done.info.eq(walker.cmd.payload),
             done.done.eq(walker.done),

