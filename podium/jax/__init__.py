@@ -264,7 +264,9 @@ def pod_config(dims, config=None, memory="axi"):
     """A pod of TensorCores (spec/pod.py ``PodConfig``) for the front end: a torus of
     ``dims`` chips (``(2, 2)``, ``(4,)``), each chip ``config`` (default: the ViT's
     TensorCore) with an ICI queue, flits of its VMEM rows, HBM (``memory`` "axi": a memory
-    model's AXI4 ports; "hbm": the chip's HBM controller)."""
+    model's AXI4 ports; "hbm": the chip's HBM controller, two AXI4 ports a flit wide: HBM2
+    pseudo-channels for 256-bit flits, legacy channels for 512-bit ones, the TensorCore's DMA
+    then as wide)."""
     import dataclasses
 
     from spec.chip import ChipConfig
@@ -279,7 +281,14 @@ def pod_config(dims, config=None, memory="axi"):
     nic = NICConfig(ici=ICIConfig(dims=tuple(dims), classes=2, vcs=2, buffer_depth=8,
                                   flit_bits=8 * tc.row_bytes, max_packet=8,
                                   local_ports=LOCAL_PORTS))
-    hbm = HBMConfig(ports=2) if memory == "hbm" else HBMConfig()
+    hbm = HBMConfig()
+    if memory == "hbm":
+        # the network interface's HBM port is a flit wide: pseudo-channels (256-bit AXI4)
+        # or, for flits of 512 bits (the ViT's TensorCore), legacy channels (512-bit)
+        hbm = HBMConfig(ports=2)
+        if hbm.axi_data_width != 8 * tc.row_bytes:
+            hbm = HBMConfig(ports=2, channel_mode="legacy")
+            tc = dataclasses.replace(tc, axi_data_width=hbm.axi_data_width)
     return PodConfig(chip=ChipConfig(tensorcore=tc, memory=memory, hbm=hbm, nic=nic))
 
 

@@ -697,3 +697,25 @@ def test_digits_data_parallel_on_pod(pod):
     assert diff[0] <= 4 * EPS * 3 and diff.max() <= POD_LOSS_TOLERANCE
     assert r.accuracy >= 0.95
 
+
+
+def test_pod_scan_backends():
+    """``pod_scan``'s ``sim``: an unknown one is refused naming the choices; the RTL paths
+    need a pod whose chips have HBM controllers (sim/pod_native.py), a PodConfig without them
+    is refused; the pod they build for a name (``pod_config(..., memory="hbm")``) gives, on
+    the golden pod simulator, the named pod's losses and weights bit for bit."""
+    from podium.jax import PODS, pod_config
+    x_train, _, y_train, _ = jd.data(0)
+    xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
+    data = (xs[:2], ys[:2])
+    with pytest.raises(ValueError, match="sim must be one of golden, native, verilator"):
+        pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data, sim="icarus")
+    with pytest.raises(ValueError, match="HBM controllers"):
+        pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data, sim="native",
+                 pod=pod_config(PODS["2x2"]))
+    p1, l1, _ = pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data)
+    p2, l2, _ = pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data,
+                         pod=pod_config(PODS["2x2"], memory="hbm"))
+    assert np.array_equal(l1, l2) and len(l1) == 2
+    for k in p1:
+        assert np.array_equal(p1[k], p2[k]), k
