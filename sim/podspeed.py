@@ -22,7 +22,7 @@ from sim.measure import environment, environment_line, table, write_results
 __all__ = ["bench", "render", "PAGE", "program"]
 
 PAGE = "podspeed"
-ITERATIONS = 8
+ITERATIONS = 32
 """All-reduces per run."""
 PODS = {"2x2": (2, 2), "4x4": (4, 4)}
 COCOTB_PODS = ("2x2",)

@@ -283,3 +283,26 @@ def test_native_pod_run_is_the_cocotb_run(tmp_path, seed):
         assert len(trace.splitlines()) > 50, n
         assert trace == (tmp_path / "cocotb" / f"chip{n}.trace").read_text(), n
     assert nat.cycles == ref.cycles > 0
+
+
+@pytest.mark.slow
+def test_a_pod_timeout_is_the_cocotb_timeout(tmp_path):
+    """Three chips of the 2x2 pod loop forever and one halts, stopped after two refresh
+    intervals: the looping chips aborted at the same cycle (status timeout), the halted one
+    done, with the same counters, registers and HBM traces (refreshes only) on both paths."""
+    from sim.pod_native import cocotb_pod, native_pod
+    from verification.tests.test_pod import PROGRAM_CONFIGS
+
+    pod = PROGRAM_CONFIGS["2x2-tc-hbm"]
+    budget = 2 * pod.chip.hbm.timing.refi
+    words = [assemble("loop: jmp loop\n")] * 3 + [assemble("halt\n")]
+    ref, nat = (fn(pod, words, [{}] * pod.chips, max_steps=budget, traces=tmp_path / name)
+                for name, fn in (("cocotb", cocotb_pod), ("native", native_pod)))
+    assert nat.cycles == ref.cycles > budget
+    for n, (a, b) in enumerate(zip(ref.results, nat.results, strict=True)):
+        assert a.status == b.status == ("done" if n == 3 else "timeout"), (n, a, b)
+        assert (b.steps, b.counters, b.registers) == (a.steps, a.counters, a.registers), n
+        trace = (tmp_path / "native" / f"chip{n}.trace").read_text()
+        assert trace == (tmp_path / "cocotb" / f"chip{n}.trace").read_text(), n
+        assert trace.count(" REF") > 0, n
+    assert budget <= ref.results[0].steps < budget + 100
