@@ -258,7 +258,7 @@ def build_native_pod(design, pod, *, flavour="flat", jobs=None, force=False):
         seconds, cpu, peak = run_build(commands, verilator_env(), directory,
                                        f"native build of {design.name}")
         stamp.write_text(json.dumps({"seconds": round(seconds, 3), "cpu": cpu,
-                                     "peak_rss": peak}) + "\n")
+                                     "peak_rss": peak, "jobs": jobs}) + "\n")
         return NativeBuild(design, directory, seconds, False, cpu, peak)
 
 

@@ -134,8 +134,10 @@ def render(data):
                 f"{r['cycles'] / r['run_cpu_seconds']:,.0f}" if r["run_cpu_seconds"] else "-",
                 f"{r['check_seconds']:.2f}" if r["check_seconds"] else "-"] for r in rows]),
         "",
-        "Builds (wall time of the first build; CPU seconds of Verilator, then of the C++ "
-        "compiler, where recorded; peak memory of the build's processes):",
+        "Builds (wall time of the first build, whenever it ran and with however many jobs "
+        "and whatever load it had: the CPU seconds are the steadier figure; CPU seconds of "
+        "Verilator, then of the C++ compiler; peak memory of the build's processes, not "
+        "recorded for a cocotb build found built):",
         "",
         table(["pod", "build", "path", "build, s", "CPU s (Verilator, C++)", "peak memory, MiB"],
               [[r["pod"], r["flavour"], r["path"], f"{r['build']['seconds']:.0f}",
