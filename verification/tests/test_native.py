@@ -245,8 +245,8 @@ def test_native_pod_run_is_the_cocotb_run(tmp_path, seed):
     "2x2-tc-hbm"), run natively (sim/pod_native.py) and through cocotb: every chip's status,
     cycles, counters, registers, semaphores, HBM output and HBM command trace the same on both
     paths, the cycles the host simulated too, and the outputs the golden pod simulator's.
-    Slow: the pod's cocotb build (which only the slow pod tests share) and its native build
-    take 4-5 CPU minutes each (docs/results/podspeed.md)."""
+    Slow: the pod's cocotb build (which only the slow pod tests share) takes 4.4 CPU minutes
+    and its native build (the ``hier`` flavour) 2.7 (docs/results/podspeed.md)."""
     from podium.podsim import PodSim
     from sim.pod_native import cocotb_pod, native_pod
     from verification.models.collectives import random_elements
