@@ -25,7 +25,7 @@ __all__ = ["BENCHES", "page_name", "render", "main", "selected"]
 BENCHES = {**{b.bench: f"sim.{b.bench}_perf" for b in BLOCKS.values() if b.bench},
            "model": "sim.model_protocol", "scaling": "sim.model_report",
            "transformer": "sim.transformer_perf",
-           "simspeed": "sim.simspeed"}
+           "simspeed": "sim.simspeed", "podspeed": "sim.podspeed"}
 """Each benchmark's module, whose ``bench(quick=...)`` runs it."""
 BENCHES["training"] = "sim.training_perf"   # a training step compiled from JAX (docs/jax.md)
 

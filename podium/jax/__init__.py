@@ -266,7 +266,9 @@ def pod_config(dims, config=None, memory="axi"):
     """A pod of TensorCores (spec/pod.py ``PodConfig``) for the front end: a torus of
     ``dims`` chips (``(2, 2)``, ``(4,)``), each chip ``config`` (default: the ViT's
     TensorCore) with an ICI queue, flits of its VMEM rows, HBM (``memory`` "axi": a memory
-    model's AXI4 ports; "hbm": the chip's HBM controller)."""
+    model's AXI4 ports; "hbm": the chip's HBM controller, two AXI4 ports a flit wide: HBM2
+    pseudo-channels for 256-bit flits, legacy channels for 512-bit ones, the TensorCore's DMA
+    then as wide)."""
     import dataclasses
 
     from spec.chip import ChipConfig
@@ -281,7 +283,14 @@ def pod_config(dims, config=None, memory="axi"):
     nic = NICConfig(ici=ICIConfig(dims=tuple(dims), classes=2, vcs=2, buffer_depth=8,
                                   flit_bits=8 * tc.row_bytes, max_packet=8,
                                   local_ports=LOCAL_PORTS))
-    hbm = HBMConfig(ports=2) if memory == "hbm" else HBMConfig()
+    hbm = HBMConfig()
+    if memory == "hbm":
+        # the network interface's HBM port is a flit wide: pseudo-channels (256-bit AXI4)
+        # or, for flits of 512 bits (the ViT's TensorCore), legacy channels (512-bit)
+        hbm = HBMConfig(ports=2)
+        if hbm.axi_data_width != 8 * tc.row_bytes:
+            hbm = HBMConfig(ports=2, channel_mode="legacy")
+            tc = dataclasses.replace(tc, axi_data_width=hbm.axi_data_width)
     return PodConfig(chip=ChipConfig(tensorcore=tc, memory=memory, hbm=hbm, nic=nic))
 
 
@@ -350,21 +359,39 @@ def pod_scan(fn, init, xs, pod="2x2", axis="batch", sim="golden", config=None,
     every leaf of ``xs`` (``steps x batch x ...``) split along the batch into one shard per
     chip (chip ``c`` takes the ``c``-th consecutive block), each ``psum`` an fp32 all-reduce
     through the ICI. Returns ``(carry, ys, counters)`` of chip 0 (``pod_scan.chips``: every
-    chip's ``(carry, ys)``; ``pod_scan.last``: the :class:`Compiled`). ``pod``: "2x2",
-    "1x4" or a PodConfig; ``sim``: "golden" (podium/podsim.py, the golden pod simulator)."""
+    chip's ``(carry, ys)``; ``pod_scan.counters``: every chip's counters; ``pod_scan.last``:
+    the :class:`Compiled`). ``pod``: "2x2", "1x4" or a PodConfig; ``sim``: "golden"
+    (podium/podsim.py, the golden pod simulator), "native" (the RTL pod, every chip with its
+    HBM controller, in the native simulator: sim/pod_native.py) or "verilator" (the same RTL
+    pod through cocotb); a named pod is then built with HBM controllers (``pod_config(...,
+    memory="hbm")``), which the golden simulator runs the same way."""
+    if sim not in POD_SIMS:
+        raise ValueError(f"sim must be one of {', '.join(POD_SIMS)}, got {sim!r}")
+    if sim != "golden" and isinstance(pod, str):
+        _pod(pod, config)       # a name it knows
+        pod = pod_config(PODS[pod], config, memory="hbm")
     c, podc, chip_args = pod_compile(fn, init, xs, pod, axis, config)
-    if sim != "golden":
-        raise ValueError(f"pod_scan runs on the golden pod simulator (sim 'golden'), got "
-                         f"{sim!r}")
     import jax
     program = c.program
-    from ..podsim import PodSim
-    sim_ = PodSim(podc, seed=seed, hbm_capacity=program.hbm_capacity)
-    for chip, args in zip(sim_.chips, chip_args, strict=True):
-        for address, data in program.image(c.pack(args)).items():
-            chip.hbm.write(address, data)
-        chip.load(program.words)
-    results = sim_.run(max_steps=max_steps)
+    if sim == "golden":
+        from ..podsim import PodSim
+        sim_ = PodSim(podc, seed=seed, hbm_capacity=program.hbm_capacity)
+        for chip, args in zip(sim_.chips, chip_args, strict=True):
+            for address, data in program.image(c.pack(args)).items():
+                chip.hbm.write(address, data)
+            chip.load(program.words)
+        results = sim_.run(max_steps=max_steps)
+    else:
+        from sim.pod_native import run_pod
+        if program.hbm_capacity > podc.chip.hbm.capacity:
+            raise ValueError(f"the program needs {program.hbm_capacity} bytes of HBM, a chip "
+                             f"of the pod has {podc.chip.hbm.capacity}")
+        reads = [[(t.address, t.nbytes) for t in program.outputs.values()]] * podc.chips
+        run = run_pod(podc, [program.words] * podc.chips,
+                      [program.image(c.pack(args)) for args in chip_args], reads=reads,
+                      sim=sim, max_steps=max_steps)
+        results = run.results
+        pod_scan.run = run
     per_chip = []
     for k, r in enumerate(results):
         if r.status != "done":
@@ -373,10 +400,17 @@ def pod_scan(fn, init, xs, pod="2x2", axis="batch", sim="golden", config=None,
         res = jax.tree.unflatten(c.out_tree, c.unpack(program.read_outputs(r.hbm.read)))
         per_chip.append((res[0], res[1]))
     pod_scan.chips = per_chip
+    pod_scan.counters = [dict(r.counters) for r in results]
     counters = dict(results[0].counters)
     return per_chip[0][0], per_chip[0][1], counters
 
 
+POD_SIMS = ("golden", "native", "verilator")
+"""The backends of :func:`pod_scan`."""
+
+
 pod_scan.last = None
 pod_scan.chips = None
+pod_scan.counters = None
+pod_scan.run = None
 __all__ += ["Port"]

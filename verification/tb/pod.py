@@ -70,9 +70,10 @@ class DeviceHBM:
     golden device model (verification/tb/hbm.py) on the controller's channels, through its
     backdoor."""
 
-    def __init__(self, dut, config, chip):
+    def __init__(self, dut, config, chip, trace=None):
+        """``trace``: a file for every command of the chip's device (optional)."""
         self.bench = HBMBench(dut, masters=False, config=config, prefix="hbm_ch",
-                              idle="hbm_idle", index=chip)
+                              idle="hbm_idle", index=chip, trace=trace)
 
     def write(self, address, data):
         self.bench.write_bytes(address, data)
@@ -90,9 +91,10 @@ class PodHost:
     (``hbm``: with ``memory`` "axi" cocotbext-axi ``AxiRam`` s of ``HBM_BYTES``, with "hbm"
     the device models of its controller, :class:`DeviceHBM`)."""
 
-    def __init__(self, dut, sources=(), sinks=(), *, memory_flows=None):
+    def __init__(self, dut, sources=(), sinks=(), *, memory_flows=None, hbm_traces=None):
         """``memory_flows``: each chip's idle and backpressure on its HBM's AXI4 ports with
-        memory "axi" (``random_random`` on every chip by default)."""
+        memory "axi" (``random_random`` on every chip by default); ``hbm_traces``: with
+        memory "hbm", a file per chip for its device's commands."""
         self.dut = dut
         self.sidecar = load_sidecar()
         self.cfg = PodConfig.from_dict(self.sidecar["parameters"])
@@ -123,7 +125,9 @@ class PodHost:
                 self.dma_hbm = [axi_ram(dut, f"dma__{c}", HBM_BYTES, flows[c], mem=ram.mem)
                                 for c, ram in enumerate(self.hbm)]
         elif self.cfg.chip.memory == "hbm":
-            self.hbm = [DeviceHBM(dut, self.cfg.chip.hbm, c) for c in range(self.chips)]
+            traces = hbm_traces or [None] * self.chips
+            self.hbm = [DeviceHBM(dut, self.cfg.chip.hbm, c, traces[c])
+                        for c in range(self.chips)]
 
     async def start(self, *, fault_rate=0, clock_impl=None):
         if self.faults:

@@ -10,9 +10,12 @@ compared (VMEM but the staging area after a bfloat16 reduction, which the golden
 undefined).
 """
 
+import base64
+
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.utils import get_sim_time
 
 from podium.asm import assemble
 from podium.podsim import PodSim
@@ -21,10 +24,11 @@ from spec.collectives import all_to_all_table
 from spec.isa import Error
 from spec.pod import PodConfig
 from verification.models.collectives import random_elements
-from verification.tb.bench import FLOWS, new_rng
+from verification.tb import bench
+from verification.tb.bench import FLOWS, measurement, new_rng, perf_spec, write_report
 from verification.tb.packing import load_sidecar
-from verification.tb.pod import HBM_BYTES, PodHost
-from verification.tb.tensorcore import TensorCoreHost
+from verification.tb.pod import HBM_BYTES, PERIOD_NS, PodHost
+from verification.tb.tensorcore import ABORT_CYCLES, TensorCoreHost
 
 __all__ = ["TensorPodBench"]
 
@@ -351,3 +355,80 @@ async def test_training_step(dut):
     for c, vmem in enumerate(vmems):
         assert (step.w.unpack(vmem) == want).all(), f"chip {c}: weights"
     assert all(o.counters["mxu_vectors"] > 0 for o in outcomes)
+
+
+RESET_CYCLES = 4
+"""``run_pod_program``'s reset (sim/native_pod_main.cpp resets as long)."""
+
+
+@measurement
+@cocotb.test()
+async def run_pod_program(dut):
+    """Run one program per chip (sim/pod_native.py ``cocotb_pod``, the native pod path's
+    reference) on a pod of TensorCores with HBM controllers: spec ``programs`` (instruction
+    words per chip), ``images`` (per chip, ``[{address, data (base64)}]``, into its HBM through
+    the device model's backdoor), ``reads`` (per chip, ``[[address, length], ...]``, read
+    back the same way), ``budget`` (cycles; then every chip is aborted) and ``traces`` (a file
+    per chip for its HBM commands, optional). Every stream without idle or backpressure, the
+    host's operations one at a time: every chip's program, every chip cleared with its start
+    PC, every chip started; then until no chip runs; every chip's outcome; every chip's HBM
+    controller drained, chip after chip. The report holds each chip's outcome words,
+    counters and reads, and the cycles from the reset's release to the end."""
+    spec = perf_spec()
+    tb = PodHost(dut, hbm_traces=spec.get("traces"))
+    hosts = [TensorCoreHost(dut, f"csr__{c}", tb.cfg.tensorcore, tb.sidecar["csr"])
+             for c in range(tb.chips)]
+    tb.bench.quiesce()
+    await bench.start(dut, reset_cycles=RESET_CYCLES)
+    begin = get_sim_time("ns")
+    for memory in tb.hbm:
+        await memory.bench.start(clock=False)
+    for memory, image in zip(tb.hbm, spec["images"], strict=True):
+        for entry in image:
+            memory.write(entry["address"], base64.b64decode(entry["data"]))
+    for host, words in zip(hosts, spec["programs"], strict=True):
+        await host.load(words)
+    for host in hosts:
+        await host.clear()
+        await host.write(host.reg["START_PC"], 0)
+    for host in hosts:
+        await host.write(host.reg["CONTROL"], 1)
+
+    def running():
+        return any(int(getattr(dut, f"running__{c}").value) for c in range(tb.chips))
+
+    async def wait(cycles):
+        for _ in range(cycles):
+            await RisingEdge(dut.clk)
+            if not running():
+                return True
+        return False
+
+    timeout = not await wait(spec["budget"])
+    if timeout:
+        for host in hosts:
+            await host.write(host.reg["CONTROL"], 2)
+        assert await wait(ABORT_CYCLES), f"still running {ABORT_CYCLES} cycles after the abort"
+    chips = []
+    for host in hosts:
+        words = [await host.read(host.reg["STATUS"])]
+        words += [await host.read(host.reg["REGS"] + 4 * r) for r in range(16)]
+        words += [await host.read(host.reg["SEMS"] + 4 * s)
+                  for s in range(tb.cfg.tensorcore.semaphores)]
+        words += [await host.read(host.reg["COUNTERS"] + 4 * k)
+                  for k in range(len(host.counter_names))]
+        words += [await host.read(host.reg["ERROR"]), await host.read(host.reg["ERROR_PC"])]
+        n_sems = tb.cfg.tensorcore.semaphores
+        chips.append({"status": words[0], "registers": words[1:17],
+                      "semaphores": words[17:17 + n_sems],
+                      "counters": dict(zip(host.counter_names, words[17 + n_sems:-2],
+                                           strict=True)),
+                      "error": words[-2], "error_pc": words[-1]})
+    await tb.settle_hbm()
+    for chip, memory, reads in zip(chips, tb.hbm, spec["reads"], strict=True):
+        assert memory.bench.error is None, str(memory.bench.error)
+        chip["reads"] = [base64.b64encode(memory.read(a, n)).decode() for a, n in reads]
+        if memory.bench.trace:
+            memory.bench.trace.flush()
+    write_report(spec, {"chips": chips, "timeout": timeout,
+                        "cycles": round((get_sim_time("ns") - begin) / PERIOD_NS)})

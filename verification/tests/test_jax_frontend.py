@@ -807,3 +807,53 @@ def test_vit_training_rtl_matches_golden():
     for a, b in zip(jax.tree.leaves(rtl.params), jax.tree.leaves(gold.params), strict=True):
         assert np.array_equal(np.asarray(a).view(np.uint32), np.asarray(b).view(np.uint32))
     assert rtl.counters["mxu_vectors"] > 0
+
+
+def test_pod_scan_backends():
+    """``pod_scan``'s ``sim``: an unknown one is refused naming the choices; the RTL paths
+    need a pod whose chips have HBM controllers (sim/pod_native.py), a PodConfig without them
+    is refused; the pod they build for a name (``pod_config(..., memory="hbm")``) gives, on
+    the golden pod simulator, the named pod's losses and weights bit for bit."""
+    from podium.jax import PODS, pod_config
+    x_train, _, y_train, _ = jd.data(0)
+    xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
+    data = (xs[:2], ys[:2])
+    with pytest.raises(ValueError, match="sim must be one of golden, native, verilator"):
+        pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data, sim="icarus")
+    with pytest.raises(ValueError, match="HBM controllers"):
+        pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data, sim="native",
+                 pod=pod_config(PODS["2x2"]))
+    p1, l1, _ = pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data)
+    p2, l2, _ = pod_scan(jd.pod_sgd_step(0.5), jd.init_params(0), data,
+                         pod=pod_config(PODS["2x2"], memory="hbm"))
+    assert np.array_equal(l1, l2) and len(l1) == 2
+    for k in p1:
+        assert np.array_equal(p1[k], p2[k]), k
+
+
+@pytest.mark.slow
+def test_digits_data_parallel_on_the_rtl_pod():
+    """Three steps of the data-parallel digits training (``pod_sgd_step``, every step's
+    weights an output) on the RTL 2x2 pod of the front end's TensorCores with HBM
+    controllers, natively (sim/pod_native.py, the chip a hier_block): every chip's losses and
+    weights of every step bit-identical to the golden pod simulator's on the same pod, and
+    the same on every chip. Slow: the pod's build (docs/jax.md, "Data parallel on the pod")."""
+    from podium.jax import PODS, pod_config
+    x_train, _, y_train, _ = jd.data(jd.SETTINGS.seed)
+    xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
+    data = (xs[:3], ys[:3])
+    p0 = jd.init_params(jd.SETTINGS.seed)
+    step = jd.pod_sgd_step(jd.SETTINGS.lr, weights=True)
+    pod_scan(step, p0, data, pod=pod_config(PODS["2x2"], memory="hbm"))
+    golden = pod_scan.chips
+    pod_scan(step, p0, data, pod="2x2", sim="native")
+    rtl = pod_scan.chips
+    assert len(rtl) == 4
+    for c, (g, r) in enumerate(zip(golden, rtl, strict=True)):
+        for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(r), strict=True):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), f"chip {c}"
+        for a, b in zip(jax.tree.leaves(rtl[0]), jax.tree.leaves(r), strict=True):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), f"chip {c} differs from chip 0"
+    losses = np.asarray(rtl[0][1][0])
+    assert losses.shape == (3,) and losses[-1] < losses[0]
+    assert all(c["cycles"] > 0 for c in pod_scan.counters)

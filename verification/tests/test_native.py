@@ -7,6 +7,8 @@ The chip is the default one, which the regression builds for cocotb anyway (test
 test_tools); the native build of the same Verilog adds one Verilator run and one C++ compile
 (72 CPU seconds, docs/results/simspeed.md)."""
 
+import random
+
 import numpy as np
 import pytest
 
@@ -207,3 +209,100 @@ def test_check_bits_are_the_codewords(seed):
     got = ecc.check_bits(np.array(words, dtype=np.uint64)).tolist()
     assert got == [ecc.encode(w) >> 64 for w in words]
     assert len(set(got)) > 100
+
+
+POD_COLLECTIVES = """
+    li r1, 4096
+    dma.shape 0, r1, r0, r0
+    dma.load r0, r0, s3
+    wait ici, s3
+    li r1, 0
+    li r2, 300
+    ici.coll all_reduce_2d, 0, fp32, r1, r2
+    li r1, 1280
+    li r2, 200
+    ici.coll all_reduce, 1, int32, r1, r2
+    li r1, 2112
+    li r2, 150
+    ici.coll all_reduce, 0, fp32, r1, r2
+    signal ici, s2
+    wait dma, s2
+    li r1, 4096
+    dma.shape 0, r1, r0, r0
+    li r2, 32768
+    dma.store r2, r0, s4
+    wait dma, s4
+    halt
+"""
+"""Every chip's program of the pod test: 4 KiB of its HBM into VMEM, a 2-D fp32 all-reduce,
+an int32 all-reduce along dimension 1 and an fp32 one along dimension 0, back to HBM at
+32 KiB."""
+
+
+@pytest.mark.slow
+def test_native_pod_run_is_the_cocotb_run(tmp_path, seed):
+    """A collective program on the 2x2 pod of TensorCores with HBM controllers (the pod tests'
+    "2x2-tc-hbm"), run natively (sim/pod_native.py) and through cocotb: every chip's status,
+    cycles, counters, registers, semaphores, HBM output and HBM command trace the same on both
+    paths, the cycles the host simulated too, and the outputs the golden pod simulator's.
+    Slow: the pod's cocotb build (which only the slow pod tests share) takes 4.4 CPU minutes
+    and its native build (the ``hier`` flavour) 2.7 (docs/results/podspeed.md)."""
+    from podium.podsim import PodSim
+    from sim.pod_native import cocotb_pod, native_pod
+    from verification.models.collectives import random_elements
+    from verification.tests.test_pod import PROGRAM_CONFIGS
+
+    pod = PROGRAM_CONFIGS["2x2-tc-hbm"]
+    words = assemble(POD_COLLECTIVES)
+    rng, elements = np.random.default_rng(seed), random.Random(seed)
+    images = []
+    for _ in range(pod.chips):
+        data = bytearray(random_elements(elements, "fp32", 1024))
+        data[1280:2080] = rng.integers(-1 << 20, 1 << 20, 200, dtype=np.int32).tobytes()
+        images.append({0: bytes(data)})
+    reads = [[(32768, 4096)]] * pod.chips
+    runs = {name: fn(pod, [words] * pod.chips, images, reads=reads, traces=tmp_path / name)
+            for name, fn in (("cocotb", cocotb_pod), ("native", native_pod))}
+    ref, nat = runs["cocotb"], runs["native"]
+    print(f"cycles: cocotb {ref.cycles} in {ref.seconds:.1f} s, native {nat.cycles} in "
+          f"{nat.seconds:.2f} s")
+    golden = PodSim(pod, seed=int(rng.integers(1 << 30)), hbm_capacity=1 << 16)
+    for chip, image in zip(golden.chips, images, strict=True):
+        chip.load(words)
+        chip.hbm.write(0, image[0])
+    want = golden.run()
+    for n, (a, b, g) in enumerate(zip(ref.results, nat.results, want, strict=True)):
+        assert a.status == b.status == g.status == "done", (n, a, b, g)
+        assert b.steps == a.steps > 0 and b.counters == a.counters, n
+        assert (b.registers, b.semaphores) == (a.registers, a.semaphores) == (
+            g.registers, g.semaphores), n
+        out = b.hbm.read(32768, 4096)
+        assert out == a.hbm.read(32768, 4096), f"chip {n}: outputs differ"
+        assert out == bytes(g.hbm.data[32768:32768 + 4096]), f"chip {n}: not the golden output"
+        trace = (tmp_path / "native" / f"chip{n}.trace").read_text()
+        assert len(trace.splitlines()) > 50, n
+        assert trace == (tmp_path / "cocotb" / f"chip{n}.trace").read_text(), n
+    assert nat.cycles == ref.cycles > 0
+
+
+@pytest.mark.slow
+def test_a_pod_timeout_is_the_cocotb_timeout(tmp_path):
+    """Three chips of the 2x2 pod loop forever and one halts, stopped after two refresh
+    intervals: the looping chips aborted at the same cycle (status timeout), the halted one
+    done, with the same counters, registers and HBM traces (refreshes only) on both paths."""
+    from sim.pod_native import cocotb_pod, native_pod
+    from verification.tests.test_pod import PROGRAM_CONFIGS
+
+    pod = PROGRAM_CONFIGS["2x2-tc-hbm"]
+    budget = 2 * pod.chip.hbm.timing.refi
+    words = [assemble("loop: jmp loop\n")] * 3 + [assemble("halt\n")]
+    ref, nat = (fn(pod, words, [{}] * pod.chips, max_steps=budget, traces=tmp_path / name)
+                for name, fn in (("cocotb", cocotb_pod), ("native", native_pod)))
+    assert nat.cycles == ref.cycles > budget
+    for n, (a, b) in enumerate(zip(ref.results, nat.results, strict=True)):
+        assert a.status == b.status == ("done" if n == 3 else "timeout"), (n, a, b)
+        assert (b.steps, b.counters, b.registers) == (a.steps, a.counters, a.registers), n
+        trace = (tmp_path / "native" / f"chip{n}.trace").read_text()
+        assert trace == (tmp_path / "cocotb" / f"chip{n}.trace").read_text(), n
+        assert trace.count(" REF") > 0, n
+    assert budget <= ref.results[0].steps < budget + 100
