@@ -6,7 +6,7 @@ simulator; ``verilator`` (the RTL chip) is registered by sim/programs.py."""
 
 from .isasim import TensorCoreSim
 
-__all__ = ["BACKENDS", "LIMITS", "run", "golden", "register"]
+__all__ = ["BACKENDS", "LIMITS", "POD_BACKENDS", "run", "golden", "register", "register_pod"]
 
 GOLDEN_MAX_STEPS = 50_000_000
 
@@ -46,3 +46,15 @@ def register(name, backend, *, unit="cycles", default="the backend's"):
     ``unit``, ``default`` says its default in words."""
     BACKENDS[name] = backend
     LIMITS[name] = (unit, default)
+
+
+POD_BACKENDS = {}
+"""The RTL pod's backends by name (sim/pod_native.py adds ``native`` and ``verilator`` when
+sim/programs.py is imported): ``(pod, programs, images, *, reads, max_steps) -> run`` with
+``run.results``, one :class:`~podium.isasim.Result` per chip. The golden pod simulator is
+podium/podsim.py."""
+
+
+def register_pod(name, backend):
+    """Make ``backend`` a pod backend named ``name``."""
+    POD_BACKENDS[name] = backend

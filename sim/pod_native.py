@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from podium.isasim import Result
+from podium.runner import register_pod
 from sim import progress
 from sim.native import (
     ABORT_CYCLES,
@@ -44,7 +45,7 @@ from sim.runner import BUILD, HIER_BLOCK, _children_cpu, generated, locked, run_
 from spec.isa import Error
 from verification.models.hbm import backdoor_dump, backdoor_write, replay
 
-__all__ = ["PodRun", "run_pod", "native_pod", "cocotb_pod", "build_native_pod", "MAX_CYCLES"]
+__all__ = ["PodRun", "native_pod", "cocotb_pod", "build_native_pod", "MAX_CYCLES"]
 
 MAIN = Path(__file__).with_name("native_pod_main.cpp")
 MAX_CYCLES = 100_000_000
@@ -388,10 +389,5 @@ def cocotb_pod(pod, programs, images, *, reads=None, max_steps=MAX_CYCLES, trace
     return PodRun(results, report["cycles"], done["run_seconds"])
 
 
-def run_pod(pod, programs, images, *, sim="native", **options):
-    """:func:`native_pod` (``sim`` "native") or :func:`cocotb_pod` (``sim`` "verilator")."""
-    if sim == "native":
-        return native_pod(pod, programs, images, **options)
-    if sim == "verilator":
-        return cocotb_pod(pod, programs, images, **options)
-    raise ValueError(f"sim must be native or verilator for a pod run, got {sim!r}")
+register_pod("native", native_pod)
+register_pod("verilator", cocotb_pod)

@@ -2,7 +2,7 @@
 
 A collective program (every chip: 16 KiB of its HBM into VMEM, ``ITERATIONS`` 2-D fp32
 all-reduces of it, back to HBM) runs on the pods of TensorCores with HBM controllers of the
-pod tests (verification/tests/test_pod.py ``_tensor_pod``: 4x4 int8 MXUs, 32 KiB of VMEM), a
+pod tests (verification/tb/pod_programs.py ``tensor_pod_config``: 4x4 int8 MXUs, 32 KiB of VMEM), a
 2x2 and a 4x4 torus, through sim/pod_native.py: natively (the C++ host, sim/native_pod_main.cpp)
 in each build flavour (``flat``: the chip inlined into the pod's model; ``hier``: the chip a
 Verilator hier_block, verilated once and instantiated per node), and through cocotb
@@ -64,7 +64,7 @@ def bench(quick=False):
     from podium.asm import assemble
     from sim.pod_native import build_native_pod, cocotb_pod, native_pod
     from sim.runner import build, generated
-    from verification.tests.test_pod import _tensor_pod
+    from verification.tb.pod_programs import tensor_pod_config
 
     env = environment()
     words = assemble(program(2 if quick else ITERATIONS))
@@ -72,7 +72,7 @@ def bench(quick=False):
     for name, dims in PODS.items():
         if quick and name != "2x2":
             continue
-        pod = _tensor_pod(dims, memory="hbm")
+        pod = tensor_pod_config(dims, memory="hbm")
         design = generated("pod", pod)
         images = _inputs(pod.chips)
         reads = [[(65536, 16384)]] * pod.chips

@@ -108,4 +108,4 @@ register("verilator", verilator, unit="cycles",
                  f"{CYCLES_PER_SECOND:,} simulated cycles/s")
 
 
-from sim import native  # noqa: E402, F401  (registers the native backend)
+from sim import native, pod_native  # noqa: E402, F401  (register the native backends)

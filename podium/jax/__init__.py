@@ -382,14 +382,16 @@ def pod_scan(fn, init, xs, pod="2x2", axis="batch", sim="golden", config=None,
             chip.load(program.words)
         results = sim_.run(max_steps=max_steps)
     else:
-        from sim.pod_native import run_pod
+        import importlib
+        importlib.import_module("sim.programs")   # registers the RTL pod backends
+        from ..runner import POD_BACKENDS
         if program.hbm_capacity > podc.chip.hbm.capacity:
             raise ValueError(f"the program needs {program.hbm_capacity} bytes of HBM, a chip "
                              f"of the pod has {podc.chip.hbm.capacity}")
         reads = [[(t.address, t.nbytes) for t in program.outputs.values()]] * podc.chips
-        run = run_pod(podc, [program.words] * podc.chips,
-                      [program.image(c.pack(args)) for args in chip_args], reads=reads,
-                      sim=sim, max_steps=max_steps)
+        run = POD_BACKENDS[sim](podc, [program.words] * podc.chips,
+                                [program.image(c.pack(args)) for args in chip_args],
+                                reads=reads, max_steps=max_steps)
         results = run.results
         pod_scan.run = run
     per_chip = []

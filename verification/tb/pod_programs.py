@@ -20,9 +20,16 @@ from cocotb.utils import get_sim_time
 from podium.asm import assemble
 from podium.podsim import PodSim
 from podium.spmd import data_parallel_step
+from spec.chip import ChipConfig
 from spec.collectives import all_to_all_table
+from spec.hbm import HBMConfig
+from spec.ici import ICIConfig
 from spec.isa import Error
+from spec.mxu import MXUConfig
+from spec.nic import NICConfig
 from spec.pod import PodConfig
+from spec.protocol import LOCAL_PORTS
+from spec.tensorcore import TensorCoreConfig
 from verification.models.collectives import random_elements
 from verification.tb import bench
 from verification.tb.bench import FLOWS, measurement, new_rng, perf_spec, write_report
@@ -30,7 +37,35 @@ from verification.tb.packing import load_sidecar
 from verification.tb.pod import HBM_BYTES, PERIOD_NS, PodHost
 from verification.tb.tensorcore import ABORT_CYCLES, TensorCoreHost
 
-__all__ = ["TensorPodBench"]
+__all__ = ["TensorPodBench", "TENSORCORE", "pod_config", "tensor_pod_config"]
+
+def pod_config(dims, *, faults=False, memory="none", tensorcore=None, hbm=None, **ici):
+    """The pod tests' pod of ``dims``: 2 classes of 2 VCs, 8-flit buffers, 128-bit flits and
+    8-flit packets unless ``ici`` says otherwise; chips of ``tensorcore`` (None: simulation
+    chips) with ``memory`` and ``hbm``; ``faults``: link fault injectors."""
+    params = dict(classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
+                  local_ports=LOCAL_PORTS)
+    params.update(ici)
+    nic = NICConfig(ici=ICIConfig(dims=dims, **params))
+    return PodConfig(chip=ChipConfig(tensorcore=tensorcore, memory=memory, hbm=hbm or HBMConfig(),
+                                     nic=nic),
+                     faults=faults)
+
+
+TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, row_bytes=32,
+                              deadlock_cycles=1 << 16, ici=True, vmath=False)
+"""The program-running chips' TensorCore: a 4x4 int8 MXU, 32 KiB of VMEM in rows of a flit
+(256 bits), a deadlock watch long enough for a neighbour's work, no transcendental unit
+(eight per chip would make the pods' builds and runs slower for programs that never use
+them; the TensorCore and chip tests run the unit)."""
+
+
+def tensor_pod_config(dims, memory="none"):
+    """A pod of :data:`TENSORCORE` chips with 256-bit flits; ``memory`` "hbm": each chip's
+    HBM controller with two AXI4 ports (the DMA's and the network interface's)."""
+    hbm = HBMConfig(ports=2) if memory == "hbm" else HBMConfig()
+    return pod_config(dims, flit_bits=256, memory=memory, tensorcore=TENSORCORE, hbm=hbm)
+
 
 ARRIVE, READ, DONE = 0, 1, 2
 """Semaphores of the test programs: messages landed here, reads landed here, the ICI idle."""

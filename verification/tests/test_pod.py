@@ -6,35 +6,20 @@ torus; and the pod's configuration checks."""
 
 import pytest
 
-from spec.chip import ChipConfig
 from spec.config import ConfigError
-from spec.hbm import HBMConfig
-from spec.ici import ICIConfig
-from spec.mxu import MXUConfig
-from spec.nic import NICConfig
 from spec.pod import PodConfig
-from spec.protocol import LOCAL_PORTS
 from spec.tensorcore import TensorCoreConfig
+from verification.tb.pod_programs import pod_config, tensor_pod_config
 from verification.tests.suite import cases, cocotb_tests
 
 TB = "verification.tb.pod"
 PROGRAMS_TB = "verification.tb.pod_programs"
 
 
-def _pod(dims, *, faults=False, memory="none", tensorcore=None, hbm=None, **ici):
-    params = dict(classes=2, vcs=2, buffer_depth=8, flit_bits=128, max_packet=8,
-                  local_ports=LOCAL_PORTS)
-    params.update(ici)
-    nic = NICConfig(ici=ICIConfig(dims=dims, **params))
-    return PodConfig(chip=ChipConfig(tensorcore=tensorcore, memory=memory, hbm=hbm or HBMConfig(),
-                                     nic=nic),
-                     faults=faults)
-
-
 CONFIGS = {
-    "1x4": _pod((4,)),
-    "2x2": _pod((2, 2), faults=True, memory="axi", max_packet=4, buffer_depth=4),
-    "4x4": _pod((4, 4), vcs=4),
+    "1x4": pod_config((4,)),
+    "2x2": pod_config((2, 2), faults=True, memory="axi", max_packet=4, buffer_depth=4),
+    "4x4": pod_config((4, 4), vcs=4),
 }
 
 
@@ -44,23 +29,10 @@ def _slow(pod, test):
     return [pytest.mark.slow] if pod == "4x4" else []
 
 
-TENSORCORE = TensorCoreConfig(mxu=MXUConfig(rows=4, cols=4), vmem_bytes=32768, row_bytes=32,
-                              deadlock_cycles=1 << 16, ici=True, vmath=False)
-"""The program-running chips' TensorCore: a 4x4 int8 MXU, 32 KiB of VMEM in rows of a flit
-(256 bits), a deadlock watch long enough for a neighbour's work, no transcendental unit
-(eight per chip would make the pods' builds and runs slower for programs that never use
-them; the TensorCore and chip tests run the unit)."""
-
-
-def _tensor_pod(dims, memory="none"):
-    hbm = HBMConfig(ports=2) if memory == "hbm" else HBMConfig()
-    return _pod(dims, flit_bits=256, memory=memory, tensorcore=TENSORCORE, hbm=hbm)
-
-
 PROGRAM_CONFIGS = {
-    "1x4-tc": _tensor_pod((4,)),
-    "2x2-tc": _tensor_pod((2, 2), memory="axi"),
-    "2x2-tc-hbm": _tensor_pod((2, 2), memory="hbm"),
+    "1x4-tc": tensor_pod_config((4,)),
+    "2x2-tc": tensor_pod_config((2, 2), memory="axi"),
+    "2x2-tc-hbm": tensor_pod_config((2, 2), memory="hbm"),
 }
 """Pods of TensorCores: VMEM only on a ring of four; on a 2x2 torus each chip's DMA and network
 interface on a memory model's AXI4 ports, or on the chip's own HBM controller with the golden
