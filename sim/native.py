@@ -52,6 +52,8 @@ __all__ = ["native", "build_native", "NativeBuild", "MAX_CYCLES", "CYCLES_PER_SE
            "SETTLE_CYCLES"]
 
 MAIN = Path(__file__).with_name("native_main.cpp")
+DEVICE = Path(__file__).with_name("native_device.h")
+"""The HBM device and file formats shared by the chip's and the pod's hosts."""
 CYCLES_PER_SECOND = 100_000
 """The default chip's simulated speed on this path per CPU second, roughly: 101-120k measured
 (docs/results/simspeed.md); a shared machine's wall clock runs slower."""
@@ -171,14 +173,22 @@ def build_native(design, chip, *, jobs=None, force=False):
     """Build the native simulator of ``design`` (the chip ``chip``'s generated Verilog);
     return a :class:`NativeBuild`. Cached by a hash of the Verilog, the sidecar, the C++
     sources and the flags."""
-    jobs = jobs or os.cpu_count() or 1
-    header = io_header(design, chip.hbm)
-    main = MAIN.read_text()
     threads = design.sidecar.get("verilator_threads", 1)
-    extra = ["--hierarchical"] if HIER_BLOCK in design.verilog else []
-    extra += ["--threads", str(threads), "-Wno-UNOPTTHREADS"] if threads > 1 else []
+    extra = ["--threads", str(threads), "-Wno-UNOPTTHREADS"] if threads > 1 else []
+    return build_host(design, MAIN, {"chip_io.h": io_header(design, chip.hbm)}, extra=extra,
+                      jobs=jobs, force=force)
+
+
+def build_host(design, main, headers, *, extra=(), jobs=None, force=False):
+    """Verilate ``design`` with the C++ host ``main`` (a path), the generated ``headers``
+    (file name -> text) and :data:`DEVICE` beside it, and compile; a :class:`NativeBuild`,
+    cached under build/native by a hash of the Verilog, the sidecar, the C++ sources and the
+    flags (a design with hier_block modules is verilated with ``--hierarchical``)."""
+    jobs = jobs or os.cpu_count() or 1
+    sources = {"main.cpp": Path(main).read_text(), DEVICE.name: DEVICE.read_text(), **headers}
+    extra = (["--hierarchical"] if HIER_BLOCK in design.verilog else []) + list(extra)
     key = hashlib.sha256(json.dumps({
-        "verilog": design.verilog, "sidecar": design.sidecar, "main": main, "header": header,
+        "verilog": design.verilog, "sidecar": design.sidecar, "sources": sources,
         "flags": FLAGS + extra + MAKE_FLAGS, "verilator": _verilator_version(),
     }, sort_keys=True).encode()).hexdigest()[:16]
     directory = BUILD / "native" / f"{design.name}-{key}"
@@ -195,8 +205,8 @@ def build_native(design, chip, *, jobs=None, force=False):
                        f"(cached in build/native afterwards)")
         directory.mkdir(parents=True)
         vpath = design.write(directory)
-        (directory / "chip_io.h").write_text(header)
-        (directory / "main.cpp").write_text(main)
+        for name, text in sources.items():
+            (directory / name).write_text(text)
         commands = [
             ["verilator", *FLAGS, *extra, "-Mdir", str(directory), "--top-module", design.name,
              "--prefix", "Vtop", "-o", design.name, "-CFLAGS", f"-I{directory}",
@@ -206,7 +216,7 @@ def build_native(design, chip, *, jobs=None, force=False):
         seconds, cpu, peak = run_build(commands, verilator_env(), directory,
                                        f"native build of {design.name}")
         stamp.write_text(json.dumps({"seconds": round(seconds, 3), "cpu": cpu,
-                                     "peak_rss": peak}) + "\n")
+                                     "peak_rss": peak, "jobs": jobs}) + "\n")
         return NativeBuild(design, directory, seconds, False, cpu, peak)
 
 

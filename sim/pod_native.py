@@ -17,9 +17,7 @@ reads the requested regions), the cycles the host simulated, and the wall and CP
 """
 
 import base64
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -31,17 +29,14 @@ from podium.runner import register_pod
 from sim import progress
 from sim.native import (
     ABORT_CYCLES,
-    FLAGS,
-    MAKE_FLAGS,
     SETTLE_CYCLES,
-    NativeBuild,
     _device,
     _mangle,
     _read_store,
-    _verilator_version,
     _write_store,
+    build_host,
 )
-from sim.runner import BUILD, HIER_BLOCK, _children_cpu, generated, locked, run_build, verilator_env
+from sim.runner import BUILD, HIER_BLOCK, _children_cpu, generated
 from spec.isa import Error
 from verification.models.hbm import backdoor_dump, backdoor_write, replay
 
@@ -226,41 +221,8 @@ def build_native_pod(design, pod, *, flavour="flat", jobs=None, force=False):
         raise ValueError(f"flavour must be one of {', '.join(FLAVOURS)}, got {flavour!r}")
     if flavour == "hier":
         design = chip_hier_block(design)
-    jobs = jobs or os.cpu_count() or 1
-    header = pod_io_header(design, pod)
-    main = MAIN.read_text()
-    extra = ["--hierarchical"] if HIER_BLOCK in design.verilog else []
-    key = hashlib.sha256(json.dumps({
-        "verilog": design.verilog, "sidecar": design.sidecar, "main": main, "header": header,
-        "flags": FLAGS + extra + MAKE_FLAGS, "verilator": _verilator_version(),
-    }, sort_keys=True).encode()).hexdigest()[:16]
-    directory = BUILD / "native" / f"{design.name}-{key}"
-    stamp = directory / ".built"
-    with locked(directory.with_suffix(".lock")):
-        if stamp.exists() and not force:
-            meta = json.loads(stamp.read_text())
-            return NativeBuild(design, directory, meta["seconds"], True, meta["cpu"],
-                               meta["peak_rss"])
-        if directory.exists():
-            shutil.rmtree(directory)
-        progress.stage(f"building the native simulator of {design.name}: the first build of "
-                       f"this configuration, {progress.build_estimate(len(design.verilog))} "
-                       f"(cached in build/native afterwards)")
-        directory.mkdir(parents=True)
-        vpath = design.write(directory)
-        (directory / "pod_io.h").write_text(header)
-        (directory / "main.cpp").write_text(main)
-        commands = [
-            ["verilator", *FLAGS, *extra, "-Mdir", str(directory), "--top-module", design.name,
-             "--prefix", "Vtop", "-o", design.name, "-CFLAGS", f"-I{directory}",
-             str(directory / "main.cpp"), str(vpath)],
-            ["make", "-j", str(jobs), "-C", str(directory), "-f", "Vtop.mk", *MAKE_FLAGS],
-        ]
-        seconds, cpu, peak = run_build(commands, verilator_env(), directory,
-                                       f"native build of {design.name}")
-        stamp.write_text(json.dumps({"seconds": round(seconds, 3), "cpu": cpu,
-                                     "peak_rss": peak, "jobs": jobs}) + "\n")
-        return NativeBuild(design, directory, seconds, False, cpu, peak)
+    return build_host(design, MAIN, {"pod_io.h": pod_io_header(design, pod)}, jobs=jobs,
+                      force=force)
 
 
 def _result(values, counters, tc, regions, extra):
