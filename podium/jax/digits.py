@@ -262,10 +262,7 @@ def main(argv=None):
                  "first_loss": float(r.losses[0]), "last_loss": float(r.losses[-1]),
                  "test_accuracy": r.accuracy, "chips_identical": r.chips_identical,
                  "instructions": len(r.program.words), "seconds": round(r.seconds, 1)}
-        print(json.dumps(facts, indent=1))
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(facts, f, indent=1)
+        print_facts(facts, a.json)
         return 0
     r = train(s, sim=a.sim, steps=a.steps)
     diff = max(float(np.max(np.abs(r.params[k] - r.ref_params[k]))) for k in r.params)
@@ -277,11 +274,16 @@ def main(argv=None):
              "jax_test_accuracy": r.ref_accuracy, "instructions": len(r.program.words),
              "seconds": round(r.seconds, 1),
              "counters": {k: v for k, v in r.counters.items() if isinstance(v, int | float)}}
-    print(json.dumps(facts, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(facts, f, indent=1)
+    print_facts(facts, a.json)
     return 0
+
+
+def print_facts(facts, path=None):
+    """Print a command's ``facts`` as JSON, and write them to ``path`` when given."""
+    print(json.dumps(facts, indent=1))
+    if path:
+        with open(path, "w") as f:
+            json.dump(facts, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ over the tokens (no ``slice``).
 """
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..workloads import vit as W
+from .digits import print_facts
 
 __all__ = ["SHAPE", "Settings", "SETTINGS", "to_heads", "from_heads", "loss", "logits",
            "sgd_step", "batches", "train", "TrainResult", "main"]
@@ -243,10 +243,7 @@ def main(argv=None):
              "operations": r.program.metadata.get("operations"),
              "seconds": round(r.seconds, 1),
              "counters": {k: v for k, v in r.counters.items() if isinstance(v, int | float)}}
-    print(json.dumps(facts, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(facts, f, indent=1)
+    print_facts(facts, a.json)
     return 0
 
 
