@@ -7,10 +7,11 @@ over its AXI4-Lite control port, clears and starts every chip, waits until no ch
 most ``max_steps`` cycles, then every chip is aborted: status ``timeout``), reads every chip's
 outcome (status, registers, semaphores, counters, error) and waits for every chip's HBM
 controller to drain. Every pseudo-channel of every chip has an HBM device: on the native path
-the C++ device of sim/native.py, one per chip, each writing its chip's command trace, which the
-golden device model (verification/models/hbm.py) checks after the run; on the cocotb path the
-golden device model itself (verification/tb/hbm.py). HBM images go in, and the requested
-regions come out, through the golden model's backdoor (the controller's address map and ECC).
+the C++ device of sim/native_device.h, one per chip, each writing its chip's command trace,
+which the golden device model (verification/models/hbm.py) checks after the run; on the
+cocotb path the golden device model itself (verification/tb/hbm.py). HBM images go in, and
+the requested regions come out, through the golden model's backdoor (the controller's address
+map and ECC).
 
 Both paths return a :class:`PodRun`: a :class:`~podium.isasim.Result` per chip (its ``hbm``
 reads the requested regions), the cycles the host simulated, and the wall and CPU times.
