@@ -20,19 +20,6 @@ STALE = {
            "the bench has 6 networks (two of them 4x4), 5 more configurations for the link "
            "latency and switch_stage tables, 3 more builds for the speed runs and 4 Yosys "
            "syntheses: well over an hour)",
-    "tensorcore": "tensorcore.json (run at 87311e7, the cocotb path) has no HBM bandwidth "
-                  "(and its source) that the roofline used, nor the MXU size, nor the run path "
-                  "of each figure, which sim/tensorcore_perf.py's render shows: re-run "
-                  "`python -m sim.bench tensorcore` (now on the native path: on a shared "
-                  "machine at load 6-10, niceness 10, the int8 benchmark chip's native build "
-                  "took 947 s (230 CPU s, 1.7 GB), the 512^3 int8 GEMM 42 CPU s (12.7k "
-                  "cycles per CPU second) and the epilogue's two runs 238 s wall; the "
-                  "bfloat16 chip runs about 8k cycles per CPU second, so the 1024^3 bfloat16 "
-                  "GEMM alone is about 9 CPU minutes: about 30 CPU minutes in all, two "
-                  "forced native builds included). The GEMM programs are those of 87311e7 "
-                  "word for word, but the RTL's cycles moved since: 512^3 int8 535,599 "
-                  "(was 535,600) on both paths, 1024^3 int8 4,213,055 (was 4,213,052) and "
-                  "the epilogue 556,226 / 556,187 (was 556,225 / 556,186) natively",
 }
 """Pages that cannot be rendered from their current JSON (by benchmark), with why: each needs
 its benchmark re-run."""
