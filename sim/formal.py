@@ -482,13 +482,23 @@ at most V - 1 wins of the input's other VCs, each after at most P cycles per VC 
 before it, P * V * (V + 1) / 2 = 9 here."""
 
 
-def _split_harness(split=None, w=False):
-    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
-                           inflight_beats=64)
+SPLIT_CFG = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
+                             inflight_beats=64)
+"""The SparseCore whose ``Split4K`` the ``split4k`` and ``split4k-axi`` sets prove: 64-bit
+beats, 16-bit addresses, 2-bit IDs."""
+
+
+def _split_dut(split):
+    """``(module, splitter, log2 of the beat's bytes)``: ``split`` (default: ``Split4K`` of
+    :data:`SPLIT_CFG`) in a module with its inputs free."""
     m = Module()
-    m.submodules.dut = dut = split if split is not None else Split4K(cfg)
+    m.submodules.dut = dut = split if split is not None else Split4K(SPLIT_CFG)
     free_inputs(m, dut)
-    size = (cfg.beat_bytes - 1).bit_length()
+    return m, dut, (SPLIT_CFG.beat_bytes - 1).bit_length()
+
+
+def _split_harness(split=None, w=False):
+    m, dut, size = _split_dut(split)
     first = {ch: split_rules(m, dut.mgr, dut.bus, ch, size=size, name="split")
              for ch in ("aw", "ar")}
     if w:
@@ -583,12 +593,7 @@ def _split_axi_harness(split=None):
     SparseCore, whose bursts may cross 4 KiB) as the subordinate, its B rules asserted (the
     merge of a split write's two responses) and its R rules left out (``rlast`` passes
     through per part by design); on ``bus`` (to the memory) as the manager."""
-    cfg = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2, row_ids=1,
-                           inflight_beats=64)
-    m = Module()
-    m.submodules.dut = dut = split if split is not None else Split4K(cfg)
-    free_inputs(m, dut)
-    size = (cfg.beat_bytes - 1).bit_length()
+    m, dut, size = _split_dut(split)
     mgr = dut.mgr
     for ch in ("aw", "ar"):
         valid, addr = getattr(mgr, f"{ch}valid"), getattr(mgr, f"{ch}addr")

@@ -29,6 +29,7 @@ from sim.formal import (
     ICI_LINK,
     PORT_CFG,
     SETS,
+    SPLIT_CFG,
     TIMING_CFG,
     cover,
     main,
@@ -36,7 +37,6 @@ from sim.formal import (
     tools_dir,
 )
 from spec.ici import ICIConfig
-from spec.sparsecore import SparseCoreConfig
 
 
 def _proved(outcome):
@@ -222,10 +222,6 @@ def test_allocator_ignoring_credits_fails():
              "sends only with a credit")
 
 
-SPLIT_CONFIG = SparseCoreConfig(axi_data_width=64, axi_addr_width=16, axi_id_width=2,
-                                row_ids=1, inflight_beats=64)
-"""The SparseCore whose Split4K the broken splitters break."""
-
 
 class _NoSplit(Split4K):
     """Passes every read burst through whole, across 4 KiB or not."""
@@ -237,7 +233,7 @@ class _NoSplit(Split4K):
 
 
 def test_split4k_not_splitting_fails():
-    _refuted(prove(SETS["split4k"], name="split4k-whole", split=_NoSplit(SPLIT_CONFIG)),
+    _refuted(prove(SETS["split4k"], name="split4k-whole", split=_NoSplit(SPLIT_CFG)),
              "split.ar: no part crosses 4 KiB")
 
 
@@ -252,7 +248,7 @@ class _NoPartWlast(Split4K):
 
 def test_split4k_without_part_wlast_fails():
     _refuted(prove(SETS["split4k-w"], name="split4k-w-no-part-wlast",
-                   split=_NoPartWlast(SPLIT_CONFIG)),
+                   split=_NoPartWlast(SPLIT_CFG)),
              "split.w: wlast exactly on the last beat of each part")
 
 
@@ -348,7 +344,7 @@ def test_hbm_port_b_before_the_last_w_fails():
 
 
 def test_split4k_axi_not_splitting_fails():
-    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-whole", split=_NoSplit(SPLIT_CONFIG)),
+    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-whole", split=_NoSplit(SPLIT_CFG)),
              "split.bus.ar: an INCR burst does not cross 4 KiB")
 
 
@@ -362,7 +358,7 @@ class _NoMerge(Split4K):
 
 
 def test_split4k_axi_two_bs_fail():
-    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-no-merge", split=_NoMerge(SPLIT_CONFIG)),
+    _refuted(prove(SETS["split4k-axi"], name="split4k-axi-no-merge", split=_NoMerge(SPLIT_CFG)),
              "split.mgr.b:")
 
 
