@@ -468,7 +468,10 @@ def axi4_protocol(m, bus, *, checked, outstanding, crossing=False, responses="br
                   name="axi"):
     """The AXI4 rules on ``bus`` with per-ID tracking, from either side: ``checked`` is
     ``"manager"`` (the block drives AW, W and AR: the manager's rules asserted, the
-    subordinate's assumed) or ``"subordinate"`` (the other way round).
+    subordinate's assumed) or ``"subordinate"`` (the other way round). Written from the AMBA
+    AXI protocol specification (ARM IHI 0022): the handshake of A3.2.1, the dependencies
+    between channels of A3.3, the 4 KiB rule of A3.4.1, and the ordering of transactions of
+    one ID of its chapter on transaction identifiers.
 
     Manager's rules: AW, W and AR valid held until ready, payload stable; an INCR burst does
     not cross 4 KiB; beats no wider than the bus; no W beat before its burst's AW (AXI allows

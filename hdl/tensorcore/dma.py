@@ -416,7 +416,8 @@ class DMA(wiring.Component):
             store.burst.valid.eq(b.valid & b.payload.store),
             b.ready.eq(Mux(b.payload.store, store.burst.ready, load.burst.ready)),
             # A flush stops the walk only while no address is offered and waiting: AXI keeps
-            # an AR or AW valid, unchanged, until it is taken (found by the dma-axi proof).
+            # an AR or AW valid, unchanged, until it is taken (AMBA AXI, ARM IHI 0022, A3.2.1
+            # "Handshake process"; found by the dma-axi proof).
             walker.flush.eq(self.flush & ~((self.axi.arvalid & ~self.axi.arready)
                                            | (self.axi.awvalid & ~self.axi.awready))),
             walker.slot.eq(done.slot), walker.slot_free.eq(done.slot_free),
