@@ -523,12 +523,14 @@ def _render_vit_full(data):
     sh = v["shape"]
     env = environment_line(data["vit_full_environment"])
     exact = "bit-exact" if v["bit_exact_with_golden"] else "NOT bit-exact"
+    rel = max(abs(a - b) / max(1, abs(b))
+              for a, b in zip(v["golden_losses"], v["jax_losses"], strict=True))
     return [
         "## The ViT at its full size, in segments", "",
         f"Measured on {env}.", "",
         f"The workload's own shape (podium/workloads/vit.py: width {sh['dim']}, "
         f"{sh['heads']} heads, MLP {sh['mlp']}, {sh['blocks']} blocks; podium/jax/vit.py "
-        f"`FULL`), one image per step, SGD: a step is {v['operations']} operations and "
+        f"`FULL`), one image per step, SGD: a step is {v['operations']:,} operations and "
         f"{v['instructions']:,} instructions, more than the instruction memory's "
         f"{v['imem_depth']:,}, so it runs as {len(v['segments'])} segments "
         f"(docs/jax.md, \"Segments\"; the longest {max(v['segments']):,} instructions), "
@@ -549,7 +551,8 @@ def _render_vit_full(data):
             [f"golden, {v['golden_steps']} steps: losses",
              ", ".join(f"{x:.4f}" for x in v["golden_losses"])],
             ["jax fp32, the same steps", ", ".join(f"{x:.4f}" for x in v["jax_losses"])],
-            ["largest loss difference vs jax", f"{v['max_loss_diff_vs_jax']:.2g}"],
+            ["largest loss difference vs jax (relative to max(1, loss))",
+             f"{v['max_loss_diff_vs_jax']:.2g} ({rel:.2g})"],
             ["largest weight difference vs jax", f"{v['max_weight_diff_vs_jax']:.2g}"],
             ["simulation (RTL, one step)",
              f"{v['run_seconds']:.0f} s ({v['run_cpu_seconds']:.0f} CPU s)"],
