@@ -28,6 +28,11 @@ Writes docs/results/training.{json,md} and training.png (the loss curves).
   injection rate the collectives bench fitted (docs/results/collectives.json, 1x4
   all-reduce), the injection scaled from that bench's 128-bit flits to the pod's. ``python -m
   sim.training_perf --pod`` re-runs these rows alone (merged into the page's JSON).
+- **The ViT at its full size** (RTL): the transformer issue's shape (podium/jax/vit.py
+  ``FULL`` on ``FULL_CONFIG``, 2 MiB of VMEM), a step longer than the instruction memory run
+  as segments (docs/jax.md, "Segments"): one step on the RTL bit for bit against the golden
+  simulator, its cycles beside the timeline of each segment added up, and three steps on the
+  golden simulator against jax. ``python -m sim.training_perf --vit-full`` re-runs it alone.
 """
 
 import json
