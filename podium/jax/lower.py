@@ -1587,13 +1587,10 @@ def _lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None, 
     since = [0]     # the body's line at the last cut
 
     def weight(lines):
-        """Instructions of assembly ``lines``, at most (a ``li`` may take two)."""
-        n = 0
-        for ln in lines:
-            t = ln.strip()
-            if t and not t.startswith("#") and not t.endswith(":"):
-                n += 2 if t.startswith("li ") else 1
-        return n
+        """Instructions of assembly ``lines`` (one a line: ``li`` too, a 32-bit
+        immediate)."""
+        return sum(1 for ln in lines if (t := ln.strip()) and not t.startswith("#")
+                   and not t.endswith(":"))
 
     def live_ranges():
         bufs = {id(b): b for v in [*low.env.values(), *bufs_in] for b in _bufs(v)
