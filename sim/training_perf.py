@@ -257,7 +257,10 @@ def _vit_full(sim):
             "instructions": len(r.program.words), "segments": meta["segments"],
             "operations": meta["operations"], "vmem_rows": meta["vmem_rows"],
             "scratch_bytes": meta["scratch"]["bytes"],
-            "spilled_rows": [sum(n for _, n in c) for c in meta["scratch"]["cuts"]],
+            "stored_rows": [sum(n for _, n in c["stored"]) for c in meta["scratch"]["cuts"]],
+            "loaded_rows": [sum(n for _, n in c["loaded"]) for c in meta["scratch"]["cuts"]],
+            "bytes_read_golden": int(one.counters.get("bytes_read", 0)),
+            "bytes_written_golden": int(one.counters.get("bytes_written", 0)),
             **{k: int(r.counters.get(k, 0)) for k in COUNTERS},
             "run_seconds": float(r.counters.get("run_seconds", 0.0)),
             "run_cpu_seconds": float(r.counters.get("run_cpu_seconds", 0.0)),
@@ -519,6 +522,14 @@ def render(data):
     ])
 
 
+def _cut_bytes(v):
+    """HBM bytes the cuts of the full-size ViT's step move: the live rows stored and loaded
+    back, the constants reloaded by every segment after the first."""
+    rows = sum(v["stored_rows"]) + sum(v["loaded_rows"]) + \
+        v["vmem_rows"]["constants"] * len(v["loaded_rows"])
+    return rows * 64
+
+
 def _render_vit_full(data):
     """The section of the full-size ViT (none in a JSON written before it existed)."""
     rows = data["tables"].get("vit_full")
@@ -542,9 +553,14 @@ def _render_vit_full(data):
         f"and its values take {v['vmem_rows']['values']:,} VMEM rows and its constants "
         f"{v['vmem_rows']['constants']:,} (64 bytes each), so the chip is the ViT's "
         f"TensorCore with {v['vmem_bytes'] // (1 << 20)} MiB of VMEM (`FULL_CONFIG`). At "
-        f"the {len(v['spilled_rows'])} cuts in a step the live values "
-        f"({', '.join(f'{n:,}' for n in v['spilled_rows'])} rows) are stored to HBM and "
-        "loaded back.", "",
+        f"the {len(v['loaded_rows'])} cuts in a step the live values are loaded back "
+        f"({', '.join(f'{n:,}' for n in v['loaded_rows'])} rows of 64 bytes), those written "
+        "since the cut before stored first (all at the first cut: "
+        f"{', '.join(f'{n:,}' for n in v['stored_rows'])} rows), and every segment after the "
+        f"first reloads the constants: HBM bytes read {v['bytes_read_golden']:,} and written "
+        f"{v['bytes_written_golden']:,} in the step (golden simulator's counters), "
+        f"{_cut_bytes(v):,} of them the cuts' (about {_cut_bytes(v) / 29.5:,.0f} cycles at the "
+        "model's 29.5 bytes a cycle).", "",
         table(["", "value"], [
             ["RTL (native path), one step: cycles (the segments' added up)",
              f"{v['cycles']:,}"],

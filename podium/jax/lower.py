@@ -66,6 +66,12 @@ _KEEP = {"signal", "wait", "vop", "vtrans", "vred", "vcast", "matmul", "mxu.stri
 """Instructions that write no general register."""
 
 
+_WRITES = {"vop": 0, "vred": 0, "vcast": 0, "vtrans": 0, "matmul": 2, "dma.load": 1,
+           "ici.coll": None}
+"""The instructions that write VMEM: which of their register operands holds the destination
+(None: not known here)."""
+
+
 class _CachedAsm(_Asm):
     """Assembly text that remembers what the operand registers (``_POOL``) and the VPU's
     ``vpu.cfg`` hold, so an operand already in a register takes no ``li`` and a
@@ -75,6 +81,7 @@ class _CachedAsm(_Asm):
     def __init__(self):
         super().__init__()
         self.forget()
+        self.writes = []        # VMEM byte addresses written (None: not known), see _WRITES
 
     def forget(self):
         self.held = {}          # register -> value
@@ -83,9 +90,14 @@ class _CachedAsm(_Asm):
         self.vcfg = None        # (count, scalar) of the last vpu.cfg, when known
 
     def __call__(self, line):
+        op = line.split()[0]
+        if op in _WRITES:
+            k = _WRITES[op]
+            regs = re.findall(r"\br\d+\b", line.split(None, 1)[1])
+            value = self.held.get(regs[k]) if k is not None and k < len(regs) else None
+            self.writes.append(value if isinstance(value, int) else None)
         super().__call__(line)
         self.pinned = set()
-        op = line.split()[0]
         if op == "li":
             self.held.pop(line.split()[1].rstrip(","), None)
         elif op not in _KEEP:
@@ -1592,9 +1604,17 @@ def _lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None, 
         return sum(1 for ln in lines if (t := ln.strip()) and not t.startswith("#")
                    and not t.endswith(":"))
 
-    def live_ranges():
+    def live_ranges(written=None):
+        """The VMEM row ranges of the live values (``written``: of those holding one of
+        these byte addresses; a None among them: all)."""
         bufs = {id(b): b for v in [*low.env.values(), *bufs_in] for b in _bufs(v)
                 if not getattr(b, "const", False)}
+        if written is not None and None not in written:
+            hit = sorted(set(written))
+            import bisect
+            bufs = {k: b for k, b in bufs.items()
+                    if bisect.bisect_left(hit, b.addr * rb) < len(hit)
+                    and hit[bisect.bisect_left(hit, b.addr * rb)] < (b.addr + b.rows) * rb}
         ranges = []
         for a, n in sorted((b.addr, b.rows) for b in bufs.values()):
             if ranges and a <= ranges[-1][0] + ranges[-1][1]:
@@ -1605,12 +1625,15 @@ def _lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None, 
 
     def segment_cut():
         # every engine drained (the DMA waits for the last engine's work, the stores for
-        # the DMA's earlier work, halt for the stores), the live values stored; after the
-        # cut nothing is known: registers, the DMA's shape, the VPU's configuration
+        # the DMA's earlier work, halt for the stores), the live values stored (at the
+        # step's first cut all of them, after it those written since the last cut: the
+        # others' copies in the scratch area are current); after the cut nothing is known:
+        # registers, the DMA's shape, the VPU's configuration
         ranges = live_ranges()
-        spilled.append(ranges)
+        stored = ranges if not spilled else live_ranges(body.writes)
+        spilled.append((stored, ranges))
         low.use("dma")
-        for a, n in ranges:
+        for a, n in stored:
             dma(body, "store", f"@S{a * rb}@", a * rb, n * rb, False)
         body("halt")
         body.lines.append(_CUT)
@@ -1621,6 +1644,7 @@ def _lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None, 
             dma(body, "load", f"@S{a * rb}@", a * rb, n * rb, False)
         low.engine = "dma"
         since[0] = len(body.lines)
+        body.writes = []
 
     for i, q in enumerate(eqns):
         if cut is not None and i and weight(body.lines[since[0]:]) > cut[0] - cut[1]:
@@ -1831,8 +1855,9 @@ def _segmented(f):
                                 "segments_per_step": len(parts),
                                 "scratch": {"address": scratch,
                                             "bytes": low.alloc.high * rb,
-                                            "cuts": [[list(r) for r in c]
-                                                     for c in f["spilled"]]},
+                                            "cuts": [{"stored": [list(r) for r in st],
+                                                      "loaded": [list(r) for r in ld]}
+                                                     for st, ld in f["spilled"]]},
                                 "assembly": "".join(
                                     f"# segment {k}\n{t}" for k, t in enumerate(texts))})
     return program, ports_in, ports_out
