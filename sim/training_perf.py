@@ -264,6 +264,8 @@ def _vit_full(sim):
             **{k: int(r.counters.get(k, 0)) for k in COUNTERS},
             "run_seconds": float(r.counters.get("run_seconds", 0.0)),
             "run_cpu_seconds": float(r.counters.get("run_cpu_seconds", 0.0)),
+            "simulated_cycles": int(r.counters.get("simulated_cycles", 0)),
+            "runs": int(r.counters.get("segments", 0)),
             **_segments_model(r.program), "bit_exact_with_golden": same,
             "loss": float(r.losses[0]), "golden_steps": FULL_STEPS,
             "golden_losses": [float(v) for v in gold.losses],
@@ -581,7 +583,11 @@ def _render_vit_full(data):
         ]), "",
         "The cycles are the chip's, from each segment's start to its done; the host's "
         "work between segments (loading each segment's instructions over AXI4-Lite, two "
-        "32-bit writes a word, and reading the outcome) is not in them.", "",
+        "32-bit writes a word, and reading the outcome) is not in them"
+        + (f": the native runs ({v['runs']}) simulated {v['simulated_cycles']:,} clock "
+           f"cycles in all, {v['simulated_cycles'] - v['cycles']:,} of them the host's "
+           "(the programs' loads, the starts, the outcomes read, the controller drained)."
+           if v.get("simulated_cycles") else "."), "",
     ]
 
 
