@@ -809,6 +809,23 @@ def test_vit_training_rtl_matches_golden():
     assert rtl.counters["mxu_vectors"] > 0
 
 
+@pytest.mark.slow
+def test_segments_under_cocotb():
+    """The runner's segments on the RTL chip under cocotb (the ``verilator`` backend): one
+    digits SGD step in segments of at most 256 instructions, the loss and the weights
+    bit-exact with the golden simulator's, every segment run."""
+    x_train, _, y_train, _ = jd.data(0)
+    xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
+    data, p0, step = (xs[:1], ys[:1]), jd.init_params(0), jd.sgd_step(jd.SETTINGS.lr)
+    p1, l1, _ = scan(step, p0, data)
+    p2, l2, c2 = scan(step, p0, data, segment=256, sim="verilator")
+    print(f"{c2['cycles']} cycles in {c2['segments']} segments")
+    assert c2["segments"] == len(scan.last.program.metadata["segments"]) > 1
+    assert np.array_equal(l1.view(np.uint32), l2.view(np.uint32))
+    for k in p1:
+        assert np.array_equal(p1[k].view(np.uint32), p2[k].view(np.uint32)), k
+
+
 VIT_FULL_LOSS_TOLERANCE = 0.01
 """The full-size ViT's losses on the chip within this of jax's fp32 losses, relative to
 ``max(1, |loss|)`` (measured 0.0063 over three steps)."""
