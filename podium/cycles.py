@@ -197,6 +197,7 @@ class Timeline:
     dma_cycles: int         # cycles of DMA data transfer (bytes / bw)
     vectors: int            # activation vectors into the MXU
     dispatched: int         # queued instructions
+    ici_cycles: int = 0     # cycles the ICI queue's collectives take (``ici`` given)
 
 
 class _Trace:
@@ -206,7 +207,7 @@ class _Trace:
     one."""
 
     def __init__(self, program):
-        from podium.isasim import TensorCoreSim
+        from podium.isasim import TensorCoreSim, schedule
 
         trace = self.items = []
 
@@ -230,25 +231,35 @@ class _Trace:
 
         sim = Sim(program.config, hbm_capacity=1 << 12)
         sim.load(program.words)
-        sim.run(max_steps=100_000_000)
+        # a pod chip's front end alone: its engines (the ICI's too) never run, so the
+        # program needs no PodSim here
+        sim.begin()
+        schedule([sim], sim.rng, 100_000_000)
         if sim.error.name != "NONE":
             raise ValueError(f"the program fails in the golden simulator: {sim.error.name}")
 
 
-def timeline(program, *, bw=HBM_BW, latency=FIRST_BEAT, contention=True):
+def timeline(program, *, bw=HBM_BW, latency=FIRST_BEAT, contention=True, ici=None):
     """The engine timeline of ``program``: the front end's instruction stream (one instruction
     per cycle, a queued one dispatched when its queue has room) and each engine executing
     its queue in order with the documented cost of each instruction, semaphores as the only
     dependencies between engines (docs/tensorcore.md, "Cycle model"). With ``contention``
     the timeline is played twice: the second time each VPU command and each ``matmul`` is
     longer by the cycles the two engines' reads of one VMEM bank overlapped in the first
-    (a bank's read port is granted round robin: reads beyond one a cycle wait)."""
+    (a bank's read port is granted round robin: reads beyond one a cycle wait).
+
+    ``ici``: on a pod chip (``config.ici``), the cycles of one ``ici.coll``, a function of
+    its arguments (``coll``, ``dim``, ``fmt``, ``length``: the golden simulator's); the ICI
+    queue then runs its entries in order like the other engines, every chip of the pod
+    starting each collective together (an SPMD program: the same timeline on every chip).
+    The pod's cost model is the caller's (sim/training_perf.py builds it from the
+    collectives' alpha-beta model); without it a program with ICI instructions is refused."""
     items = _Trace(program).items
     if not contention:
-        return _play(program, items, bw, latency)
+        return _play(program, items, bw, latency, ici=ici)
     log = []
-    _play(program, items, bw, latency, log=log)
-    return _play(program, items, bw, latency, extra=_contention(log))
+    _play(program, items, bw, latency, log=log, ici=ici)
+    return _play(program, items, bw, latency, extra=_contention(log), ici=ici)
 
 
 def _contention(log):
@@ -276,7 +287,7 @@ def _contention(log):
     return extra
 
 
-def _play(program, items, bw, latency, extra=None, log=None):
+def _play(program, items, bw, latency, extra=None, log=None, ici=None):
     from spec.isa import VOPS, DType, Op, Queue, Src2, VOp
 
     cfg = program.config
@@ -288,7 +299,13 @@ def _play(program, items, bw, latency, extra=None, log=None):
     bf16 = DType.BF16.value
 
     # per queue: the entries in order, each (dispatch time, op, args)
-    queues = {q: [] for q in (Queue.DMA, Queue.MXU, Queue.VPU)}
+    engines = (Queue.DMA, Queue.MXU, Queue.VPU)
+    if any(q == Queue.ICI for q, _, _ in items):
+        if ici is None:
+            raise ValueError("the program has ICI instructions: timeline(..., ici=cost) "
+                             "needs the cycles of a collective")
+        engines += (Queue.ICI,)
+    queues = {q: [] for q in engines}
     started = {q: [] for q in queues}           # start time of each entry
     sems = [[] for _ in range(cfg.semaphores)]  # pending signal times (sorted)
 
@@ -301,6 +318,7 @@ def _play(program, items, bw, latency, extra=None, log=None):
         Queue.MXU: {"take": 0, "stream": 0, "done": 0, "vectors": 0, "busy": 0},
         Queue.VPU: {"take": 0, "pass": 0, "writes": [], "func": False, "done": 0,
                     "passes": 0, "busy": 0},
+        Queue.ICI: {"done": 0, "busy": 0},
     }
 
     stall = [0]
@@ -470,6 +488,12 @@ def _play(program, items, bw, latency, extra=None, log=None):
             free[q] = run_vpu(st, op, a, t)
         elif op == Op.MATMUL:
             free[q] = run_mxu(st, a, t)
+        elif op == Op.ICI_COLL:
+            cost = math.ceil(ici(a))
+            st["busy"] += cost
+            st["done"] = free[q] = t + cost
+        elif op in (Op.ICI_SEND, Op.ICI_READ):
+            raise ValueError(f"the timeline plays no {op.name.lower()} (collectives only)")
         elif op in (Op.DMA_LOAD, Op.DMA_STORE):
             done, free[q] = run_dma(st, a, t)
             from spec.isa import SEM_NONE
@@ -483,7 +507,8 @@ def _play(program, items, bw, latency, extra=None, log=None):
     return Timeline(cycles=end, mxu_cycles=state[Queue.MXU]["busy"],
                     vpu_passes=state[Queue.VPU]["passes"], vpu_busy=state[Queue.VPU]["busy"],
                     dma_cycles=round(state[Queue.DMA]["dma"]),
-                    vectors=state[Queue.MXU]["vectors"], dispatched=dispatched)
+                    vectors=state[Queue.MXU]["vectors"], dispatched=dispatched,
+                    ici_cycles=state[Queue.ICI]["busy"])
 
 
 def _stuck(queues, heads, sems):

@@ -18,7 +18,10 @@ from spec.config import ConfigError, check, check_choice, check_int, check_keys
 from spec.files import in_file, load_json, write_text
 from spec.tensorcore import TensorCoreConfig
 
-__all__ = ["Tensor", "Program", "DTYPES", "FORMAT"]
+__all__ = ["Tensor", "Program", "DTYPES", "FORMAT", "SEGMENT_HBM"]
+
+SEGMENT_HBM = "segment.hbm"
+"""The output of a segment (:meth:`Program.segments`) that is the whole of HBM."""
 
 FORMAT = "podium-program"
 DTYPES = {"int8": np.int8, "int32": np.int32, "float32": np.float32,
@@ -127,6 +130,31 @@ class Program:
         """Name -> array of every output, with ``read(address, length)`` returning HBM
         bytes after a run."""
         return {name: t.unpack(read(t.address, t.nbytes)) for name, t in self.outputs.items()}
+
+    def segments(self):
+        """The programs the host runs one after another (docs/jax.md, "Segments"): with
+        ``metadata["segments"]`` (the segments' lengths in words, a program longer than
+        the instruction memory) one per segment, its own words, this program's tensors and
+        HBM image; else ``[self]``."""
+        sizes = self.metadata.get("segments")
+        if not sizes:
+            return [self]
+        # every segment reads back the whole HBM (an output of it): the next one's image
+        rb = self.config.row_bytes
+        rows = -(-self.hbm_capacity // rb)
+        outputs = {**self.outputs, SEGMENT_HBM: Tensor(0, (rows, rb), "int8", rb)}
+        if sum(sizes) != len(self.words) or min(sizes) < 1:
+            raise ConfigError("metadata.segments", f"must be lengths adding up to the "
+                                                   f"{len(self.words)} words, got {sizes}")
+        meta = {k: v for k, v in self.metadata.items() if k not in ("segments", "assembly")}
+        out, at = [], 0
+        for k, n in enumerate(sizes):
+            out.append(Program(words=self.words[at:at + n], config=self.config,
+                               hbm_capacity=rows * rb, hbm=self.hbm,
+                               inputs=self.inputs, outputs=outputs,
+                               metadata={**meta, "segment": k}))
+            at += n
+        return out
 
     def to_dict(self):
         return {

@@ -6,7 +6,8 @@ simulator; ``verilator`` (the RTL chip) is registered by sim/programs.py."""
 
 from .isasim import TensorCoreSim
 
-__all__ = ["BACKENDS", "LIMITS", "POD_BACKENDS", "run", "golden", "register", "register_pod"]
+__all__ = ["BACKENDS", "LIMITS", "POD_BACKENDS", "run", "run_segments", "golden", "register",
+           "register_pod"]
 
 GOLDEN_MAX_STEPS = 50_000_000
 
@@ -27,9 +28,39 @@ def run(program, inputs=None, sim="golden", **options):
     if sim not in BACKENDS:
         raise ValueError(f"sim must be one of {', '.join(BACKENDS)}, got {sim!r} (the RTL "
                          f"backends are registered by importing sim.programs)")
-    result = BACKENDS[sim](program, program.image(inputs or {}), **options)
+    image = program.image(inputs or {})
+    segments = program.segments()
+    if len(segments) == 1:
+        result = BACKENDS[sim](program, image, **options)
+    else:
+        result = run_segments(segments, image, BACKENDS[sim], **options)
     outputs = program.read_outputs(result.hbm.read) if result.status == "done" else {}
     return result, outputs
+
+
+def run_segments(segments, image, backend, **options):
+    """Run ``segments`` (:meth:`Program.segments`) one after another on ``backend``: each
+    from the HBM the one before left (read back whole, ``hbm_capacity`` bytes, and given to
+    the next run as its image); VMEM and the registers start afresh in each, as the program
+    expects (docs/jax.md, "Segments"). Returns the last run's :class:`Result` with the
+    counters of every run added up (``cycles``: the chip's cycles from each start to its
+    done; the host's work between the runs, loading each segment's instructions, is not in
+    them), ``segments`` the runs made; the first run that does not finish ends it.
+    ``max_steps`` bounds each run."""
+    import dataclasses
+    total, result = {}, None
+    for k, seg in enumerate(segments):
+        result = backend(seg, image, **options)
+        for name, v in result.counters.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                total[name] = total.get(name, 0) + v
+            else:
+                total[name] = v
+        total["segments"] = k + 1
+        if result.status != "done":
+            break
+        image = {0: bytes(result.hbm.read(0, seg.hbm_capacity))}
+    return dataclasses.replace(result, counters=total)
 
 
 BACKENDS = {"golden": golden}

@@ -240,6 +240,19 @@ def _read_store(path, model, words):
                                               for i in range(words)]
 
 
+SPEC_WORDS_PER_LINE = 512
+"""Values per line of a spec file: the C++ reader (native_device.h ``read_spec``) reads lines
+of at most 64 KiB and adds up the values of lines with the same key, so a long program goes
+as several lines (a 64-bit word is at most 20 digits: 512 of them fit 11 KiB)."""
+
+
+def spec_lines(key, values):
+    """The spec file's lines of ``key``: ``values`` in lines of SPEC_WORDS_PER_LINE."""
+    values = list(values)
+    return "".join(f"{key} " + " ".join(str(v) for v in values[i:i + SPEC_WORDS_PER_LINE])
+                   + "\n" for i in range(0, max(len(values), 1), SPEC_WORDS_PER_LINE))
+
+
 def _device(hbm, trace=None):
     return HBMDeviceModel(hbm.timing, hbm.pseudo_channels, hbm.bank_groups,
                           hbm.banks_per_group, per_channel=hbm.pcs_per_channel,
@@ -304,8 +317,8 @@ def native(program, image, *, chip=None, max_steps=None, flow="none_none", seed=
             "settle_extra": max(8, t.cwl + t.burst_cycles + 2),
             "semaphores": chip.tensorcore.semaphores, "counters": len(csr["counters"]),
             **csr["registers"]}
-    paths["spec"].write_text("".join(f"{k} {v}\n" for k, v in spec.items()) + "program " +
-                             " ".join(str(w) for w in program.words) + "\n")
+    paths["spec"].write_text("".join(f"{k} {v}\n" for k, v in spec.items()) +
+                             spec_lines("program", program.words))
     setup_seconds = time.perf_counter() - start
     progress.stage(f"simulating {design.name} natively, at most {max_steps:,} cycles")
     result = _simulate(built, paths, trace, check, chip, csr, program, setup_seconds)

@@ -36,6 +36,7 @@ from sim.native import (
     _read_store,
     _write_store,
     build_host,
+    spec_lines,
 )
 from sim.runner import BUILD, HIER_BLOCK, _children_cpu, generated
 from spec.isa import Error
@@ -275,8 +276,7 @@ def native_pod(pod, programs, images, *, reads=None, max_steps=MAX_CYCLES, trace
             "semaphores": pod.tensorcore.semaphores, "counters": len(csr["counters"]),
             "traces": int(bool(traces or check)), **csr["registers"]}
     text = "".join(f"{k} {v}\n" for k, v in spec.items())
-    text += "".join(f"program{n} " + " ".join(str(w) for w in words) + "\n"
-                    for n, words in enumerate(programs))
+    text += "".join(spec_lines(f"program{n}", words) for n, words in enumerate(programs))
     (work / "spec").write_text(text)
     progress.stage(f"simulating {design.name} natively, at most {max_steps:,} cycles")
     begin, cpu = time.perf_counter(), _children_cpu()

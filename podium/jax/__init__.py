@@ -122,11 +122,12 @@ def _trace(fn, example_args, axis_env):
                           f"{axis!r}: {inside}") from None
 
 
-def compile_fn(fn, *example_args, config=None, carry=0, steps=None, pod=None, axis=None):
+def compile_fn(fn, *example_args, config=None, carry=0, steps=None, pod=None, axis=None,
+               segment=None):
     """Trace ``fn`` on ``example_args`` (arrays or ``jax.ShapeDtypeStruct``; pytrees) and
     lower it: a :class:`Compiled`. ``carry`` and ``steps``: see :func:`scan`; ``pod`` (a
     PodConfig) and ``axis``: see :func:`pod_scan` (``config`` is then the pod's
-    TensorCore)."""
+    TensorCore); ``segment``: see :func:`scan`."""
     if pod is not None:
         config = pod.tensorcore
     config = config or _default_config()
@@ -135,10 +136,11 @@ def compile_fn(fn, *example_args, config=None, carry=0, steps=None, pod=None, ax
     axis_env = [(axis, pod.chips)] if pod is not None else []
     closed, out_shape = _trace(fn, example_args, axis_env)
     return _compile_closed(fn, closed, out_shape, example_args, config, carry, steps, pod,
-                           axis)
+                           axis, segment)
 
 
-def _compile_closed(fn, closed, out_shape, example_args, config, carry, steps, pod, axis):
+def _compile_closed(fn, closed, out_shape, example_args, config, carry, steps, pod, axis,
+                    segment=None):
     import jax
     flat, in_tree = jax.tree.flatten(example_args)
     out_flat, out_tree = jax.tree.flatten(out_shape)
@@ -147,7 +149,7 @@ def _compile_closed(fn, closed, out_shape, example_args, config, carry, steps, p
     if code is not None:
         name = f"{code.co_filename}:{code.co_firstlineno} ({name})"
     program, ins, outs = lower(closed, config, carry=carry, steps=steps or 1, name=name,
-                               pod=pod, axis=axis)
+                               pod=pod, axis=axis, segment=segment)
     return Compiled(program, ins, outs, in_tree, out_tree, carry, steps or 1,
                     stacked=steps is not None)
 
@@ -231,11 +233,13 @@ def jit(fn, sim="golden", config=None, **options):
     return wrapped
 
 
-def scan(fn, init, xs, sim="golden", config=None, **options):
+def scan(fn, init, xs, sim="golden", config=None, segment=None, **options):
     """Like ``jax.lax.scan(fn, init, xs)`` in one program: ``fn(carry, x) -> (carry, y)``
     runs once per leading index of ``xs``; the carry stays in VMEM across steps, each step's
     ``x`` is loaded from HBM and its ``y`` stored to HBM. Returns ``(carry, ys, counters)``
-    with numpy arrays (``ys`` stacked along a leading axis)."""
+    with numpy arrays (``ys`` stacked along a leading axis). A program longer than the
+    instruction memory runs as segments (docs/jax.md, "Segments"; ``counters["segments"]``);
+    ``segment`` (instructions) segments it at that length even when it would fit."""
     import jax
     steps = {np.shape(a)[0] for a in jax.tree.leaves(xs)}
     if len(steps) != 1:
@@ -251,7 +255,8 @@ def scan(fn, init, xs, sim="golden", config=None, **options):
         return c, y
 
     ncarry = len(jax.tree.leaves(init))
-    c = compile_fn(flat_fn, init_s, x0, config=config, carry=ncarry, steps=steps)
+    c = compile_fn(flat_fn, init_s, x0, config=config, carry=ncarry, steps=steps,
+                   segment=segment)
     scan.last = c
     args = [*jax.tree.leaves(init), *jax.tree.leaves(xs)]
     outs, counters = c.run(args, sim=sim, **options)

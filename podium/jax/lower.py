@@ -27,11 +27,13 @@ from HBM for each step (step ``s`` reads its ``s``-th slice) and the per-step ou
 stored to HBM for each step. ``jit`` is this with one step and no carry.
 """
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..compiler import _HBM_ALIGN, CompileError, _Asm, _assemble_checked, _roundup
+from ..asm import assemble
+from ..compiler import _HBM_ALIGN, CompileError, _Asm, _roundup
 from ..program import Program, Tensor
 
 __all__ = ["Unsupported", "lower", "PRIMITIVES", "INLINED"]
@@ -64,6 +66,12 @@ _KEEP = {"signal", "wait", "vop", "vtrans", "vred", "vcast", "matmul", "mxu.stri
 """Instructions that write no general register."""
 
 
+_WRITES = {"vop": 0, "vred": 0, "vcast": 0, "vtrans": 0, "matmul": 2, "dma.load": 1,
+           "ici.coll": None}
+"""The instructions that write VMEM: which of their register operands holds the destination
+(None: not known here)."""
+
+
 class _CachedAsm(_Asm):
     """Assembly text that remembers what the operand registers (``_POOL``) and the VPU's
     ``vpu.cfg`` hold, so an operand already in a register takes no ``li`` and a
@@ -73,6 +81,7 @@ class _CachedAsm(_Asm):
     def __init__(self):
         super().__init__()
         self.forget()
+        self.writes = []        # VMEM byte addresses written (None: not known), see _WRITES
 
     def forget(self):
         self.held = {}          # register -> value
@@ -81,9 +90,14 @@ class _CachedAsm(_Asm):
         self.vcfg = None        # (count, scalar) of the last vpu.cfg, when known
 
     def __call__(self, line):
+        op = line.split()[0]
+        if op in _WRITES:
+            k = _WRITES[op]
+            regs = re.findall(r"\br\d+\b", line.split(None, 1)[1])
+            value = self.held.get(regs[k]) if k is not None and k < len(regs) else None
+            self.writes.append(value if isinstance(value, int) else None)
         super().__call__(line)
         self.pinned = set()
-        op = line.split()[0]
         if op == "li":
             self.held.pop(line.split()[1].rstrip(","), None)
         elif op not in _KEEP:
@@ -440,6 +454,7 @@ class _Lower:
         self.const_top += n
         v = _Val(R, C, _Buf(self.config.vmem_bytes // self.rb - self.const_top, n, True),
                  (), "float32")
+        v.buf.const = True
         full = np.zeros((self.mp(R), self.chunks(C) * self.L), np.float32)
         fill(full)
         self.hbm_consts.append((v, full))
@@ -1432,7 +1447,16 @@ class Port:
     C: int
 
 
-def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
+class _TooLong(CompileError):
+    """The program (or a segment of it) needs more instructions than the IMEM holds."""
+
+
+_CUT = "#@cut"
+_CONSTS = "#@consts"
+_SCRATCH = re.compile(r"@S(\d+)@")
+
+
+def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None, segment=None):
     """A :class:`Program` running ``steps`` iterations of the jaxpr ``closed``
     (``jax.make_jaxpr``'s): its first ``carry`` inputs are loaded once and replaced by its
     first ``carry`` outputs after every step; every other input ``k`` is streamed (input
@@ -1440,7 +1464,40 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
     (tensor ``y<k>``); carries come back as tensors ``c<k>``. Returns ``(program, inputs,
     outputs)``, the ports in order. ``pod`` (a PodConfig whose TensorCore is ``config``) and
     ``axis``: the program runs on every chip of the pod, ``psum`` over ``axis`` lowered to
-    the pod's all-reduce."""
+    the pod's all-reduce.
+
+    A program longer than the instruction memory (``config.imem_depth``) is made of
+    **segments** (docs/jax.md, "Segments"), each at most ``segment`` instructions (default
+    ``imem_depth``; given, the program is segmented even when it would fit): the steps
+    unrolled, each step cut between equations into segments that end with ``halt``; the
+    host runs them one after another on the same HBM (podium/runner.py), VMEM's live values
+    stored to an HBM scratch area at each cut and loaded back after it."""
+    if segment is None:
+        try:
+            return _lower(closed, config, carry=carry, steps=steps, name=name, pod=pod,
+                          axis=axis)
+        except _TooLong as e:
+            if pod is not None:
+                raise CompileError(f"{e} (a pod program runs as one segment)") from None
+        segment = config.imem_depth
+    if pod is not None:
+        raise CompileError("a pod program runs as one segment: segment must be None")
+    if not 64 <= segment <= config.imem_depth:
+        raise CompileError(f"segment must be in 64..{config.imem_depth} (config.imem_depth), "
+                           f"got {segment}")
+    margin = segment // 8     # room left for the next operation and the cut's loads
+    while True:
+        try:
+            return _lower(closed, config, carry=carry, steps=steps, name=name, cut=(segment,
+                                                                                 margin))
+        except _TooLong as e:
+            if margin >= segment // 2:
+                raise CompileError(f"{name}: {e}: an operation's instructions do not fit a "
+                                   f"segment of {segment}") from None
+            margin = min(segment // 2, margin * 3 // 2)
+
+
+def _lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None, cut=None):
     count = [0]
 
     def fresh():
@@ -1514,7 +1571,84 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
 
     body = low.e
     low.engine = "dma"
+    run_of = {}     # id(asm) -> the DMA's run length as last set there, while known
+    step_reg = "r1"
+
+    def dma(e, kind, hbm_addr, vmem_addr, nbytes, per_step):
+        # every DMA is one run: dimensions 1..3 of one iteration, set once per text (the
+        # shape persists, docs/tensorcore.md), the run's length when it changes
+        if id(e) not in run_of:
+            one = e.reg(1)
+            for d in (1, 2, 3):
+                e(f"dma.shape {d}, {one}, r0, r0")
+            run_of[id(e)] = None
+        if run_of[id(e)] != nbytes:
+            r = e.reg(nbytes)
+            e(f"dma.shape 0, {r}, r0, r0")
+            run_of[id(e)] = nbytes
+        vm, hb = e.reg(vmem_addr), e.reg(hbm_addr)
+        if per_step:
+            n = e.reg(nbytes)
+            x = next(r for r in _POOL if r not in (vm, hb, n))
+            e(f"mul {x}, {step_reg}, {n}")
+            e(f"add {x}, {x}, {hb}")
+            hb = x
+        e(f"dma.{kind} {hb}, {vm}, none")
+
+    spilled = []    # the VMEM ranges (rows) each cut stores and loads back
+    since = [0]     # the body's line at the last cut
+
+    def weight(lines):
+        """Instructions of assembly ``lines`` (one a line: ``li`` too, a 32-bit
+        immediate)."""
+        return sum(1 for ln in lines if (t := ln.strip()) and not t.startswith("#")
+                   and not t.endswith(":"))
+
+    def live_ranges(written=None):
+        """The VMEM row ranges of the live values (``written``: of those holding one of
+        these byte addresses; a None among them: all)."""
+        bufs = {id(b): b for v in [*low.env.values(), *bufs_in] for b in _bufs(v)
+                if not getattr(b, "const", False)}
+        if written is not None and None not in written:
+            hit = sorted(set(written))
+            import bisect
+            bufs = {k: b for k, b in bufs.items()
+                    if bisect.bisect_left(hit, b.addr * rb) < len(hit)
+                    and hit[bisect.bisect_left(hit, b.addr * rb)] < (b.addr + b.rows) * rb}
+        ranges = []
+        for a, n in sorted((b.addr, b.rows) for b in bufs.values()):
+            if ranges and a <= ranges[-1][0] + ranges[-1][1]:
+                ranges[-1] = (ranges[-1][0], max(ranges[-1][1], a + n - ranges[-1][0]))
+            else:
+                ranges.append((a, n))
+        return ranges
+
+    def segment_cut():
+        # every engine drained (the DMA waits for the last engine's work, the stores for
+        # the DMA's earlier work, halt for the stores), the live values stored (at the
+        # step's first cut all of them, after it those written since the last cut: the
+        # others' copies in the scratch area are current); after the cut nothing is known:
+        # registers, the DMA's shape, the VPU's configuration
+        ranges = live_ranges()
+        stored = ranges if not spilled else live_ranges(body.writes)
+        spilled.append((stored, ranges))
+        low.use("dma")
+        for a, n in stored:
+            dma(body, "store", f"@S{a * rb}@", a * rb, n * rb, False)
+        body("halt")
+        body.lines.append(_CUT)
+        body.forget()
+        run_of.pop(id(body), None)
+        body.lines.append(_CONSTS)
+        for a, n in ranges:
+            dma(body, "load", f"@S{a * rb}@", a * rb, n * rb, False)
+        low.engine = "dma"
+        since[0] = len(body.lines)
+        body.writes = []
+
     for i, q in enumerate(eqns):
+        if cut is not None and i and weight(body.lines[since[0]:]) > cut[0] - cut[1]:
+            segment_cut()
         body.comment(f"{q.prim} -> {', '.join(q.outs)}  ({_where(q.eqn)})")
         if len(q.outs) != 1 and q.prim not in _PSUM:
             _fail(q.eqn, "more than one result")
@@ -1570,30 +1704,6 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
     if at > 1 << 32:
         raise CompileError(f"{name} needs {at} bytes of HBM, past the 32-bit address space")
 
-    step_reg = "r1"
-
-    run_of = {}     # id(asm) -> the DMA's run length as last set there, while known
-
-    def dma(e, kind, hbm_addr, vmem_addr, nbytes, per_step):
-        # every DMA is one run: dimensions 1..3 of one iteration, set once per text (the
-        # shape persists, docs/tensorcore.md), the run's length when it changes
-        if id(e) not in run_of:
-            one = e.reg(1)
-            for d in (1, 2, 3):
-                e(f"dma.shape {d}, {one}, r0, r0")
-            run_of[id(e)] = None
-        if run_of[id(e)] != nbytes:
-            r = e.reg(nbytes)
-            e(f"dma.shape 0, {r}, r0, r0")
-            run_of[id(e)] = nbytes
-        vm, hb = e.reg(vmem_addr), e.reg(hbm_addr)
-        if per_step:
-            n = e.reg(nbytes)
-            x = next(r for r in _POOL if r not in (vm, hb, n))
-            e(f"mul {x}, {step_reg}, {n}")
-            e(f"add {x}, {x}, {hb}")
-            hb = x
-        e(f"dma.{kind} {hb}, {vm}, none")
 
     body = low.e
     low.use("dma")
@@ -1623,6 +1733,8 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
                            f"constants); vmem_bytes {config.vmem_bytes} holds {total}")
     body(f"signal dma, {_SEM['dma']}")
     body(f"wait dma, {_SEM['dma']}")
+    if cut is not None:
+        return _segmented(locals())
     body(f"addi {step_reg}, {step_reg}, 1")
     body(f"bne {step_reg}, {body.reg(steps)}, step")
     for k in range(carry):
@@ -1646,7 +1758,10 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
         dma(pro, "load", tensors_in[ports_in[k].name].address, low.addr(bufs_in[k]),
             rows_in[k] * rb, True)
     text = pro.text() + body.text()
-    words = _assemble_checked(config, text)
+    words = assemble(text)
+    if len(words) > config.imem_depth:
+        raise _TooLong(f"the program needs {len(words)} instructions; config.imem_depth is "
+                       f"{config.imem_depth}")
     ins = {p.name: tensors_in[p.name] for p in ports_in}
     program = Program(words=words, config=config, hbm_capacity=max(at, _HBM_ALIGN), hbm=hbm,
                       inputs=ins, outputs=tensors_out,
@@ -1659,6 +1774,92 @@ def lower(closed, config, *, carry=0, steps=1, name="fn", pod=None, axis=None):
                                 "inputs": [vars(p) for p in ports_in],
                                 "outputs": [vars(p) for p in ports_out],
                                 "assembly": text})
+    return program, ports_in, ports_out
+
+
+def _segmented(f):
+    """The segmented program of :func:`_lower`'s state ``f`` (its locals, the body lowered
+    with its cuts): every step unrolled, each a run of segments; see :func:`lower`."""
+    config, rb, low, body, dma = f["config"], f["rb"], f["low"], f["body"], f["dma"]
+    carry, steps, name = f["carry"], f["steps"], f["name"]
+    bufs_in, ports_in, ports_out = f["bufs_in"], f["ports_in"], f["ports_out"]
+    tensors_in, tensors_out, rows_in = f["tensors_in"], f["tensors_out"], f["rows_in"]
+    blob, hbm, const_rows, total = f["blob"], f["hbm"], f["const_rows"], f["total"]
+    limit = f["cut"][0]
+    # the scratch area: the VMEM rows of values, mirrored at one HBM address per row
+    scratch = _roundup(f["at"], _HBM_ALIGN)
+    at = _roundup(scratch + low.alloc.high * rb, _HBM_ALIGN)
+    if at > 1 << 32:
+        raise CompileError(f"{name} needs {at} bytes of HBM, past the 32-bit address space")
+
+    made = []
+
+    def asm():
+        # kept alive: the DMA's run lengths are known by id(asm)
+        made.append(_CachedAsm())
+        return made[-1]
+
+    def consts_text():
+        e = asm()
+        if len(blob):
+            dma(e, "load", 0, (total - const_rows) * rb, len(blob) * rb, False)
+        return e.text()
+
+    def carries(kind, to_tensors):
+        e = asm()
+        for k in range(carry):
+            t = (tensors_in[ports_in[k].name] if kind == "load" else
+                 tensors_out[ports_out[k].name])
+            a = low.addr(bufs_in[k])
+            dma(e, kind, t.address if to_tensors else scratch + a, a, rows_in[k] * rb, False)
+        return e.text()
+
+    def head_text():
+        e = asm()
+        for k in range(carry, len(ports_in)):
+            dma(e, "load", tensors_in[ports_in[k].name].address, low.addr(bufs_in[k]),
+                rows_in[k] * rb, True)
+        return e.text()
+
+    consts = consts_text()
+    parts = body.text().replace(_CONSTS, consts.rstrip("\n")).split(_CUT + "\n")
+    parts = [_SCRATCH.sub(lambda m: str(scratch + int(m.group(1))), p) for p in parts]
+    head = head_text()
+    texts = []
+    for s in range(steps):
+        for i, part in enumerate(parts):
+            text = f"        li r1, {s}\n"
+            if i == 0:
+                text += consts + carries("load", s == 0) + head
+            text += part
+            if i == len(parts) - 1:
+                text += carries("store", s == steps - 1) + "        halt\n"
+            texts.append(text)
+    segments = [assemble(t) for t in texts]
+    longest = max(len(w) for w in segments)
+    if longest > limit:
+        raise _TooLong(f"a segment needs {longest} instructions; segments hold {limit}")
+    words = [w for seg in segments for w in seg]
+    ins = {p.name: tensors_in[p.name] for p in ports_in}
+    program = Program(words=words, config=config, hbm_capacity=max(at, _HBM_ALIGN), hbm=hbm,
+                      inputs=ins, outputs=tensors_out,
+                      metadata={"kind": "jax", "function": name, "steps": steps,
+                                "carry": carry, "operations": len(f["eqns"]),
+                                "primitives": sorted({q.prim for q in f["eqns"]}),
+                                "vmem_rows": {"values": low.alloc.high,
+                                              "constants": const_rows},
+                                "lanes": low.L,
+                                "inputs": [vars(p) for p in ports_in],
+                                "outputs": [vars(p) for p in ports_out],
+                                "segments": [len(w) for w in segments],
+                                "segments_per_step": len(parts),
+                                "scratch": {"address": scratch,
+                                            "bytes": low.alloc.high * rb,
+                                            "cuts": [{"stored": [list(r) for r in st],
+                                                      "loaded": [list(r) for r in ld]}
+                                                     for st, ld in f["spilled"]]},
+                                "assembly": "".join(
+                                    f"# segment {k}\n{t}" for k, t in enumerate(texts))})
     return program, ports_in, ports_out
 
 

@@ -30,8 +30,8 @@ import numpy as np
 from ..workloads import vit as W
 from .digits import print_facts
 
-__all__ = ["SHAPE", "Settings", "SETTINGS", "to_heads", "from_heads", "loss", "logits",
-           "sgd_step", "batches", "train", "TrainResult", "main"]
+__all__ = ["SHAPE", "FULL", "FULL_CONFIG", "Settings", "SETTINGS", "to_heads", "from_heads",
+           "loss", "logits", "sgd_step", "batches", "train", "TrainResult", "main"]
 
 SHAPE = W.VitShape(dim=16, heads=2, mlp=32, blocks=1)
 """The shape trained through the front end: the workload's model (podium/workloads/vit.py)
@@ -39,6 +39,21 @@ at width 16, 2 heads of 8, MLP 32, one block. The workload's own shape (64, 4 he
 2 blocks) does not fit a training step into the ViT's TensorCore: the front end keeps every
 parameter, its gradient and the step's activations in VMEM and the whole step in the
 instruction memory (4,096 instructions), see docs/jax.md, "Training the ViT"."""
+
+FULL = W.VitShape()
+"""The workload's own shape (width 64, 4 heads of 16, MLP 128, two blocks): a step is
+longer than the instruction memory, so it runs as segments (docs/jax.md, "Segments"), and
+its values need more VMEM than the ViT's TensorCore has (512 KiB): :data:`FULL_CONFIG`."""
+
+
+def _full_config():
+    import dataclasses
+    return dataclasses.replace(W.TENSORCORE, vmem_bytes=1 << 21)
+
+
+FULL_CONFIG = _full_config()
+"""The ViT's TensorCore with 2 MiB of VMEM (the full-size step's values and constants take
+17,856 rows of 64 bytes, 1.09 MiB: more than 1 MiB, and VMEM sizes are powers of two)."""
 
 
 @dataclass(frozen=True)
@@ -226,14 +241,19 @@ def main(argv=None):
     ap.add_argument("--sim", default="golden", choices=("golden", "native", "verilator"))
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=SETTINGS.batch)
+    ap.add_argument("--full", action="store_true",
+                    help="the workload's own shape (width 64, 4 heads, 2 blocks) on the ViT's "
+                         "TensorCore with 2 MiB of VMEM, in segments")
     ap.add_argument("--json", help="write the result's figures to this file")
     a = ap.parse_args(argv)
     if a.steps < 1 or a.batch < 1:
         print("podium.jax.vit: --steps and --batch must be at least 1", file=sys.stderr)
         return 2
     s = Settings(batch=a.batch)
-    r = train(s, steps=a.steps, sim=a.sim)
-    facts = {"shape": vars(SHAPE) if hasattr(SHAPE, "__dict__") else str(SHAPE),
+    shape = FULL if a.full else SHAPE
+    r = train(s, steps=a.steps, sim=a.sim, shape=shape,
+              config=FULL_CONFIG if a.full else None)
+    facts = {"shape": vars(shape) if hasattr(shape, "__dict__") else str(shape),
              "steps": r.steps, "batch": s.batch, "lr": s.lr, "sim": a.sim,
              "losses": [float(v) for v in r.losses],
              "jax_losses": [float(v) for v in r.ref_losses],
@@ -241,6 +261,7 @@ def main(argv=None):
              "max_weight_diff_vs_jax": max_weight_diff(r.params, r.ref_params),
              "instructions": len(r.program.words),
              "operations": r.program.metadata.get("operations"),
+             "segments": r.program.metadata.get("segments"),
              "seconds": round(r.seconds, 1),
              "counters": {k: v for k, v in r.counters.items() if isinstance(v, int | float)}}
     print_facts(facts, a.json)

@@ -306,6 +306,37 @@ def test_training_rows(part):
            (runs[hi]["cycles"] - runs[lo]["cycles"]) / (hi - lo), BOUND, f"{part} per step")
 
 
+def test_training_pod_rows():
+    """The data-parallel step on the 2x2 pod (docs/results/training.json ``pod``, part
+    ``step``: 1 and 3 steps on the RTL pod): the timeline with the ICI queue played (the
+    collectives' alpha-beta cost, sim/training_perf.py) gives the bench's model column for
+    the recompiled programs, and the step per step within the issue's 10% of the RTL's; a
+    pod program without a cost for its collectives is refused."""
+    from podium.jax import digits as jd
+    from podium.jax import pod_compile
+    from sim import training_perf as tp
+
+    runs = {r["steps"]: r for r in TRAINING["tables"]["pod"] if r["part"] == "step"}
+    x_train, _, y_train, _ = jd.data(jd.SETTINGS.seed)
+    xs, ys = jd.batches(x_train, y_train, jd.SETTINGS)
+    pod = tp._rtl_pod()
+    cost, _ = tp.collective_network(pod)
+    models = {}
+    for steps, row in runs.items():
+        c, _, _ = pod_compile(jd.pod_sgd_step(jd.SETTINGS.lr), jd.init_params(0),
+                              (xs[:steps], ys[:steps]), pod=pod)
+        assert len(c.program.words) == row["instructions"], \
+            "the front end's program is not the one measured: python -m sim.training_perf --pod"
+        models[steps] = timeline(c.program, ici=cost)
+        assert models[steps].cycles == row["model_cycles"]
+        assert models[steps].ici_cycles == row["model_ici"] > 0
+    lo, hi = sorted(runs)
+    _check((models[hi].cycles - models[lo].cycles) / (hi - lo),
+           (runs[hi]["cycles"] - runs[lo]["cycles"]) / (hi - lo), 0.10, "pod step per step")
+    with pytest.raises(ValueError, match="ICI instructions"):
+        timeline(c.program)
+
+
 def _vit_program(steps):
     import jax
 

@@ -306,3 +306,23 @@ def test_a_pod_timeout_is_the_cocotb_timeout(tmp_path):
         assert trace == (tmp_path / "cocotb" / f"chip{n}.trace").read_text(), n
         assert trace.count(" REF") > 0, n
     assert budget <= ref.results[0].steps < budget + 100
+
+
+def test_spec_lines_carry_a_long_program():
+    """A program longer than a spec-file line holds (the C++ reader's lines are at most
+    64 KiB: a 4,096-word program of large words is about 82 KiB) goes as several lines of
+    one key, which the reader adds up: every line under 64 KiB, the values in order. (One
+    line truncated programs past about 3,100 words.)"""
+    rng = random.Random(7)
+    print("seed 7")
+    words = [rng.getrandbits(64) for _ in range(4096)]
+    text = native.spec_lines("program", words)
+    lines = text.splitlines(keepends=True)
+    assert len(lines) > 1 and all(len(ln.encode()) < 1 << 16 for ln in lines)
+    values = []
+    for ln in lines:
+        key, *rest = ln.split()
+        assert key == "program"
+        values += [int(v) for v in rest]
+    assert values == words
+    assert native.spec_lines("program", []) == "program \n"
