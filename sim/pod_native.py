@@ -352,5 +352,5 @@ def cocotb_pod(pod, programs, images, *, reads=None, max_steps=MAX_CYCLES, trace
     return PodRun(results, report["cycles"], done["run_seconds"])
 
 
-register_pod("native", native_pod)
-register_pod("verilator", cocotb_pod)
+register_pod("native", native_pod, default=f"{MAX_CYCLES:,} cycles")
+register_pod("verilator", cocotb_pod, default=f"{MAX_CYCLES:,} cycles")

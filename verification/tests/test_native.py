@@ -7,6 +7,7 @@ The chip is the default one, which the regression builds for cocotb anyway (test
 test_tools); the native build of the same Verilog adds one Verilator run and one C++ compile
 (72 CPU seconds, docs/results/simspeed.md)."""
 
+import json
 import random
 
 import numpy as np
@@ -306,3 +307,33 @@ def test_a_pod_timeout_is_the_cocotb_timeout(tmp_path):
         assert trace == (tmp_path / "cocotb" / f"chip{n}.trace").read_text(), n
         assert trace.count(" REF") > 0, n
     assert budget <= ref.results[0].steps < budget + 100
+
+
+@pytest.mark.slow
+def test_podium_run_on_the_native_pod_is_the_golden_pod(tmp_path, seed):
+    """``podium run --pod 2x2 --sim native`` of an all-reduce program (the pod tests'
+    "2x2-tc-hbm" pod, whose native build the pod tests above share) on seeded random fp32
+    inputs, one per chip: every chip done, and its output bit for bit the golden pod
+    simulator's (``--sim golden``), which models the collective's order of sums."""
+    from podium.tools import _pod
+    from verification.tb.pod_programs import tensor_pod_config
+    from verification.tests.test_tools import pod_program, podium
+
+    program = pod_program()
+    assert _pod("2x2", "ar.json", program.config) == tensor_pod_config((2, 2), memory="hbm")
+    program.save(tmp_path / "ar.json")
+    x = np.random.default_rng(seed).standard_normal((4, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    reports = {}
+    for sim in ("golden", "native"):
+        r = podium("run", "ar.json", "--pod", "2x2", "--sim", sim, "--input", "X=x.npy",
+                   "--outputs", sim, "--json", cwd=tmp_path, timeout=3600)
+        assert r.returncode == 0, r.stderr
+        reports[sim] = json.loads(r.stdout)
+    assert [c["status"] for c in reports["native"]["chip"]] == ["done"] * 4
+    print(f"cycles: {[c['cycles'] for c in reports['native']['chip']]}")
+    for k in range(4):
+        native, golden = (np.load(tmp_path / sim / f"Y.chip{k}.npy")
+                          for sim in ("native", "golden"))
+        assert native.tobytes() == golden.tobytes(), f"chip {k}"
+    assert np.any(golden != 0)
