@@ -1,9 +1,8 @@
-// The HBM device and the file formats shared by the native hosts of the chip
-// (sim/native_main.cpp) and of the pod (sim/native_pod_main.cpp): a pseudo-channel's storage of
-// raw 72-bit codewords keyed by (bank, open row, column), its read and write data slots at the
-// golden model's CL / CWL timing, the command trace, the spec file and the storage image and
-// dump (read sim/native_main.cpp's header for the timing). Included after the host's
-// generated pin header (chip_io.h or pod_io.h).
+// The HBM device and the file formats of the native host of the chip and the pod
+// (sim/native_main.cpp): a pseudo-channel's storage of raw 72-bit codewords keyed by (bank,
+// open row, column), its read and write data slots at the golden model's CL / CWL timing, the
+// command trace, the spec file and the storage image and dump (read sim/native_main.cpp's
+// header for the timing). Included after the host's generated pin header (io.h).
 
 #pragma once
 

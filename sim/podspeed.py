@@ -3,7 +3,7 @@
 A collective program (every chip: 16 KiB of its HBM into VMEM, ``ITERATIONS`` 2-D fp32
 all-reduces of it, back to HBM) runs on the pods of TensorCores with HBM controllers of the
 pod tests (verification/tb/pod_programs.py ``tensor_pod_config``: 4x4 int8 MXUs, 32 KiB of VMEM), a
-2x2 and a 4x4 torus, through sim/pod_native.py: natively (the C++ host, sim/native_pod_main.cpp)
+2x2 and a 4x4 torus, through sim/pod_native.py: natively (the C++ host, sim/native_main.cpp)
 in each build flavour (``flat``: the chip inlined into the pod's model; ``hier``: the chip a
 Verilator hier_block, verilated once and instantiated per node), and through cocotb
 (verification/tb/pod_programs.py ``run_pod_program``) where ``COCOTB_PODS`` says. Every run of a
