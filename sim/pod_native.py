@@ -92,24 +92,35 @@ def _checked(pod, programs, images, reads):
     return reads
 
 
-FLAVOURS = ("flat", "hier")
+FLAVOURS = ("flat", "hier", "nodes")
 """How the pod is built: ``flat`` (the chip's module inlined into the pod, one model of
 everything: Verilator optimises across the chips but compiles every chip's code), ``hier``
 (the chip's module a Verilator hier_block: verilated and compiled once as a library, each
-node an instance of it)."""
+node an instance of it), ``nodes`` (the chip's module and the router's both hier_blocks:
+otherwise Verilator writes the router's code once per node, specialised to the instance)."""
 
 
-def chip_hier_block(design):
-    """``design`` (a pod's) with its chip module marked ``/*verilator hier_block*/``."""
+def _hier_block(design, name):
+    """``design`` with its module ``name`` marked ``/*verilator hier_block*/``."""
     import dataclasses
     import re
 
-    name = f"{design.name}_chip"
     pattern = re.compile(rf"(module {re.escape(name)}\([^)]*\);\n)")
     if not pattern.search(design.verilog):
         raise ValueError(f"no module {name} in {design.name}")
     return dataclasses.replace(design, verilog=pattern.sub(rf"\1  {HIER_BLOCK}\n",
                                                            design.verilog, count=1))
+
+
+def chip_hier_block(design):
+    """``design`` (a pod's) with its chip module marked ``/*verilator hier_block*/``."""
+    return _hier_block(design, f"{design.name}_chip")
+
+
+def node_hier_blocks(design, pod):
+    """``design`` (a pod's) with its chip module and its router module (one module for
+    every node) marked ``/*verilator hier_block*/``."""
+    return _hier_block(chip_hier_block(design), f"podium_ici_router_{pod.ici.suffix}")
 
 
 def build_native_pod(design, pod, *, flavour="flat", jobs=None, force=False):
@@ -122,6 +133,8 @@ def build_native_pod(design, pod, *, flavour="flat", jobs=None, force=False):
         raise ValueError(f"flavour must be one of {', '.join(FLAVOURS)}, got {flavour!r}")
     if flavour == "hier":
         design = chip_hier_block(design)
+    elif flavour == "nodes":
+        design = node_hier_blocks(design, pod)
     return build_host(design, MAIN, {"io.h": io_header(design, pod.chip.hbm, pod.chips)},
                       jobs=jobs, force=force)
 

@@ -337,3 +337,29 @@ def test_podium_run_on_the_native_pod_is_the_golden_pod(tmp_path, seed):
                           for sim in ("native", "golden"))
         assert native.tobytes() == golden.tobytes(), f"chip {k}"
     assert np.any(golden != 0)
+
+
+def test_build_flavours_mark_their_hier_blocks():
+    """``hier`` marks the pod's chip module a Verilator hier_block, ``nodes`` the chip's and
+    the router's (one module for every node), each once, right after its header; a design
+    without the module is refused naming it. (The builds themselves: the slow pod tests and
+    docs/pod.md's measurements.)"""
+    from hdl.generate import Design
+    from sim.pod_native import chip_hier_block, node_hier_blocks
+    from sim.runner import HIER_BLOCK
+    from verification.tb.pod_programs import tensor_pod_config
+
+    pod = tensor_pod_config((2, 2), memory="hbm")
+    router = f"podium_ici_router_{pod.ici.suffix}"
+    top = "podium_pod_x"
+    verilog = "".join(f"module {m}(a, b);\n  input a;\nendmodule\n"
+                      for m in (router, f"{top}_chip", f"{top}_chip_helper", top))
+    design = Design("pod", top, verilog, {})
+    chip = chip_hier_block(design).verilog
+    assert chip.count(HIER_BLOCK) == 1
+    assert f"module {top}_chip(a, b);\n  {HIER_BLOCK}\n" in chip
+    nodes = node_hier_blocks(design, pod).verilog
+    assert nodes.count(HIER_BLOCK) == 2
+    assert f"module {router}(a, b);\n  {HIER_BLOCK}\n" in nodes
+    with pytest.raises(ValueError, match=f"no module {router}"):
+        node_hier_blocks(Design("pod", top, verilog.replace(router, "other"), {}), pod)
