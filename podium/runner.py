@@ -2,12 +2,15 @@
 programs and whatever executes them. A backend is a function ``(program, image, **options)
 -> Result`` (podium/isasim.py's :class:`~podium.isasim.Result`: status, error, registers,
 semaphores, VMEM, an ``hbm`` with ``read(address, length)``, counters); ``golden`` is the ISA
-simulator; ``verilator`` (the RTL chip) is registered by sim/programs.py."""
+simulator; ``verilator`` (the RTL chip) is registered by sim/programs.py. ``run_pod`` runs a
+program on every chip of a pod: on the golden pod simulator (podium/podsim.py) or a backend of
+:data:`POD_BACKENDS`."""
 
 from .isasim import TensorCoreSim
+from .podsim import PodSim
 
-__all__ = ["BACKENDS", "LIMITS", "POD_BACKENDS", "run", "run_segments", "golden", "register",
-           "register_pod"]
+__all__ = ["BACKENDS", "LIMITS", "POD_BACKENDS", "POD_LIMITS", "pod_sims", "run", "run_pod",
+           "run_segments", "golden", "golden_pod", "register", "register_pod"]
 
 GOLDEN_MAX_STEPS = 50_000_000
 
@@ -86,6 +89,65 @@ sim/programs.py is imported): ``(pod, programs, images, *, reads, max_steps) -> 
 podium/podsim.py."""
 
 
-def register_pod(name, backend):
-    """Make ``backend`` a pod backend named ``name``."""
+POD_LIMITS = {"golden": ("steps", f"{GOLDEN_MAX_STEPS:,} steps")}
+"""Each pod backend's ``max_steps``: its unit and its default, in words."""
+
+
+def register_pod(name, backend, *, unit="cycles", default="the backend's"):
+    """Make ``backend`` a pod backend named ``name``; its ``max_steps`` counts ``unit``,
+    ``default`` says its default in words."""
     POD_BACKENDS[name] = backend
+    POD_LIMITS[name] = (unit, default)
+
+
+class _PodRun:
+    """The golden pod's run as a pod backend returns it: ``results``, a Result per chip."""
+
+    def __init__(self, results):
+        self.results = results
+
+
+def golden_pod(pod, programs, images, *, reads=None, max_steps=GOLDEN_MAX_STEPS, seed=None,
+               hbm_capacity=1 << 20):
+    """Run ``programs`` (instruction words, one list per chip) on the golden pod simulator
+    (podium/podsim.py) of ``pod`` with HBM ``images`` (``{address: bytes}`` per chip) of
+    ``hbm_capacity`` bytes; ``reads`` is accepted for the RTL backends' signature (every
+    chip's whole HBM can be read); ``seed`` picks a random fair interleaving."""
+    sim = PodSim(pod, seed=seed, hbm_capacity=hbm_capacity)
+    for chip, words, image in zip(sim.chips, programs, images, strict=True):
+        chip.load(words)
+        for address, data in image.items():
+            chip.hbm.write(address, data)
+    return _PodRun(sim.run(max_steps=max_steps))
+
+
+def pod_sims():
+    """Every pod backend's name: ``golden`` and the RTL's of :data:`POD_BACKENDS`."""
+    return ["golden", *sorted(POD_BACKENDS)]
+
+
+def run_pod(program, pod, inputs, sim="golden", **options):
+    """Run ``program`` on every chip of ``pod`` (a PodConfig whose chips have the program's
+    TensorCore), chip ``k`` with ``inputs[k]`` (name -> array), on backend ``sim``
+    (:func:`pod_sims`); returns ``(results, outputs)``: a Result per chip and each chip's
+    outputs (name -> array; empty for a chip whose run did not finish)."""
+    if sim not in pod_sims():
+        raise ValueError(f"sim must be one of {', '.join(pod_sims())}, got {sim!r} (the RTL "
+                         f"backends are registered by importing sim.programs)")
+    if pod.tensorcore != program.config:
+        raise ValueError("the pod's TensorCore configuration differs from the program's")
+    if len(inputs) != pod.chips:
+        raise ValueError(f"inputs: one mapping per chip ({pod.chips}), got {len(inputs)}")
+    if program.hbm_capacity > pod.chip.hbm.capacity:
+        raise ValueError(f"the program needs {program.hbm_capacity} bytes of HBM, the pod's "
+                         f"chips have {pod.chip.hbm.capacity}")
+    images = [program.image(i) for i in inputs]
+    reads = [[(t.address, t.nbytes) for t in program.outputs.values()]] * pod.chips
+    programs = [list(program.words)] * pod.chips
+    if sim == "golden":
+        run = golden_pod(pod, programs, images, hbm_capacity=program.hbm_capacity, **options)
+    else:
+        run = POD_BACKENDS[sim](pod, programs, images, reads=reads, **options)
+    outputs = [program.read_outputs(r.hbm.read) if r.status == "done" else {}
+               for r in run.results]
+    return run.results, outputs

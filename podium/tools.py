@@ -13,6 +13,7 @@ command line.
     podium run gemm.json [--sim golden] [--seed S] [--json]
     podium run gemm.json --input A=a.npy --input B=b.npy --outputs build/out   (C.npy)
     podium run prog.s | prog.hex [--config tc.json]
+    podium run spmd.json --pod 2x2 [--sim native] --input X=x.npy --outputs out  (Y.chip<k>.npy)
 
 ``--config`` takes a JSON file or inline JSON of TensorCoreConfig parameters, such as
 ``'{"mxu": {"fmt": "bfloat16"}}'``. ``run`` takes a program file (``.json``, from
@@ -25,7 +26,10 @@ values, writes every output to ``<dir>/<name>.npy`` with ``--outputs`` (bfloat16
 float32, exactly), and checks what it can: a GEMM against numpy / the MXU golden model, the
 digits program against its numpy inference and labels, a transformer operation against its
 float64 reference and documented tolerance, attention against its float64 reference (the
-bound ``max |O - ref| <= tolerance * max |V|`` per head).
+bound ``max |O - ref| <= tolerance * max |V|`` per head). ``--pod`` runs the program on every
+chip of a pod (docs/pod.md): an input file holds the input or one per chip along a leading
+axis, each chip's outputs are written as ``<name>.chip<k>.npy``, each chip reported and
+checked.
 """
 
 import json
@@ -47,7 +51,12 @@ from spec.files import (
     read_text,
     write_text,
 )
+from spec.hbm import HBMConfig
+from spec.ici import ICIConfig
 from spec.mxu import MXUConfig
+from spec.nic import NICConfig
+from spec.pod import PodConfig
+from spec.protocol import LOCAL_PORTS
 from spec.tensorcore import TensorCoreConfig
 from verification.models.transformer import REFERENCES
 from verification.models.transformer import attention as attention_reference
@@ -58,7 +67,7 @@ from .attention import TOLERANCE as ATTENTION_TOLERANCE
 from .attention import attention
 from .compiler import gemm, gemm_reference, mlp, result_bits
 from .program import DTYPES, Program
-from .runner import BACKENDS, LIMITS, run
+from .runner import BACKENDS, LIMITS, POD_LIMITS, pod_sims, run, run_pod
 
 __all__ = ["add_parsers"]
 
@@ -122,10 +131,17 @@ def add_parsers(sub):
     r.add_argument("program", help="program file (.json), assembly (.s) or hex words")
     r.add_argument("--config", help="assembly and hex: TensorCoreConfig parameters, a JSON "
                    "file or inline JSON (default: the default TensorCore)")
-    r.add_argument("--sim", choices=sorted(BACKENDS), default="golden",
-                   help="where to run: the golden ISA simulator, or the RTL chip through its "
-                   "cocotb testbench (verilator) or a C++ host (native: the same cycles, for "
-                   "long programs)")
+    r.add_argument("--sim", choices=sorted(set(BACKENDS) | set(pod_sims())),
+                   default="golden",
+                   help="where to run: the golden ISA simulator (with --pod: the golden pod "
+                   "simulator), or the RTL chip (pod) through its cocotb testbench "
+                   "(verilator) or a C++ host (native: the same cycles, for long programs)")
+    r.add_argument("--pod", metavar="DIMS|FILE", help="run the program on every chip of a "
+                   "pod (SPMD): its torus dimensions, such as 2x2 or 4 (chips of the "
+                   "program's TensorCore, which needs the ICI queue, each with an HBM "
+                   "controller; docs/pod.md), or a PodConfig .json file; an input .npy may "
+                   "then have one array per chip along a leading axis, and outputs are "
+                   "written as <name>.chip<k>.npy (default: one chip)")
     r.add_argument("--input", dest="inputs", action="append", default=[],
                    metavar="NAME=FILE", help="an input from a .npy file (repeatable; "
                    "default: seeded random values)")
@@ -133,8 +149,10 @@ def add_parsers(sub):
                    "(default: none written)")
     r.add_argument("--seed", type=int, default=0, help="random inputs the program lacks")
     limits = "; ".join(f"{name}: {LIMITS[name][1]}" for name in sorted(BACKENDS))
+    pod_limits = "; ".join(f"{name}: {POD_LIMITS[name][1]}" for name in pod_sims())
     r.add_argument("--max-steps", type=int, help="steps (golden) or cycles (RTL) after which "
-                   f"the run stops with status timeout (default: {limits})")
+                   f"the run stops with status timeout (default: {limits}; with --pod: "
+                   f"{pod_limits})")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.set_defaults(func=_run)
 
@@ -188,8 +206,9 @@ def _load(path, config_text):
                                           "its configuration)")
         return Program.load(path)
     words = _assemble(path) if path.endswith(".s") else _hex_words(path)
-    config = _config(config_text)
-    return Program(words, config, ChipConfig(tensorcore=config).hbm.capacity)
+    # The chip's HBM (HBMConfig's default), also for a TensorCore with the ICI queue (a
+    # pod's: a chip of its own would refuse it).
+    return Program(words, _config(config_text), HBMConfig().capacity)
 
 
 def _asm(args):
@@ -340,9 +359,10 @@ def _compile(args):
     return 0
 
 
-def _npy(item, program):
+def _npy(item, program, chips=None):
     """``NAME=FILE`` of ``--input``: the name and the array of the .npy file, checked
-    against the program's input of that name."""
+    against the program's input of that name; with ``chips`` (a pod run) the file may hold
+    one such array per chip along a leading axis of ``chips``."""
     name, path = item.split("=", 1) if "=" in item else ("", item)
     if name not in program.inputs:
         raise ConfigError("--input", f"must be NAME=FILE with NAME an input of the program "
@@ -356,8 +376,11 @@ def _npy(item, program):
     except ValueError:
         raise FileError(path, "cannot read: not a .npy array file") from None
     want = np.dtype(DTYPES[tensor.dtype])
-    if tuple(array.shape) != tuple(tensor.shape):
-        raise FileError(path, f"input {name} must have shape {tuple(tensor.shape)}, got "
+    shape = tuple(tensor.shape)
+    if tuple(array.shape) != shape and (chips is None or tuple(array.shape) != (chips, *shape)):
+        per_chip = f" (every chip's) or {(chips, *shape)} (one per chip of the pod)" \
+            if chips is not None else ""
+        raise FileError(path, f"input {name} must have shape {shape}{per_chip}, got "
                               f"{tuple(array.shape)}")
     if want.kind in "iu":
         info = np.iinfo(want)
@@ -371,26 +394,44 @@ def _npy(item, program):
     return name, array.astype(want)
 
 
+def _random_input(rng, tensor):
+    if tensor.dtype == "int8":
+        return rng.integers(-128, 128, tensor.shape, dtype=np.int8)
+    return rng.standard_normal(tensor.shape).astype(DTYPES[tensor.dtype])
+
+
 def _inputs(program, items, seed):
     """Every input: from ``--input`` files, the others seeded random values."""
     given = dict(_npy(item, program) for item in items)
     rng = np.random.default_rng(seed)
-    inputs = {}
-    for name, t in program.inputs.items():
-        if name in given:
-            inputs[name] = given[name]
-        elif t.dtype == "int8":
-            inputs[name] = rng.integers(-128, 128, t.shape, dtype=np.int8)
-        else:
-            inputs[name] = rng.standard_normal(t.shape).astype(DTYPES[t.dtype])
+    return {name: given[name] if name in given else _random_input(rng, t)
+            for name, t in program.inputs.items()}
+
+
+def _pod_inputs(program, items, seed, chips):
+    """Every chip's inputs (a list of name -> array): from ``--input`` files (the same
+    array on every chip, or one per chip along a leading axis), the others seeded random
+    values, chip by chip."""
+    given = dict(_npy(item, program, chips) for item in items)
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for _ in range(chips):
+        chip = {}
+        for name, t in program.inputs.items():
+            array = given.get(name)
+            if array is None:
+                chip[name] = _random_input(rng, t)
+            else:
+                chip[name] = array if array.shape == tuple(t.shape) else array[len(inputs)]
+        inputs.append(chip)
     return inputs
 
 
-def _save_outputs(directory, outputs):
+def _save_outputs(directory, outputs, suffix=""):
     for name, array in outputs.items():
         if array.dtype.kind == "V":  # bfloat16, fp8: float32 holds every value exactly
             array = array.astype(np.float32)
-        path = Path(directory) / f"{name}.npy"
+        path = Path(directory) / f"{name}{suffix}.npy"
         try:
             np.save(path, array)
         except OSError as e:
@@ -435,43 +476,125 @@ def _checks(program, inputs, outputs):
     return {}
 
 
+def _pod(text, path, config):
+    """The pod of ``--pod``: torus dimensions (``2x2``, ``4``) of chips of ``config`` (the
+    program's TensorCore, from ``path``) with HBM controllers, or a PodConfig .json file."""
+    if text.endswith(".json"):
+        with in_file(text):
+            pod = PodConfig.from_dict(load_json(text))
+        if pod.tensorcore != config:
+            raise FileError(text, f"chip.tensorcore must be the TensorCore {path} is for")
+        if not pod.chip.has_hbm:
+            raise FileError(text, "chip.memory must be 'hbm' (a pod run's chips hold their "
+                                  "inputs and outputs in HBM)")
+        return pod
+    try:
+        dims = tuple(int(d) for d in text.split("x"))
+    except ValueError:
+        dims = ()
+    if not dims or any(d < 1 for d in dims):
+        raise ConfigError("--pod", f"must be torus dimensions such as 2x2 or 4 (positive "
+                                   f"integers joined by x) or a PodConfig .json file, got "
+                                   f"{text!r}")
+    if not config.ici:
+        raise FileError(path, "is a program for a TensorCore without the ICI queue "
+                              "(TensorCoreConfig ici false): a pod's chips need it (--pod)")
+    try:
+        ici = ICIConfig(dims=dims, classes=2, vcs=2, buffer_depth=8,
+                        flit_bits=8 * config.row_bytes, max_packet=8, local_ports=LOCAL_PORTS)
+        return PodConfig(chip=ChipConfig(tensorcore=config, memory="hbm",
+                                         hbm=HBMConfig(ports=2), nic=NICConfig(ici=ici)))
+    except ConfigError as e:
+        raise ConfigError("--pod", f"{text} is refused by the pod configuration (chips of "
+                                   f"{path}'s TensorCore): {e}") from None
+
+
+def _report_lines(report):
+    return [f"{key:>18}: {value:.3g}" if key in ("max_error", "tolerance")
+            else f"{key:>18}: {value:.4f}" if isinstance(value, float)
+            else f"{key:>18}: {value}" for key, value in report.items()]
+
+
+def _chip_report(program, result, inputs, outputs):
+    """A run's status, error, steps and counters, and the checks of a finished run."""
+    report = {"status": result.status, "error": result.error.name,
+              "error_pc": result.error_pc, "steps": result.steps, **result.counters}
+    if result.status == "done":
+        report.update(_checks(program, inputs, outputs))
+    return report
+
+
+def _passed(report):
+    return report["status"] == "done" and all(
+        report.get(k, True) for k in ("matches_reference", "matches_numpy",
+                                      "within_tolerance"))
+
+
+def _timeout(args, steps, limits):
+    unit, default = limits[args.sim]
+    print(f"podium: timeout: {args.program} was still running after {steps:,} {unit} on "
+          f"{args.sim} (--max-steps; default: {default})", file=sys.stderr)
+
+
 def _run(args):
     program = _load(args.program, args.config)
-    inputs = _inputs(program, args.inputs, args.seed)
+    pod = _pod(args.pod, args.program, program.config) if args.pod else None
+    if pod is not None and args.sim not in pod_sims():
+        raise ConfigError("--sim", f"must be one of {', '.join(pod_sims())} with --pod, got "
+                                   f"{args.sim!r}")
+    inputs = _inputs(program, args.inputs, args.seed) if pod is None else \
+        _pod_inputs(program, args.inputs, args.seed, pod.chips)
     if args.outputs:
         check_output_dir(args.outputs)
     if args.max_steps is not None and args.max_steps < 1:
         raise ConfigError("--max-steps", f"must be at least 1, got {args.max_steps}")
     options = {} if args.max_steps is None else {"max_steps": args.max_steps}
     try:
-        result, outputs = run(program, inputs, sim=args.sim, **options)
+        if pod is None:
+            result, outputs = run(program, inputs, sim=args.sim, **options)
+        else:
+            results, outputs = run_pod(program, pod, inputs, sim=args.sim, **options)
     except (RuntimeError, AssertionError) as e:
         if args.sim == "golden":
             raise
         # A failed RTL run (build, simulator, testbench): one line naming the log.
         print(f"podium: error: the {args.sim} run failed: {e}", file=sys.stderr)
         return 1
+    if pod is not None:
+        return _pod_report(args, program, pod, results, inputs, outputs)
     if args.outputs:
         _save_outputs(args.outputs, outputs)
     report = {"program": args.program, "sim": args.sim, "instructions": len(program.words),
-              "status": result.status, "error": result.error.name,
-              "error_pc": result.error_pc, "steps": result.steps, **result.counters}
-    if result.status == "done":
-        report.update(_checks(program, inputs, outputs))
+              **_chip_report(program, result, inputs, outputs)}
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        for key, value in report.items():
-            print(f"{key:>18}: {value:.3g}" if key in ("max_error", "tolerance")
-                  else f"{key:>18}: {value:.4f}" if isinstance(value, float)
-                  else f"{key:>18}: {value}")
+        print("\n".join(_report_lines(report)))
     if result.status == "timeout":
-        unit = LIMITS[args.sim][0]
-        print(f"podium: timeout: {args.program} was still running after {result.steps:,} "
-              f"{unit} on {args.sim} (--max-steps; default: {LIMITS[args.sim][1]})",
-              file=sys.stderr)
-    ok = result.status == "done" and all(
-        report.get(k, True) for k in ("matches_reference", "matches_numpy",
-                                      "within_tolerance"))
-    return 0 if ok else 1
+        _timeout(args, result.steps, LIMITS)
+    return 0 if _passed(report) else 1
 
+
+def _pod_report(args, program, pod, results, inputs, outputs):
+    """Write each chip's outputs, print the pod run's report (each chip's as a chip run's);
+    the exit status: 0 if every chip finished and passed its checks."""
+    if args.outputs:
+        for k, chip_outputs in enumerate(outputs):
+            _save_outputs(args.outputs, chip_outputs, f".chip{k}")
+    chips = [_chip_report(program, r, i, o)
+             for r, i, o in zip(results, inputs, outputs, strict=True)]
+    report = {"program": args.program, "sim": args.sim, "pod": "x".join(map(str, pod.ici.dims)),
+              "chips": len(chips), "instructions": len(program.words),
+              "status": "done" if all(c["status"] == "done" for c in chips) else next(
+                  c["status"] for c in chips if c["status"] != "done"),
+              "steps": max(c["steps"] for c in chips), "chip": chips}
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print("\n".join(_report_lines({k: v for k, v in report.items() if k != "chip"})))
+        for k, chip in enumerate(chips):
+            print(f"chip {k}:")
+            print("\n".join(_report_lines(chip)))
+    if any(r.status == "timeout" for r in results):
+        _timeout(args, report["steps"], POD_LIMITS)
+    return 0 if all(_passed(c) for c in chips) else 1

@@ -1,9 +1,8 @@
-// The HBM device and the file formats shared by the native hosts of the chip
-// (sim/native_main.cpp) and of the pod (sim/native_pod_main.cpp): a pseudo-channel's storage of
-// raw 72-bit codewords keyed by (bank, open row, column), its read and write data slots at the
-// golden model's CL / CWL timing, the command trace, the spec file and the storage image and
-// dump (read sim/native_main.cpp's header for the timing). Included after the host's
-// generated pin header (chip_io.h or pod_io.h).
+// The HBM device and the file formats of the native host of the chip and the pod
+// (sim/native_main.cpp): a pseudo-channel's storage of raw 72-bit codewords keyed by (bank,
+// open row, column), its read and write data slots at the golden model's CL / CWL timing, the
+// command trace, the spec file and the storage image and dump (read sim/native_main.cpp's
+// header for the timing). Included after the host's generated pin header (io.h).
 
 #pragma once
 
@@ -55,6 +54,10 @@ std::map<std::string, std::vector<int64_t>> read_spec(const char* path) {
     }
     char line[1 << 16];
     while (fgets(line, sizeof line, f)) {
+        if (!strchr(line, '\n') && !feof(f)) {   // a longer line would be read as two
+            fprintf(stderr, "%s: a line longer than %zu bytes\n", path, sizeof line - 1);
+            exit(2);
+        }
         char* save = nullptr;
         char* tok = strtok_r(line, " \t\n", &save);
         if (!tok) continue;

@@ -3,9 +3,10 @@
 A collective program (every chip: 16 KiB of its HBM into VMEM, ``ITERATIONS`` 2-D fp32
 all-reduces of it, back to HBM) runs on the pods of TensorCores with HBM controllers of the
 pod tests (verification/tb/pod_programs.py ``tensor_pod_config``: 4x4 int8 MXUs, 32 KiB of VMEM), a
-2x2 and a 4x4 torus, through sim/pod_native.py: natively (the C++ host, sim/native_pod_main.cpp)
+2x2 and a 4x4 torus, through sim/pod_native.py: natively (the C++ host, sim/native_main.cpp)
 in each build flavour (``flat``: the chip inlined into the pod's model; ``hier``: the chip a
-Verilator hier_block, verilated once and instantiated per node), and through cocotb
+Verilator hier_block, verilated once and instantiated per node; ``nodes``: the router a
+hier_block too), and through cocotb
 (verification/tb/pod_programs.py ``run_pod_program``) where ``COCOTB_PODS`` says. Every run of a
 pod gives the same cycle count and outputs (checked here; the regression checks the traces
 too, verification/tests/test_native.py). Each build's wall time, CPU seconds (Verilator, the
@@ -28,7 +29,7 @@ PODS = {"2x2": (2, 2), "4x4": (4, 4)}
 COCOTB_PODS = ("2x2",)
 """The pods also run through cocotb (the 4x4's cocotb build and run are left out: a flat
 build of sixteen chips for cocotb, and a run at its speed)."""
-FLAVOURS = {"2x2": ("flat", "hier"), "4x4": ("hier",)}
+FLAVOURS = {"2x2": ("flat", "hier", "nodes"), "4x4": ("hier", "nodes")}
 """The build flavours run on each pod. The 4x4's flat build is left out: Verilator alone
 wrote 406 MB of C++ (the 2x2's flat build 77 MB) in more than 4 CPU minutes at 6.2 GB of
 memory before it was stopped; its C++ compile, by the 2x2's rate (229 CPU seconds for 77 MB),
@@ -120,7 +121,8 @@ def render(data):
         f"chip's command trace afterwards: \"check\"), `verilator` the cocotb testbench "
         f"(verification/tb/pod_programs.py `run_pod_program`, the golden device model in "
         f"Python every cycle). Build `flat`: one model of the whole pod; `hier`: the chip a "
-        f"Verilator hier_block (verilated and compiled once, instantiated per node). Every run "
+        f"Verilator hier_block (verilated and compiled once, instantiated per node); `nodes`: "
+        f"the router a hier_block too. Every run "
         f"of a pod gives the same cycles and outputs. cycles: clock cycles the host "
         f"simulated (load, run, read-back, drain); program: chip 0's cycle counter; run: the "
         f"simulator's wall time (cocotb: with its start-up).",

@@ -393,7 +393,7 @@ async def test_training_step(dut):
 
 
 RESET_CYCLES = 4
-"""``run_pod_program``'s reset (sim/native_pod_main.cpp resets as long)."""
+"""``run_pod_program``'s reset (sim/native_main.cpp resets as long)."""
 
 
 @measurement

@@ -7,6 +7,7 @@ The chip is the default one, which the regression builds for cocotb anyway (test
 test_tools); the native build of the same Verilog adds one Verilator run and one C++ compile
 (72 CPU seconds, docs/results/simspeed.md)."""
 
+import json
 import random
 
 import numpy as np
@@ -309,20 +310,77 @@ def test_a_pod_timeout_is_the_cocotb_timeout(tmp_path):
 
 
 def test_spec_lines_carry_a_long_program():
-    """A program longer than a spec-file line holds (the C++ reader's lines are at most
-    64 KiB: a 4,096-word program of large words is about 82 KiB) goes as several lines of
-    one key, which the reader adds up: every line under 64 KiB, the values in order. (One
-    line truncated programs past about 3,100 words.)"""
+    """The host's writes of a long program (a 4,096-word program of large words is about
+    250 KiB of ``load`` values) go as several lines of one key, which the C++ reader adds up:
+    every line under the reader's 64 KiB, the values in order. (One line truncated programs
+    past about 3,100 words; the reader now refuses a longer line instead.)"""
     rng = random.Random(7)
     print("seed 7")
     words = [rng.getrandbits(64) for _ in range(4096)]
-    text = native.spec_lines("program", words)
+    writes = [v for w in native.program_writes(0, words, 0x8000) for v in w]
+    text = native.spec_lines("load", writes)
     lines = text.splitlines(keepends=True)
     assert len(lines) > 1 and all(len(ln.encode()) < 1 << 16 for ln in lines)
     values = []
     for ln in lines:
         key, *rest = ln.split()
-        assert key == "program"
+        assert key == "load"
         values += [int(v) for v in rest]
-    assert values == words
-    assert native.spec_lines("program", []) == "program \n"
+    assert values == writes
+    assert native.spec_lines("load", []) == "load \n"
+
+
+@pytest.mark.slow
+def test_podium_run_on_the_native_pod_is_the_golden_pod(tmp_path, seed):
+    """``podium run --pod 2x2 --sim native`` of an all-reduce program (the pod tests'
+    "2x2-tc-hbm" pod, whose native build the pod tests above share) on seeded random fp32
+    inputs, one per chip: every chip done, and its output bit for bit the golden pod
+    simulator's (``--sim golden``), which models the collective's order of sums."""
+    from podium.tools import _pod
+    from verification.tb.pod_programs import tensor_pod_config
+    from verification.tests.test_tools import pod_program, podium
+
+    program = pod_program()
+    assert _pod("2x2", "ar.json", program.config) == tensor_pod_config((2, 2), memory="hbm")
+    program.save(tmp_path / "ar.json")
+    x = np.random.default_rng(seed).standard_normal((4, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    reports = {}
+    for sim in ("golden", "native"):
+        r = podium("run", "ar.json", "--pod", "2x2", "--sim", sim, "--input", "X=x.npy",
+                   "--outputs", sim, "--json", cwd=tmp_path, timeout=3600)
+        assert r.returncode == 0, r.stderr
+        reports[sim] = json.loads(r.stdout)
+    assert [c["status"] for c in reports["native"]["chip"]] == ["done"] * 4
+    print(f"cycles: {[c['cycles'] for c in reports['native']['chip']]}")
+    for k in range(4):
+        native, golden = (np.load(tmp_path / sim / f"Y.chip{k}.npy")
+                          for sim in ("native", "golden"))
+        assert native.tobytes() == golden.tobytes(), f"chip {k}"
+    assert np.any(golden != 0)
+
+
+def test_build_flavours_mark_their_hier_blocks():
+    """``hier`` marks the pod's chip module a Verilator hier_block, ``nodes`` the chip's and
+    the router's (one module for every node), each once, right after its header; a design
+    without the module is refused naming it. (The builds themselves: the slow pod tests and
+    docs/pod.md's measurements.)"""
+    from hdl.generate import Design
+    from sim.pod_native import chip_hier_block, node_hier_blocks
+    from sim.runner import HIER_BLOCK
+    from verification.tb.pod_programs import tensor_pod_config
+
+    pod = tensor_pod_config((2, 2), memory="hbm")
+    router = f"podium_ici_router_{pod.ici.suffix}"
+    top = "podium_pod_x"
+    verilog = "".join(f"module {m}(a, b);\n  input a;\nendmodule\n"
+                      for m in (router, f"{top}_chip", f"{top}_chip_helper", top))
+    design = Design("pod", top, verilog, {})
+    chip = chip_hier_block(design).verilog
+    assert chip.count(HIER_BLOCK) == 1
+    assert f"module {top}_chip(a, b);\n  {HIER_BLOCK}\n" in chip
+    nodes = node_hier_blocks(design, pod).verilog
+    assert nodes.count(HIER_BLOCK) == 2
+    assert f"module {router}(a, b);\n  {HIER_BLOCK}\n" in nodes
+    with pytest.raises(ValueError, match=f"no module {router}"):
+        node_hier_blocks(Design("pod", top, verilog.replace(router, "other"), {}), pod)

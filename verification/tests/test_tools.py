@@ -15,7 +15,7 @@ import pytest
 from hdl.generate import BLOCKS
 from podium.asm import assemble
 from podium.compiler import gemm
-from podium.program import Program
+from podium.program import Program, Tensor
 from sim import cli
 from sim.cli import _parser
 from spec.mxu import MXUConfig
@@ -111,6 +111,67 @@ def test_run_assembly_hex_and_npy_files(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["matches_reference"], r.stderr
     c = np.load(tmp_path / "out/C.npy")
     assert c.dtype == np.int32 and np.array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+POD_ALL_REDUCE = """
+    li r1, 4096
+    dma.shape 0, r1, r0, r0
+    dma.load r0, r0, s3
+    wait ici, s3
+    li r2, 1024
+    ici.coll all_reduce_2d, 0, fp32, r0, r2
+    signal ici, s2
+    wait dma, s2
+    li r2, 32768
+    dma.store r2, r0, s4
+    wait dma, s4
+    halt
+"""
+"""A pod program: its input X (32 x 32 fp32, from HBM 0) into VMEM, all-reduced over the 2-D
+pod, back to HBM as its output Y."""
+
+
+def pod_program():
+    """:data:`POD_ALL_REDUCE` as a program file's Program, for the pod tests' TensorCore (the
+    2x2 pod of ``podium run --pod 2x2`` is then the pod tests' "2x2-tc-hbm")."""
+    from verification.tb.pod_programs import TENSORCORE
+
+    return Program(assemble(POD_ALL_REDUCE), TENSORCORE, 1 << 16,
+                   inputs={"X": Tensor(0, (32, 32), "float32", 128)},
+                   outputs={"Y": Tensor(32768, (32, 32), "float32", 128)})
+
+
+def test_run_on_a_pod(tmp_path, seed):
+    """``run --pod 2x2`` on the golden pod: per-chip inputs along a leading axis (small
+    integers, so any order of the fp32 sums is exact), every chip's output the sum of all
+    four; one input for every chip; seeded random inputs, their all-reduce the same on
+    every chip and nothing else written; the JSON report has every chip's."""
+    pod_program().save(tmp_path / "ar.json")
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-1000, 1000, (4, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x4.npy", x)
+    np.save(tmp_path / "x.npy", x[1])
+    r = podium("run", "ar.json", "--pod", "2x2", "--input", "X=x4.npy", "--outputs", "out",
+               "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert (report["pod"], report["chips"], report["status"]) == ("2x2", 4, "done"), report
+    assert [c["status"] for c in report["chip"]] == ["done"] * 4
+    assert all(c["bytes_read"] == c["bytes_written"] == 4096 for c in report["chip"])
+    for k in range(4):
+        assert np.array_equal(np.load(tmp_path / f"out/Y.chip{k}.npy"), x.sum(0)), k
+    r = podium("run", "ar.json", "--pod", "2x2", "--input", "X=x.npy", "--outputs", "same",
+               cwd=tmp_path)
+    assert r.returncode == 0 and "chip 3:" in r.stdout, r.stderr
+    for k in range(4):
+        assert np.array_equal(np.load(tmp_path / f"same/Y.chip{k}.npy"), 4 * x[1]), k
+    r = podium("run", "ar.json", "--pod", "2x2", "--seed", seed, "--outputs", "random",
+               cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ys = [np.load(tmp_path / f"random/Y.chip{k}.npy") for k in range(4)]
+    assert all(np.array_equal(y, ys[0]) for y in ys) and np.any(ys[0] != 0)
+    assert sorted(p.name for p in (tmp_path / "random").iterdir()) == [
+        f"Y.chip{k}.npy" for k in range(4)]
 
 
 @pytest.mark.parametrize("sim, unit, budget", [("golden", "steps", 1000),
@@ -291,6 +352,19 @@ ONE_LINE = [
      "features 9000 of a float32 softmax do not fit vmem_bytes 65536: one row needs 72032 "
      "bytes (2 blocks of 1125 rows of 32 bytes, a statistic row); at most 5456 features"),
     (("run", "missing.json"), "missing.json: cannot read: No such file or directory"),
+    # pod runs
+    (("run", "ar.json", "--pod", "2x2", "--input", "X=x3.npy"),
+     "x3.npy: input X must have shape (32, 32) (every chip's) or (4, 32, 32) (one per chip "
+     "of the pod), got (3, 32, 32)"),
+    (("run", "ar.json", "--pod", "1"),
+     "--pod: 1 is refused by the pod configuration (chips of ar.json's TensorCore): dims[0] "
+     "must be an integer in 2..64, got 1"),
+    (("run", "ar.json", "--pod", "2x0"),
+     "--pod must be torus dimensions such as 2x2 or 4 (positive integers joined by x) or a "
+     "PodConfig .json file, got '2x0'"),
+    (("run", "g.json", "--pod", "2x2"),
+     "g.json: is a program for a TensorCore without the ICI queue (TensorCoreConfig ici "
+     "false): a pod's chips need it (--pod)"),
 ]
 
 FILES = {
@@ -321,6 +395,8 @@ def user_files(tmp_path_factory):
     d["words"][1] = "zz"
     (tmp / "word.json").write_text(json.dumps(d))
     np.save(tmp / "a.npy", np.zeros((2, 2), np.int8))
+    pod_program().save(tmp / "ar.json")
+    np.save(tmp / "x3.npy", np.zeros((3, 32, 32), np.float32))
     return tmp
 
 
