@@ -12,7 +12,8 @@ transfer done, a buffer full), so a proof that passes because nothing can happen
     stream_order    a buffer between two streams: nothing dropped, duplicated or reordered
                     (the tracked-token method), and a held beat is offered
     secded_rules    SECDED over a codeword: no flip read back, one flip corrected, two detected
-    axilite_rules   AXI4-Lite subordinate: handshakes held, no response without its request
+    axilite_rules   AXI4-Lite subordinate: handshakes held, one response per request, none
+                    without one, in order, legal responses, outstanding limit
     split_rules     a burst splitter between two AXI4 address channels: every INCR burst
                     leaves as parts that do not cross 4 KiB and tile it exactly
     split_w_rules   the write data of such a splitter: ``wlast`` exactly on the last beat of
@@ -25,6 +26,8 @@ transfer done, a buffer full), so a proof that passes because nothing can happen
                     once and in order (tracked token)
     served_within   fairness: a waiting request served within a bound
 """
+
+from dataclasses import dataclass
 
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cat, Cover, Mux, Signal, Value
@@ -166,13 +169,23 @@ def _counter(m, name, up, down, limit):
 
 
 def axilite_rules(m, bus, *, outstanding=1, name="axil"):
-    """AXI4-Lite subordinate rules on ``bus`` (an ``In(AXI4LiteSignature)`` member).
+    """The AXI4-Lite rules on ``bus`` (an ``In(AXI4LiteSignature)`` member) of a subordinate
+    with at most ``outstanding`` requests of each kind open, written from the AMBA AXI
+    specification (ARM IHI 0022): the handshake of A3.2.1, the write response after both the
+    address and the data (A3.3.1), and its AXI4-Lite chapter (B1.1: single beats, no IDs, no
+    exclusive accesses).
 
     Assumed of the manager: AW, W and AR valid held until ready and their payload stable.
-    Asserted of the subordinate: B and R valid held until ready and their payload stable; no
-    B without an AW and a W taken and not yet answered, no R without an AR taken and not yet
-    answered; at most ``outstanding`` of each. Returns the (aw, w, ar) outstanding counters
-    (taken, not yet answered) for a harness's own invariants.
+    Asserted of the subordinate: B and R valid held until ready and their payload stable;
+    ``bresp`` and ``rresp`` legal (OKAY, SLVERR or DECERR: no EXOKAY without exclusive
+    accesses); no response without a request (a B only while an AW and a W are taken and not
+    yet answered, an R only while an AR is), which with the counts makes one response per
+    request (a second answer finds nothing open); at most ``outstanding`` AW, W and AR taken
+    and not answered; response order: with no IDs every response answers the oldest open
+    request of its kind, so the set keeps the open requests' addresses in order (``b_addr``,
+    ``r_addr``: the address the waiting B or R answers) for a harness to check what a
+    response carries. Covered: a write and a read answered. Returns an object with the
+    counts ``aw``, ``w``, ``ar`` (taken, not answered) and ``b_addr``, ``r_addr``.
     """
     _held(m, Assume, bus.awvalid, bus.awready, bus.awaddr, f"{name}.aw")
     _held(m, Assume, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb), f"{name}.w")
@@ -181,14 +194,37 @@ def axilite_rules(m, bus, *, outstanding=1, name="axil"):
     _held(m, Assert, bus.rvalid, bus.rready, Cat(bus.rdata, bus.rresp), f"{name}.r")
     b = bus.bvalid & bus.bready
     r = bus.rvalid & bus.rready
-    aw = _counter(m, f"{name}_aw_open", bus.awvalid & bus.awready, b, outstanding)
+    aw_take = bus.awvalid & bus.awready
+    ar_take = bus.arvalid & bus.arready
+    aw = _counter(m, f"{name}_aw_open", aw_take, b, outstanding)
     w = _counter(m, f"{name}_w_open", bus.wvalid & bus.wready, b, outstanding)
-    ar = _counter(m, f"{name}_ar_open", bus.arvalid & bus.arready, r, outstanding)
-    m.d.comb += [Cover(b, f"{name}.b: a write answered"), Cover(r, f"{name}.r: a read answered")]
-    m.d.comb += [Assert(~bus.bvalid | ((aw != 0) & (w != 0)),
-                        f"{name}.b: no response without its AW and W"),
-                 Assert(~bus.rvalid | (ar != 0), f"{name}.r: no response without its AR")]
-    return aw, w, ar
+    ar = _counter(m, f"{name}_ar_open", ar_take, r, outstanding)
+    exokay = 1      # AxiResp.EXOKAY
+    m.d.comb += [
+        Assert(~bus.bvalid | ((aw != 0) & (w != 0)), f"{name}.b: no response without its AW and W"),
+        Assert(~bus.rvalid | (ar != 0), f"{name}.r: no response without its AR"),
+        Assert(~bus.bvalid | (Value.cast(bus.bresp) != exokay),
+               f"{name}.b: bresp legal (no EXOKAY in AXI4-Lite)"),
+        Assert(~bus.rvalid | (Value.cast(bus.rresp) != exokay),
+               f"{name}.r: rresp legal (no EXOKAY in AXI4-Lite)"),
+        Cover(b, f"{name}.b: a write answered"), Cover(r, f"{name}.r: a read answered"),
+    ]
+    # Response order: the open requests' addresses, oldest first.
+    wq = _Fifo(m, f"{name}_aw_q", len(bus.awaddr), outstanding, aw_take, bus.awaddr, b)
+    rq = _Fifo(m, f"{name}_ar_q", len(bus.araddr), outstanding, ar_take, bus.araddr, r)
+    return _AxiLiteOpen(aw, w, ar, wq.head, rq.head)
+
+
+@dataclass
+class _AxiLiteOpen:
+    """What :func:`axilite_rules` keeps: the requests open (taken, not answered) of each kind,
+    and the address the waiting B / R answers (the oldest open AW / AR)."""
+
+    aw: Value
+    w: Value
+    ar: Value
+    b_addr: Value
+    r_addr: Value
 
 
 def axi4_rules(m, bus, *, name="axi"):
