@@ -46,6 +46,7 @@ from amaranth.lib import data
 from hdl.hbm import ecc
 from hdl.hbm.axi_port import AxiPort
 from hdl.hbm.channel import PseudoChannel
+from hdl.hbm.refresher import Refresher
 from hdl.ici.allocator import Allocator
 from hdl.ici.input import InputUnit, meta_layout
 from hdl.ici.link import LinkRx, LinkTx
@@ -679,7 +680,7 @@ TIMING_CFG = HBMConfig(
     write_high=1, write_low=0, refresh_postpone=1,
     timing_overrides=TimingOverrides(cl=2, cwl=1, rcd_rd=2, rcd_wr=2, rp=2, ras=3, rc=5, wr=2,
                                      rtp=1, ccd_s=2, ccd_l=2, wtr_s=1, wtr_l=1, rrd_s=1,
-                                     rrd_l=1, faw=9, rfc=3, refi=10, rfc_sb=2, rrefd=1, rtw=0))
+                                     rrd_l=1, faw=11, rfc=3, refi=10, rfc_sb=2, rrefd=1, rtw=0))
 """The reduced-timing pseudo-channel of the ``hbm-timing`` set: 4 banks, timings of 1 to 5
 cycles, tFAW 9 (longer than four ACTs at one per two cycles, so it holds the fifth), tREFI
 10, a queue of 4."""
@@ -698,6 +699,56 @@ def _timing_harness(pc=None, cfg=TIMING_CFG):
     hbm_timing_rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
                      (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank),
                      cfg.timing, cfg.banks, name="hbm")
+    return m
+
+
+REFRESH_CFG = replace(TIMING_CFG, refresh_postpone=1)
+"""The refresher of the ``hbm-refresh`` set: the ``hbm-timing`` set's configuration (tREFI 10),
+refresh forced at 1 owed; ``hbm-refresh8``: forced at 8 owed, JESD235's limit."""
+
+REFRESH_GRACE = REFRESH_CFG.timing.refi - 1
+"""Cycles a refresh may stay under way (``active``, the cycle of its REF counted), assumed of
+the rest of the pseudo-channel: tREFI - 1 (a forced refresh rises the cycle after the tick
+that made it due, so its REF comes before the next tick)."""
+
+
+def _refresh_harness(refresher=None, cfg=REFRESH_CFG):
+    """The all-bank refresher of a pseudo-channel, its inputs free (``idle``, ``wanted``, the
+    bank status, the row command granted) but for two assumptions about the rest of the
+    pseudo-channel: a REF is issued only when the refresher asks for it (the row choice issues
+    the refresher's command and no REF of its own), and a refresh under way issues its REF
+    within ``REFRESH_GRACE`` cycles of ``active`` rising (the bank machines and the arbiter
+    let it through in less than tREFI). Asserted, with the refreshes owed counted on the
+    property side (one more every tREFI from reset, one less per REF): never more than the
+    configuration's ``refresh_postpone`` owed; the refresher's own count and tREFI timer equal
+    to the property's; a refresh under way from the cycle after the limit is owed."""
+    limit = cfg.refresh_postpone
+    m = Module()
+    dut = refresher if refresher is not None else Refresher(cfg)
+    m.submodules.dut, (owed, timer) = _internal(dut, "owed", "timer")
+    free_inputs(m, dut)
+    ref = dut.row.valid & (Value.cast(dut.row.op) == 3)
+    m.d.comb += Assume(~ref | (dut.cmd.valid & (Value.cast(dut.cmd.op) == 3)),
+                       "scheduler: a REF only when the refresher asks for it")
+    age = Signal(range(REFRESH_GRACE + 1), name="hbm_refresh_age")
+    m.d.sync += age.eq(Mux(dut.active & ~ref, Mux(age == REFRESH_GRACE, age, age + 1), 0))
+    m.d.comb += Assume(~dut.active | ref | (age < REFRESH_GRACE - 1),
+                       f"channel: a refresh under way issues its REF within {REFRESH_GRACE} "
+                       "cycles")
+    refi = cfg.timing.refi
+    p_timer = Signal(range(refi), name="hbm_refi_timer")
+    p_owed = Signal(8, name="hbm_owed")
+    tick = p_timer == refi - 1
+    m.d.sync += [p_timer.eq(Mux(tick, 0, p_timer + 1)), p_owed.eq(p_owed + tick - ref)]
+    m.d.comb += [
+        Assert(p_owed <= limit, f"hbm: at most {limit} refreshes owed (postponed)"),
+        Assert(p_owed == owed, "hbm: the refresher's owed count is the refreshes owed"),
+        Assert(p_timer == timer, "hbm: the refresher's tREFI timer"),
+        Assert(~dut.active | (p_owed != 0), "hbm: a refresh under way only while one is owed"),
+        Assert((p_owed < limit) | (p_timer == 0) | dut.active,
+               "hbm: a refresh under way from the cycle after the limit is owed"),
+        Cover(ref & (p_owed == limit), f"hbm: a REF with {limit} owed"),
+    ]
     return m
 
 
@@ -791,6 +842,13 @@ SETS = {s.name: s for s in [
                 "an ACT held exactly tFAW after the fourth ACT back (step 10) and a REF (step "
                 "11); a rule depends on at most the last 9 cycles of commands",
                 fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("hbm-refresh", "hdl/hbm/refresher.py Refresher (tREFI 10, forced at 1 owed)",
+                _refresh_harness, "prove", 12,
+                "k-induction; it closes from depth 10 (a tREFI window: a tick of the timer "
+                "in every 10 cycles)"),
+    PropertySet("hbm-refresh8", "hdl/hbm/refresher.py Refresher (tREFI 10, forced at 8 owed)",
+                partial(_refresh_harness, cfg=replace(REFRESH_CFG, refresh_postpone=8)),
+                "prove", 12, "k-induction, as hbm-refresh"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "
                 "same state as a fresh burst of n beats (taken in one cycle): every reachable "
@@ -800,7 +858,7 @@ SETS = {s.name: s for s in [
 
 
 COVERED = ("queue", "skid", "axilite", "tc-csr", "sc-csr", "axi4", "dma-axi", "hbm-port",
-           "allocator", "alloc-fair", "ici-link", "ici-credits")
+           "allocator", "alloc-fair", "ici-link", "ici-credits", "hbm-refresh")
 """The sets whose properties carry ``Cover`` statements."""
 
 

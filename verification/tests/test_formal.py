@@ -14,6 +14,7 @@ from amaranth.hdl import Module, Signal, Value
 from hdl.hbm import ecc
 from hdl.hbm.axi_port import AxiPort
 from hdl.hbm.channel import PseudoChannel
+from hdl.hbm.refresher import Refresher
 from hdl.ici import allocator
 from hdl.ici.allocator import Allocator
 from hdl.ici.link import LinkRx
@@ -30,6 +31,7 @@ from sim.formal import (
     FAIR,
     ICI_LINK,
     PORT_CFG,
+    REFRESH_CFG,
     SETS,
     SPLIT_CFG,
     TIMING_CFG,
@@ -411,3 +413,32 @@ def test_hbm_timing_with_twr_one_short_fails():
     wrong = PseudoChannel(_timing(wr=TIMING_CFG.timing.wr - 1))
     _refuted(prove(SETS["hbm-timing"], name="hbm-timing-twr", pc=wrong),
              "hbm: PRE CWL + BL/2 + tWR after WR")
+
+
+@pytest.mark.slow
+def test_hbm_timing_with_tfaw_one_short_fails():
+    """A controller built for a tFAW one cycle short: a fifth ACT inside the window."""
+    wrong = PseudoChannel(_timing(faw=TIMING_CFG.timing.faw - 1))
+    _refuted(prove(SETS["hbm-timing"], name="hbm-timing-tfaw", pc=wrong),
+             "hbm: at most four ACTs in a tFAW window")
+
+
+def test_hbm_refresh_postponed_past_the_limit_fails():
+    """A refresher that forces refresh one owed refresh late (``refresh_postpone`` + 1)
+    against the set's limit: the limit owed with no refresh under way."""
+    wrong = Refresher(replace(REFRESH_CFG, refresh_postpone=REFRESH_CFG.refresh_postpone + 1))
+    _refuted(prove(SETS["hbm-refresh"], name="hbm-refresh-late", refresher=wrong),
+             "hbm: a refresh under way from the cycle after the limit is owed")
+
+
+@pytest.mark.slow
+def test_hbm_refresh8_cover_reached():
+    """hbm-refresh8's cover (a REF with 8 owed) needs 8 tREFI from reset: a cover run of 84
+    cycles, not the set's 12."""
+    assert _proved(cover(replace(SETS["hbm-refresh8"], depth=84)))
+
+
+def test_hbm_refresh_limit_is_the_golden_models():
+    """The hbm-refresh8 set's limit is JESD235's as the golden device model enforces it."""
+    from verification.models.hbm import MAX_POSTPONED
+    assert "forced at 8 owed" in SETS["hbm-refresh8"].block and MAX_POSTPONED == 8
