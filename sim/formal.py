@@ -46,7 +46,9 @@ from amaranth.lib import data
 from hdl.hbm import ecc
 from hdl.hbm.axi_port import AxiPort
 from hdl.hbm.channel import PseudoChannel
+from hdl.hbm.command_queue import CommandQueue
 from hdl.hbm.refresher import Refresher
+from hdl.hbm.scheduler import Scheduler
 from hdl.ici.allocator import Allocator
 from hdl.ici.input import InputUnit, meta_layout
 from hdl.ici.link import LinkRx, LinkTx
@@ -72,6 +74,7 @@ from sim.properties import (
     free_inputs,
     hbm_timing_rules,
     past,
+    same_address_order,
     secded_rules,
     served_within,
     split_rules,
@@ -752,6 +755,52 @@ def _refresh_harness(refresher=None, cfg=REFRESH_CFG):
     return m
 
 
+def _order_harness(queue=None, cfg=TIMING_CFG):
+    """The command queue of a pseudo-channel, its inputs free but for the scheduler's rules
+    (proved by ``hbm-order-sched``): it reads for and removes only a queued entry that is
+    not blocked, but for dropping a cancelled write."""
+    m = Module()
+    m.submodules.dut = dut = queue if queue is not None else CommandQueue(cfg)
+    free_inputs(m, dut)
+    valid, blocked = Value.cast(dut.valid), Value.cast(dut.blocked)
+    i = dut.served_index
+    ok = valid.bit_select(i, 1) & ~blocked.bit_select(i, 1)
+    m.d.comb += [
+        Assume(~dut.served_read | ok, "scheduler: reads only for a queued entry not blocked"),
+        Assume(~dut.served_remove | ok | (valid.bit_select(i, 1) & dut.entries[i].cancel),
+               "scheduler: removes a queued entry not blocked, or drops a cancelled write"),
+    ]
+    # A write whose merge read has issued (and so a cancelled one) was not blocked then, and
+    # no older entry can appear: it stays unblocked, so dropping it reorders nothing.
+    m.d.comb += Assert(dut.level <= cfg.queue_depth, "hbm.queue: at most its depth queued")
+    for k in range(cfg.queue_depth):
+        e = dut.entries[k]
+        m.d.comb += Assert(~(valid[k] & (e.rmw_busy | e.cancel)) | ~blocked[k],
+                           "hbm.queue: a write whose merge read issued is not blocked")
+    same_address_order(m, dut, cfg.queue_depth, name="hbm.queue")
+    return m
+
+
+def _order_sched_harness(sched=None, cfg=TIMING_CFG):
+    """The scheduler of a pseudo-channel, every input free (any queue contents, any blocked
+    flags, bank status, refresh, grants): the entry it serves or removes is queued and not
+    blocked (a cancelled write, dropped, excepted)."""
+    m = Module()
+    m.submodules.dut = dut = sched if sched is not None else Scheduler(cfg)
+    free_inputs(m, dut)
+    valid, blocked = Value.cast(dut.valid), Value.cast(dut.blocked)
+    served = dut.col.valid & dut.col_grant
+    ok = valid.bit_select(dut.index, 1) & ~blocked.bit_select(dut.index, 1)
+    m.d.comb += [
+        Assert(~served | ok, "hbm.sched: a column command only for a queued entry not blocked"),
+        Assert(~dut.remove | ok | (valid.bit_select(dut.index, 1) & dut.cancel),
+               "hbm.sched: a removal only for a queued entry not blocked, or a cancelled one"),
+    ]
+    m.d.comb += Cover(served & (dut.index != 0) & (valid.bit_select(0, 1)),
+                      "hbm.sched: an entry served past an older one")
+    return m
+
+
 SETS = {s.name: s for s in [
     PropertySet("queue", "hdl/lib/queue.py Queue (depth 4, 2 bits)", _queue_harness, "bmc", 11,
                 "every state of the queue and its tracker (pointers, level, all 4 entries, "
@@ -849,6 +898,10 @@ SETS = {s.name: s for s in [
     PropertySet("hbm-refresh8", "hdl/hbm/refresher.py Refresher (tREFI 10, forced at 8 owed)",
                 partial(_refresh_harness, cfg=replace(REFRESH_CFG, refresh_postpone=8)),
                 "prove", 12, "k-induction, as hbm-refresh"),
+    PropertySet("hbm-order", "hdl/hbm/command_queue.py CommandQueue (depth 4)",
+                _order_harness, "prove", 6, "k-induction (closes from depth 4; 6 for the cover)"),
+    PropertySet("hbm-order-sched", "hdl/hbm/scheduler.py Scheduler (queue of 4)",
+                _order_sched_harness, "prove", 2, "k-induction"),
     PropertySet("axi4", "hdl/lib/axi.py AxiNoMemory", _axi_harness, "bmc", 8,
                 "one burst of each kind open at a time, and a burst with n beats left is the "
                 "same state as a fresh burst of n beats (taken in one cycle): every reachable "
@@ -858,7 +911,8 @@ SETS = {s.name: s for s in [
 
 
 COVERED = ("queue", "skid", "axilite", "tc-csr", "sc-csr", "axi4", "dma-axi", "hbm-port",
-           "allocator", "alloc-fair", "ici-link", "ici-credits", "hbm-refresh")
+           "allocator", "alloc-fair", "ici-link", "ici-credits", "hbm-refresh", "hbm-order",
+           "hbm-order-sched")
 """The sets whose properties carry ``Cover`` statements."""
 
 

