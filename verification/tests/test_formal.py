@@ -451,4 +451,4 @@ def test_hbm_queue_letting_a_read_pass_a_write_fails():
 def test_hbm_refresh_limit_is_the_golden_models():
     """The hbm-refresh8 set's limit is JESD235's as the golden device model enforces it."""
     from verification.models.hbm import MAX_POSTPONED
-    assert "forced at 8 owed" in SETS["hbm-refresh8"].block and MAX_POSTPONED == 8
+    assert SETS["hbm-refresh8"].harness.keywords["cfg"].refresh_postpone == MAX_POSTPONED
