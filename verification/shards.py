@@ -2,7 +2,7 @@
 
     python -m verification.shards plan               (every shard: its tests, estimated minutes)
     python -m verification.shards run                (the shard of this commit, then pytest on it)
-    python -m verification.shards run --shard 2/4    (shard 2 of 4)
+    python -m verification.shards run --shard 2/5    (shard 2 of 5)
 
 The slow tests are collected by pytest and grouped by the build they share: the items of one
 test function on one configuration (ids ``<config>-<test>``, verification/tests/suite.py) form
@@ -34,7 +34,7 @@ __all__ = ["SHARDS", "BUDGET_MINUTES", "COSTS", "collect", "group_key", "plan", 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = "verification/tests"
 
-SHARDS = 4
+SHARDS = 5
 """Number of shards: every slow test runs once in this many landings."""
 
 BUDGET_MINUTES = 30
