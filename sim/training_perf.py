@@ -406,6 +406,14 @@ def _ratio(model, rtl):
     return f"{model / rtl:.3f}" if rtl else "-"
 
 
+def _phase_cells(name, v, step, units):
+    """A phase's first cells: its name, RTL and model cycles, their ratio, its share of the
+    ``step``, then RTL / model busy cycles of each of ``units``."""
+    return [name, f"{v['cycles']:,.0f}", f"{v['model_cycles']:,.0f}",
+            _ratio(v["model_cycles"], v["cycles"]), f"{100 * v['cycles'] / step['cycles']:.1f}%",
+            *(f"{v[u + '_busy']:,.0f} / {v['model_' + u]:,.0f}" for u in units)]
+
+
 def render(data):
     """The results page (markdown) of the benchmark's JSON ``data``."""
     keys = COUNTERS + MODEL
@@ -418,12 +426,7 @@ def render(data):
     util_busy = data["backward_macs"] / (bw["mxu_busy"] * slots)
     util_cycles = data["backward_macs"] / (bw["cycles"] * slots)
     fill = data["backward_macs"] / (bw["mxu_vectors"] * slots)
-    rows = [[name, f"{v['cycles']:,.0f}", f"{v['model_cycles']:,.0f}",
-             _ratio(v["model_cycles"], v["cycles"]),
-             f"{100 * v['cycles'] / s['cycles']:.1f}%",
-             f"{v['mxu_busy']:,.0f} / {v['model_mxu']:,.0f}",
-             f"{v['vpu_busy']:,.0f} / {v['model_vpu']:,.0f}",
-             f"{v['dma_busy']:,.0f} / {v['model_dma']:,.0f}",
+    rows = [[*_phase_cells(name, v, s, ("mxu", "vpu", "dma")),
              f"{v['mxu_vectors']:,.0f}", f"{v['retired']:,.0f}"]
             for name, v in phases.items()]
     runs = [[r["part"], r["steps"], f"{r['cycles']:,}", f"{r['model_cycles']:,}",
@@ -605,12 +608,7 @@ def _render_pod(data):
     phases = {"forward": f, "backward": {k: fb[k] - f[k] for k in POD_KEYS},
               "optimizer": {k: loc[k] - fb[k] for k in POD_KEYS},
               "all-reduce": {k: s[k] - loc[k] for k in POD_KEYS}, "step": s}
-    table_rows = [[name, f"{v['cycles']:,.0f}", f"{v['model_cycles']:,.0f}",
-                   _ratio(v["model_cycles"], v["cycles"]),
-                   f"{100 * v['cycles'] / s['cycles']:.1f}%",
-                   f"{v['vpu_busy']:,.0f} / {v['model_vpu']:,.0f}",
-                   f"{v['mxu_busy']:,.0f} / {v['model_mxu']:,.0f}",
-                   f"{v['dma_busy']:,.0f} / {v['model_dma']:,.0f}",
+    table_rows = [[*_phase_cells(name, v, s, ("vpu", "mxu", "dma")),
                    f"{v['model_ici']:,.0f}", f"{v['golden_retired']:,.0f}"]
                   for name, v in phases.items()]
     runs = [[r["part"], r["steps"], f"{r['cycles']:,}", f"{r['model_cycles']:,}",
