@@ -9,18 +9,7 @@ import pytest
 from sim.bench import BENCHES, page_name, render
 from sim.measure import RESULTS
 
-STALE = {
-    "ici": "ici.json (run at 8e76a53) has no accepted rate at saturation of the link_latency "
-           "and switch_stage rows, no zero-load model of the switch_stage rows, and no speed "
-           "runs of the 8x8 harness at offered 0.1-0.5 built three ways (docs/ici.md's "
-           "3,272 / 4,896 / 8,750 cycles/s), which sim/ici_perf.py's render shows: re-run "
-           "`python -m sim.bench ici` (about 35-40 minutes on 2 idle cores by the old JSON's "
-           "times; on a shared machine at load 4.5, niceness 10, its first network, the 8x8 "
-           "torus with 4 VCs and both packet lengths, build included, took 7 minutes, and "
-           "the bench has 6 networks (two of them 4x4), 5 more configurations for the link "
-           "latency and switch_stage tables, 3 more builds for the speed runs and 4 Yosys "
-           "syntheses: well over an hour)",
-}
+STALE = {}
 """Pages that cannot be rendered from their current JSON (by benchmark), with why: each needs
 its benchmark re-run."""
 
