@@ -923,10 +923,10 @@ SETS = {s.name: s for s in [
                 "11); a rule depends on at most the last 9 cycles of commands",
                 fast=False, engine="smtbmc --nomem z3"),
     PropertySet("hbm-bus", "hdl/hbm/channel.py PseudoChannel (2 x 2 banks, bus timings)",
-                _bus_harness, "bmc", 10,
-                "not complete: every sequence of 10 cycles from reset; a rule looks back at "
+                _bus_harness, "bmc", 12,
+                "not complete: every sequence of 12 cycles from reset; a rule looks back at "
                 "most 5 cycles (WR to RD in the bank group, the longest); a controller built "
-                "one cycle short fails at step 3 (tRRD_S) to 8 (tWTR_L): 2 steps of slack",
+                "one cycle short fails at step 3 (tRRD_S) to 8 (tWTR_L): 4 steps of slack",
                 fast=False, engine="smtbmc --nomem z3"),
     PropertySet("hbm-refresh", "hdl/hbm/refresher.py Refresher (tREFI 10, forced at 1 owed)",
                 _refresh_harness, "prove", 12,
