@@ -72,6 +72,7 @@ from sim.properties import (
     axilite_rules,
     delivery_order,
     free_inputs,
+    hbm_bus_rules,
     hbm_timing_rules,
     past,
     same_address_order,
@@ -707,6 +708,34 @@ def _timing_harness(pc=None, cfg=TIMING_CFG):
     return m
 
 
+BUS_CFG = replace(
+    TIMING_CFG, bank_groups=2, banks_per_group=2, refresh=False,
+    timing_overrides=replace(TIMING_CFG.timing_overrides, rcd_rd=1, rcd_wr=1, rrd_s=3,
+                             rrd_l=4, ccd_s=2, ccd_l=3, wtr_s=1, wtr_l=2, cl=2, rtw=1))
+"""The pseudo-channel of the ``hbm-bus`` set: the ``hbm-timing`` set's configuration in 2 bank
+groups of 2 banks, no refresh, and distinct bus timings: tRRD_S 3, tRRD_L 4 (an ACT holds
+the row bus two cycles, so 3 is the shortest that constrains), tCCD_S 2 (BL/2, the least the
+configuration allows), tCCD_L 3, WR to RD 4 (CWL 1 + BL/2 2 + tWTR_S 1) or 5 in the bank group
+(tWTR_L 2), RD to WR 4 (CL 2 + BL/2 2 + rtw 1 - CWL 1); tRCD 1 so columns come early."""
+
+
+def _bus_harness(pc=None, cfg=BUS_CFG):
+    """One pseudo-channel controller, its inputs free but for the arbiter's rule of the
+    ``hbm-timing`` set (no row command in the cycle after an ACT), against
+    :func:`~sim.properties.hbm_bus_rules`."""
+    m = Module()
+    m.submodules.dut = dut = pc if pc is not None else PseudoChannel(cfg)
+    free_inputs(m, dut)
+    row_go = dut.row.valid & dut.row_grant
+    m.d.comb += Assume(~past(m, row_go & (Value.cast(dut.row.op) == 0), "hbm_act_before")
+                       | ~dut.row_grant,
+                       "arbiter: no row command in the cycle after an ACT")
+    hbm_bus_rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
+                  (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank),
+                  cfg.timing, cfg.banks, cfg.banks_per_group, name="hbm.bus")
+    return m
+
+
 REFRESH_CFG = replace(TIMING_CFG, refresh_postpone=1)
 """The refresher of the ``hbm-refresh`` set: the ``hbm-timing`` set's configuration (tREFI 10),
 refresh forced at 1 owed; ``hbm-refresh8``: forced at 8 owed, JESD235's limit."""
@@ -892,6 +921,12 @@ SETS = {s.name: s for s in [
                 "timing of the configuration (tFAW 9 the longest but tREFI): the covers reach "
                 "an ACT held exactly tFAW after the fourth ACT back (step 10) and a REF (step "
                 "11); a rule depends on at most the last 9 cycles of commands",
+                fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("hbm-bus", "hdl/hbm/channel.py PseudoChannel (2 x 2 banks, bus timings)",
+                _bus_harness, "bmc", 12,
+                "not complete: every sequence of 12 cycles from reset; a rule looks back at "
+                "most 5 cycles (WR to RD in the bank group, the longest); a controller built "
+                "one cycle short fails at step 3 (tRRD_S) to 8 (tWTR_L): 4 steps of slack",
                 fast=False, engine="smtbmc --nomem z3"),
     PropertySet("hbm-refresh", "hdl/hbm/refresher.py Refresher (tREFI 10, forced at 1 owed)",
                 _refresh_harness, "prove", 12,

@@ -37,7 +37,8 @@ from amaranth.lib.wiring import In
 
 __all__ = ["free_inputs", "past", "stream_rules", "stream_order", "secded_rules", "axilite_rules",
            "axi4_rules", "split_rules", "split_w_rules", "allocator_rules", "delivery_order",
-           "served_within", "axi4_protocol", "hbm_timing_rules", "same_address_order"]
+           "served_within", "axi4_protocol", "hbm_timing_rules", "hbm_bus_rules",
+           "same_address_order"]
 
 
 def free_inputs(m, component):
@@ -633,8 +634,9 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
     at most four ACTs in a tFAW window; PRE of an open bank tRAS after its ACT, tRTP after its
     RD, CWL + BL/2 + tWR after its WR (PREA: each open bank); RD / WR to an open bank tRCD_RD
     / tRCD_WR after its ACT; REF with every bank closed, tRP after each PRE, tRC after each
-    ACT; no RDA / WRA (the open-page policy). Not modelled: REFSB, auto-precharge, tRRD,
-    tCCD, the bus turnarounds and the data bus."""
+    ACT; no RDA / WRA (the open-page policy). Not modelled here: REFSB, auto-precharge and
+    the data bus; tRRD, tCCD and the turnarounds are :func:`hbm_bus_rules`' (set
+    ``hbm-bus``)."""
     t = timing
     a = 1 if t.act_reference_cycle == "second" else 0
     top = max(t.rc, t.rp, t.ras, t.rfc, t.faw, t.cwl + t.burst_cycles + t.wr, t.rtp,
@@ -696,6 +698,56 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
                  Cover(ref, f"{name}: a REF"),
                  Cover(act & Cat(*[(slot == k) & (ages[k] == t.faw) for k in range(4)]).any(),
                        f"{name}: an ACT exactly tFAW after the fourth ACT back")]
+
+
+def hbm_bus_rules(m, row, col, timing, banks, banks_per_group, *, name="hbm.bus"):
+    """The command-bus rules between banks of one HBM pseudo-channel, on the commands it
+    issues (``row``, ``col`` as :func:`hbm_timing_rules`), written from the JESD235 rules as
+    the golden device model (verification/models/hbm.py) states them, with the property
+    side's own counters: cycles since the last ACT, column command, RD and WR, per bank group
+    (bank ``b`` in group ``b // banks_per_group``) and per pseudo-channel. Timings count from
+    a command's first cycle. Asserted: ACT tRRD_L after an ACT in its bank group, tRRD_S
+    after any; RD / WR tCCD_L after a column command in its bank group, tCCD_S after any;
+    RD CWL + BL/2 + tWTR_L after a WR in its bank group, CWL + BL/2 + tWTR_S after any (the
+    write-to-read turnaround); WR CL + BL/2 + rtw - CWL after any RD (the read-to-write
+    turnaround: the write burst starts ``rtw`` idle cycles after the read burst left the
+    bus). Not modelled: the REFSB rules (tRREFD, ACT to REFSB) and the data bus itself."""
+    t = timing
+    groups = banks // banks_per_group
+    wtr_s, wtr_l = t.cwl + t.burst_cycles + t.wtr_s, t.cwl + t.burst_cycles + t.wtr_l
+    rtw = t.cl + t.burst_cycles + t.rtw - t.cwl
+    top = max(t.rrd_s, t.rrd_l, t.ccd_s, t.ccd_l, wtr_s, wtr_l, rtw) + 1
+    rv, rop, rbank = row
+    cv, cop, cbank = col
+
+    def since(sig_name, event):
+        c = Signal(range(top + 1), init=top, name=sig_name)
+        m.d.sync += c.eq(Mux(event, 1, Mux(c == top, top, c + 1)))
+        return c
+
+    act = rv & (rop == 0)
+    rd, wr = cv & ~cop[0], cv & cop[0]
+    rgroup, cgroup = rbank // banks_per_group, cbank // banks_per_group
+    act_any, col_any = since(f"{name}_since_act", act), since(f"{name}_since_col", cv)
+    rd_any, wr_any = since(f"{name}_since_rd", rd), since(f"{name}_since_wr", wr)
+    m.d.comb += [
+        Assert(~act | (act_any >= t.rrd_s), f"{name}: ACT tRRD_S after an ACT"),
+        Assert(~cv | (col_any >= t.ccd_s), f"{name}: RD / WR tCCD_S after a RD / WR"),
+        Assert(~rd | (wr_any >= wtr_s), f"{name}: RD CWL + BL/2 + tWTR_S after a WR"),
+        Assert(~wr | (rd_any >= rtw), f"{name}: WR CL + BL/2 + rtw - CWL after a RD"),
+    ]
+    for g in range(groups):
+        act_g = since(f"{name}_since_act_g{g}", act & (rgroup == g))
+        col_g = since(f"{name}_since_col_g{g}", cv & (cgroup == g))
+        wr_g = since(f"{name}_since_wr_g{g}", wr & (cgroup == g))
+        m.d.comb += [
+            Assert(~(act & (rgroup == g)) | (act_g >= t.rrd_l),
+                   f"{name}: ACT tRRD_L after an ACT in its bank group"),
+            Assert(~(cv & (cgroup == g)) | (col_g >= t.ccd_l),
+                   f"{name}: RD / WR tCCD_L after a RD / WR in its bank group"),
+            Assert(~(rd & (cgroup == g)) | (wr_g >= wtr_l),
+                   f"{name}: RD CWL + BL/2 + tWTR_L after a WR in its bank group"),
+        ]
 
 
 def same_address_order(m, q, depth, name="hbm.queue"):

@@ -27,6 +27,7 @@ from hdl.sparsecore.split import Split4K
 from hdl.tensorcore import core as tc_core
 from hdl.tensorcore.dma import DMA
 from sim.formal import (
+    BUS_CFG,
     COVERED,
     DMA_CFG,
     FAIR,
@@ -415,6 +416,32 @@ def test_hbm_timing_with_twr_one_short_fails():
     wrong = PseudoChannel(_timing(wr=TIMING_CFG.timing.wr - 1))
     _refuted(prove(SETS["hbm-timing"], name="hbm-timing-twr", pc=wrong),
              "hbm: PRE CWL + BL/2 + tWR after WR")
+
+
+def _bus(**changes):
+    """The hbm-bus set's configuration with some timings changed."""
+    return replace(BUS_CFG, timing_overrides=replace(BUS_CFG.timing_overrides, **changes))
+
+
+def test_hbm_bus_with_trrd_l_one_short_fails():
+    """A controller built for a tRRD_L one cycle short: two ACTs in one bank group too close
+    (about 5 s)."""
+    wrong = PseudoChannel(_bus(rrd_l=BUS_CFG.timing.rrd_l - 1))
+    _refuted(prove(SETS["hbm-bus"], name="hbm-bus-rrd-l", pc=wrong),
+             "hbm.bus: ACT tRRD_L after an ACT in its bank group")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("timing, message", [
+    ("rrd_s", "hbm.bus: ACT tRRD_S after an ACT"),
+    ("ccd_l", "hbm.bus: RD / WR tCCD_L after a RD / WR in its bank group"),
+    ("wtr_l", "hbm.bus: RD CWL + BL/2 + tWTR_L after a WR in its bank group"),
+    ("rtw", "hbm.bus: WR CL + BL/2 + rtw - CWL after a RD"),
+])
+def test_hbm_bus_with_a_timing_one_short_fails(timing, message):
+    """A controller built for one bus timing one cycle short breaks its rule (4 to 27 s)."""
+    wrong = PseudoChannel(_bus(**{timing: getattr(BUS_CFG.timing, timing) - 1}))
+    _refuted(prove(SETS["hbm-bus"], name=f"hbm-bus-{timing}", pc=wrong), message)
 
 
 def test_hbm_refresh_postponed_past_the_limit_fails():
