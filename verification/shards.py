@@ -79,6 +79,10 @@ COSTS = [
     # 33 + 132); each test 60 (the digits MLP's 168 steps on the native path: 111 CPU s of
     # simulation and the golden run, ~200 s; the others 10 to 40 s).
     ("vit-tensorcore", 500, 60),
+    # The full-size ViT's chip (2 MiB of VMEM) built natively: 650 s of wall at load ~5, one
+    # step 70 s; its golden steps about 50 s.
+    ("*test_jax_frontend.py::test_vit_full_size_rtl_matches_golden", 650, 120),
+    ("*test_jax_frontend.py::test_vit_full_size_on_golden", 0, 90),
     ("*test_vit.py::test_accuracy", 0, 90),                 # trains unless build/vit has it
     ("*test_vit.py::test_on_the_golden_simulator", 0, 110),
     ("*test_vmath.py::*", 40, 20),
@@ -103,7 +107,8 @@ SHARED_BUILDS = {"*test_attention.py::test_rtl_matches_golden": "vit-tensorcore"
                      "vit-tensorcore",
                  "*test_jax_frontend.py::test_digits_trained_on_the_rtl": "vit-tensorcore",
                  "*test_jax_frontend.py::test_vit_training_rtl_matches_golden":
-                     "vit-tensorcore"}
+                     "vit-tensorcore",
+                 "*test_jax_frontend.py::test_segments_under_cocotb": "vit-tensorcore"}
 """Test functions of several files on one build (podium.workloads.vit.TENSORCORE's chip):
 pattern -> the group they share."""
 
