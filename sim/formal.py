@@ -736,6 +736,33 @@ def _bus_harness(pc=None, cfg=BUS_CFG):
     return m
 
 
+AP_CFG = replace(
+    TIMING_CFG, banks_per_group=2, refresh=False, page_policy="closed",
+    timing_overrides=replace(TIMING_CFG.timing_overrides, rcd_rd=1, rcd_wr=1, rtp=3))
+"""The pseudo-channel of the ``hbm-ap`` set: the ``hbm-timing`` set's configuration with the
+closed-page policy (the last queued access to a row is an RDA or WRA), 2 banks, no refresh,
+tRCD 1 and tRTP 3, so that an RDA's precharge starts tRTP after it (not held back to tRAS 3
+after the ACT's second cycle) and a WRA's CWL + BL/2 + tWR = 5 after it: a controller one
+cycle short in either opens the bank again too soon."""
+
+
+def _ap_harness(pc=None, cfg=AP_CFG):
+    """One pseudo-channel controller with the closed-page policy, its inputs free but for the
+    arbiter's rule of the ``hbm-timing`` set, against :func:`~sim.properties.hbm_timing_rules`
+    with auto-precharge allowed and modelled."""
+    m = Module()
+    m.submodules.dut = dut = pc if pc is not None else PseudoChannel(cfg)
+    free_inputs(m, dut)
+    row_go = dut.row.valid & dut.row_grant
+    m.d.comb += Assume(~past(m, row_go & (Value.cast(dut.row.op) == 0), "hbm_act_before")
+                       | ~dut.row_grant,
+                       "arbiter: no row command in the cycle after an ACT")
+    hbm_timing_rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
+                     (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank),
+                     cfg.timing, cfg.banks, auto_precharge=True, name="hbm.ap")
+    return m
+
+
 REFRESH_CFG = replace(TIMING_CFG, refresh_postpone=1)
 """The refresher of the ``hbm-refresh`` set: the ``hbm-timing`` set's configuration (tREFI 10),
 refresh forced at 1 owed; ``hbm-refresh8``: forced at 8 owed, JESD235's limit."""
@@ -927,6 +954,12 @@ SETS = {s.name: s for s in [
                 "not complete: every sequence of 12 cycles from reset; a rule looks back at "
                 "most 5 cycles (WR to RD in the bank group, the longest); a controller built "
                 "one cycle short fails at step 3 (tRRD_S) to 8 (tWTR_L): 4 steps of slack",
+                fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("hbm-ap", "hdl/hbm/channel.py PseudoChannel (2 banks, closed page)",
+                _ap_harness, "bmc", 14,
+                "not complete: every sequence of 14 cycles from reset; the longest chain of the "
+                "auto-precharge rules (ACT, WRA tRCD after, its precharge 5 after, tRP to the "
+                "next ACT) ends by about step 9; a controller one short in tRTP fails at step 6",
                 fast=False, engine="smtbmc --nomem z3"),
     PropertySet("hbm-refresh", "hdl/hbm/refresher.py Refresher (tREFI 10, forced at 1 owed)",
                 _refresh_harness, "prove", 12,
