@@ -692,9 +692,11 @@ ACT's second cycle), so tFAW 9 is reached (the cover) but a controller built for
 short breaks nothing here (docs/formal.md)."""
 
 
-def _timing_harness(pc=None, cfg=TIMING_CFG):
-    """One pseudo-channel controller, its requests, grants and read data free (the arbiter
-    grants no row command in the cycle after an ACT: the ACT holds the row bus two cycles)."""
+def _channel_harness(pc, cfg, rules):
+    """One pseudo-channel controller (``pc``, or one built from ``cfg``), its requests,
+    grants and read data free but for the arbiter's rule (no row command in the cycle after
+    an ACT: the ACT holds the row bus two cycles), against ``rules(m, row, col)`` (each a
+    command's (valid, op, bank))."""
     m = Module()
     m.submodules.dut = dut = pc if pc is not None else PseudoChannel(cfg)
     free_inputs(m, dut)
@@ -702,10 +704,15 @@ def _timing_harness(pc=None, cfg=TIMING_CFG):
     m.d.comb += Assume(~past(m, row_go & (Value.cast(dut.row.op) == 0), "hbm_act_before")
                        | ~dut.row_grant,
                        "arbiter: no row command in the cycle after an ACT")
-    hbm_timing_rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
-                     (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank),
-                     cfg.timing, cfg.banks, name="hbm")
+    rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
+          (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank))
     return m
+
+
+def _timing_harness(pc=None, cfg=TIMING_CFG):
+    """The ``hbm-timing`` set: :func:`~sim.properties.hbm_timing_rules`."""
+    return _channel_harness(pc, cfg, lambda m, row, col: hbm_timing_rules(
+        m, row, col, cfg.timing, cfg.banks, name="hbm"))
 
 
 BUS_CFG = replace(
@@ -720,20 +727,26 @@ configuration allows), tCCD_L 3, WR to RD 4 (CWL 1 + BL/2 2 + tWTR_S 1) or 5 in 
 
 
 def _bus_harness(pc=None, cfg=BUS_CFG):
-    """One pseudo-channel controller, its inputs free but for the arbiter's rule of the
-    ``hbm-timing`` set (no row command in the cycle after an ACT), against
-    :func:`~sim.properties.hbm_bus_rules`."""
-    m = Module()
-    m.submodules.dut = dut = pc if pc is not None else PseudoChannel(cfg)
-    free_inputs(m, dut)
-    row_go = dut.row.valid & dut.row_grant
-    m.d.comb += Assume(~past(m, row_go & (Value.cast(dut.row.op) == 0), "hbm_act_before")
-                       | ~dut.row_grant,
-                       "arbiter: no row command in the cycle after an ACT")
-    hbm_bus_rules(m, (row_go, Value.cast(dut.row.op), dut.row.bank),
-                  (dut.col.valid & dut.col_grant, Value.cast(dut.col.op), dut.col.bank),
-                  cfg.timing, cfg.banks, cfg.banks_per_group, name="hbm.bus")
-    return m
+    """The ``hbm-bus`` set: :func:`~sim.properties.hbm_bus_rules`."""
+    return _channel_harness(pc, cfg, lambda m, row, col: hbm_bus_rules(
+        m, row, col, cfg.timing, cfg.banks, cfg.banks_per_group, name="hbm.bus"))
+
+
+AP_CFG = replace(
+    TIMING_CFG, banks_per_group=2, refresh=False, page_policy="closed",
+    timing_overrides=replace(TIMING_CFG.timing_overrides, rcd_rd=1, rcd_wr=1, rtp=3))
+"""The pseudo-channel of the ``hbm-ap`` set: the ``hbm-timing`` set's configuration with the
+closed-page policy (the last queued access to a row is an RDA or WRA), 2 banks, no refresh,
+tRCD 1 and tRTP 3, so that an RDA's precharge starts tRTP after it (not held back to tRAS 3
+after the ACT's second cycle) and a WRA's CWL + BL/2 + tWR = 5 after it: a controller one
+cycle short in either opens the bank again too soon."""
+
+
+def _ap_harness(pc=None, cfg=AP_CFG):
+    """The ``hbm-ap`` set: :func:`~sim.properties.hbm_timing_rules` with auto-precharge
+    allowed and modelled."""
+    return _channel_harness(pc, cfg, lambda m, row, col: hbm_timing_rules(
+        m, row, col, cfg.timing, cfg.banks, auto_precharge=True, name="hbm.ap"))
 
 
 REFRESH_CFG = replace(TIMING_CFG, refresh_postpone=1)
@@ -927,6 +940,12 @@ SETS = {s.name: s for s in [
                 "not complete: every sequence of 12 cycles from reset; a rule looks back at "
                 "most 5 cycles (WR to RD in the bank group, the longest); a controller built "
                 "one cycle short fails at step 3 (tRRD_S) to 8 (tWTR_L): 4 steps of slack",
+                fast=False, engine="smtbmc --nomem z3"),
+    PropertySet("hbm-ap", "hdl/hbm/channel.py PseudoChannel (2 banks, closed page)",
+                _ap_harness, "bmc", 14,
+                "not complete: every sequence of 14 cycles from reset; the longest chain of the "
+                "auto-precharge rules (ACT, WRA tRCD after, its precharge 5 after, tRP to the "
+                "next ACT) ends by about step 9; a controller one short in tRTP fails at step 6",
                 fast=False, engine="smtbmc --nomem z3"),
     PropertySet("hbm-refresh", "hdl/hbm/refresher.py Refresher (tREFI 10, forced at 1 owed)",
                 _refresh_harness, "prove", 12,

@@ -621,7 +621,15 @@ def axi4_protocol(m, bus, *, checked, outstanding, crossing=False, responses="br
     return r_open, w_open
 
 
-def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
+def _since(m, top, name, event):
+    """Cycles since ``event`` last fired, 1 in the cycle after it, saturating at ``top`` (and
+    ``top`` from reset): a property-side timing counter."""
+    c = Signal(range(top + 1), init=top, name=name)
+    m.d.sync += c.eq(Mux(event, 1, Mux(c == top, top, c + 1)))
+    return c
+
+
+def hbm_timing_rules(m, row, col, timing, banks, *, auto_precharge=False, name="hbm"):
     """The DRAM timing rules of one HBM pseudo-channel on the commands it issues (``row`` and
     ``col``: ``(valid, op, bank)`` of the granted row and column command each cycle, ``op``
     codes as ``hdl/hbm/interface.py``'s ``RowOp`` and ``ColOp``), written from the JESD235
@@ -634,9 +642,14 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
     at most four ACTs in a tFAW window; PRE of an open bank tRAS after its ACT, tRTP after its
     RD, CWL + BL/2 + tWR after its WR (PREA: each open bank); RD / WR to an open bank tRCD_RD
     / tRCD_WR after its ACT; REF with every bank closed, tRP after each PRE, tRC after each
-    ACT; no RDA / WRA (the open-page policy). Not modelled here: REFSB, auto-precharge and
-    the data bus; tRRD, tCCD and the turnarounds are :func:`hbm_bus_rules`' (set
-    ``hbm-bus``)."""
+    ACT; no RDA / WRA (the open-page policy). With ``auto_precharge`` (the closed-page policy,
+    set ``hbm-ap``) RDA / WRA are allowed instead, to an open bank as RD / WR, and close it:
+    its implicit precharge starts at max(RDA + tRTP, a + tRAS), or max(WRA + CWL + BL/2 + tWR,
+    a + tRAS), ``a`` the reference cycle of the ACT that opened the row, and must be CWL +
+    BL/2 + tWR after the bank's last WR; the bank's next ACT has its ``a`` tRP after that
+    start, a REF its first cycle (a property-side count of the cycles left). Not modelled
+    here: REFSB and the data bus; tRRD, tCCD and the turnarounds are :func:`hbm_bus_rules`'
+    (set ``hbm-bus``)."""
     t = timing
     a = 1 if t.act_reference_cycle == "second" else 0
     top = max(t.rc, t.rp, t.ras, t.rfc, t.faw, t.cwl + t.burst_cycles + t.wr, t.rtp,
@@ -645,14 +658,15 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
     cv, cop, cbank = col
 
     def since(sig_name, event):
-        c = Signal(range(top + 1), init=top, name=sig_name)
-        m.d.sync += c.eq(Mux(event, 1, Mux(c == top, top, c + 1)))
-        return c
+        return _since(m, top, sig_name, event)
 
     act = rv & (rop == 0)
     pre, prea, ref = rv & (rop == 1), rv & (rop == 2), rv & (rop == 3)
     rd = cv & ~cop[0]
     wr = cv & cop[0]
+    auto = cv & cop[1]
+    wr_to_pre = t.cwl + t.burst_cycles + t.wr
+    ap_top = max(t.rtp, wr_to_pre, t.ras + a) + t.rp
     since_ref = since(f"{name}_since_ref", ref)
     # The last four ACTs: the cycles since each (the fourth back first to be replaced).
     slot = Signal(2, name=f"{name}_act_slot")
@@ -678,6 +692,24 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
             m.d.sync += is_open.eq(1)
         with m.If((pre & mine_r) | prea):
             m.d.sync += is_open.eq(0)
+        if auto_precharge:
+            # The cycles left until tRP after the implicit precharge's start.
+            ap_left = Signal(range(ap_top + 1), name=f"{name}_ap_left{b}")
+            ap_wait = Signal(range(ap_top + 1), name=f"{name}_ap_wait{b}")
+            ras_left = Mux(s_act >= t.ras + a, 0, t.ras + a - s_act)
+            m.d.comb += ap_wait.eq(Mux(cop[0], Mux(ras_left > wr_to_pre, ras_left, wr_to_pre),
+                                       Mux(ras_left > t.rtp, ras_left, t.rtp)))
+            with m.If(auto & mine_c):
+                m.d.sync += [is_open.eq(0), ap_left.eq(ap_wait + t.rp - 1)]
+            with m.Elif(ap_left != 0):
+                m.d.sync += ap_left.eq(ap_left - 1)
+            m.d.comb += [
+                Assert(~(act & mine_r) | (ap_left <= a),
+                       f"{name}: ACT tRP after the auto-precharge"),
+                Assert(~ref | (ap_left == 0), f"{name}: REF tRP after the auto-precharge"),
+                Assert(~(auto & mine_c) | (s_wr + ap_wait >= wr_to_pre),
+                       f"{name}: auto-precharge CWL + BL/2 + tWR after WR"),
+            ]
         closes = (pre & mine_r) | (prea & is_open)
         m.d.comb += [
             Assert(~(act & mine_r) | ~is_open, f"{name}: ACT to a closed bank"),
@@ -694,8 +726,9 @@ def hbm_timing_rules(m, row, col, timing, banks, *, name="hbm"):
             Assert(~ref | (~is_open & (s_pre >= t.rp) & (s_act >= t.rc + a)),
                    f"{name}: REF with the bank closed, tRP after PRE, tRC after ACT"),
         ]
-    m.d.comb += [Assert(~(cv & cop[1]), f"{name}: no auto-precharge (open-page policy)"),
-                 Cover(ref, f"{name}: a REF"),
+    if not auto_precharge:
+        m.d.comb += Assert(~auto, f"{name}: no auto-precharge (open-page policy)")
+    m.d.comb += [Cover(ref, f"{name}: a REF"),
                  Cover(act & Cat(*[(slot == k) & (ages[k] == t.faw) for k in range(4)]).any(),
                        f"{name}: an ACT exactly tFAW after the fourth ACT back")]
 
@@ -721,9 +754,7 @@ def hbm_bus_rules(m, row, col, timing, banks, banks_per_group, *, name="hbm.bus"
     cv, cop, cbank = col
 
     def since(sig_name, event):
-        c = Signal(range(top + 1), init=top, name=sig_name)
-        m.d.sync += c.eq(Mux(event, 1, Mux(c == top, top, c + 1)))
-        return c
+        return _since(m, top, sig_name, event)
 
     act = rv & (rop == 0)
     rd, wr = cv & ~cop[0], cv & cop[0]

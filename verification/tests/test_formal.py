@@ -27,6 +27,7 @@ from hdl.sparsecore.split import Split4K
 from hdl.tensorcore import core as tc_core
 from hdl.tensorcore.dma import DMA
 from sim.formal import (
+    AP_CFG,
     BUS_CFG,
     COVERED,
     DMA_CFG,
@@ -479,3 +480,13 @@ def test_hbm_refresh_limit_is_the_golden_models():
     """The hbm-refresh8 set's limit is JESD235's as the golden device model enforces it."""
     from verification.models.hbm import MAX_POSTPONED
     assert SETS["hbm-refresh8"].harness.keywords["cfg"].refresh_postpone == MAX_POSTPONED
+
+
+@pytest.mark.slow
+def test_hbm_ap_with_trtp_one_short_fails():
+    """A closed-page controller built for a tRTP one cycle short opens a bank again one cycle
+    before tRP after its RDA's auto-precharge (step 6, about 20 s)."""
+    cfg = replace(AP_CFG, timing_overrides=replace(AP_CFG.timing_overrides,
+                                                   rtp=AP_CFG.timing.rtp - 1))
+    _refuted(prove(SETS["hbm-ap"], name="hbm-ap-rtp", pc=PseudoChannel(cfg)),
+             "hbm.ap: ACT tRP after the auto-precharge")
