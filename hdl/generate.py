@@ -7,6 +7,7 @@ configuration always gives byte-identical Verilog, in any process, which is what
 build cache keys on.
 """
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,32 +25,27 @@ from spec.sparsecore import SparseCoreConfig, SparseCoreSystemConfig
 from spec.tensorcore import TensorCoreConfig, VPUTopConfig
 from spec.vmath import VMathConfig
 
-from .chip import Chip
-from .fp_units import FloatUnits
-from .hbm.controller import HBMController
-from .ici.harness import Harness
-from .ici.network import Network
-from .ici.router import Router
-from .mxu.harness import MXUHarness
-from .mxu.unit import MXU
-from .pod.pod import Pod
-from .sparsecore.system import SparseCoreSystem
-from .tensorcore.core import TensorCore
-from .tensorcore.vpu_func import VMathTop
-from .tensorcore.vpu_top import VPUTop
 
 __all__ = ["BLOCKS", "Block", "Design", "generate", "make_config", "config_file", "CONFIG_KEYS"]
 
 @dataclass(frozen=True)
 class Block:
-    """One block the generator makes: its configuration class and its top; the configurations
+    """One block the generator makes: its configuration class and its top, named
+    ``"module:Class"`` under ``hdl`` (imported by :attr:`top` when a design is generated: a
+    run that reads its Verilog back from the cache never imports Amaranth); the configurations
     besides the default that ``make verilog`` and ``make lint`` generate (``examples``); and
     the ``make bench`` entry that measures it (``bench``, sim/<bench>_perf.py), if any."""
 
     config: type
-    top: type
+    top_name: str
     examples: tuple = ()
     bench: str | None = None
+
+    @property
+    def top(self):
+        """The top's class."""
+        module, name = self.top_name.split(":")
+        return getattr(importlib.import_module(f"hdl.{module}"), name)
 
     def configurations(self):
         """The default configuration, then the examples."""
@@ -62,30 +58,30 @@ _TC_POD_CHIP = ChipConfig(
 """A pod's program-running chip: a TensorCore whose VMEM rows are the network's flits."""
 
 BLOCKS = {
-    "mxu": Block(MXUConfig, MXU, (
+    "mxu": Block(MXUConfig, "mxu.unit:MXU", (
         MXUConfig(rows=1, cols=1), MXUConfig(rows=2, cols=3),
         MXUConfig(rows=5, cols=7, acc_depth=100), MXUConfig(rows=16, cols=16)), bench="mxu"),
-    "tensorcore": Block(TensorCoreConfig, TensorCore),
-    "hbm": Block(HBMConfig, HBMController, (
+    "tensorcore": Block(TensorCoreConfig, "tensorcore.core:TensorCore"),
+    "hbm": Block(HBMConfig, "hbm.controller:HBMController", (
         HBMConfig(speed="1600", ports=2, page_policy="closed", scheduler="fcfs", xor_bank=True,
                   mapping="RoCoBaBgPc", queue_depth=8, write_buffer=4, write_high=3,
                   write_low=1, id_lanes=2, rob_depth=16, row_bits=10, refresh_postpone=2),),
         bench="hbm"),
-    "ici": Block(ICIConfig, Network, (
+    "ici": Block(ICIConfig, "ici.network:Network", (
         ICIConfig(dims=(2, 2, 2), wrap=(True, False, True), classes=2, local_ports=2),),
         bench="ici"),
-    "chip": Block(ChipConfig, Chip, (
+    "chip": Block(ChipConfig, "chip:Chip", (
         ChipConfig(hbm=HBMConfig(ports=2), sparsecore=SparseCoreConfig()), _TC_POD_CHIP),
         bench="tensorcore"),
-    "ici_router": Block(ICIConfig, Router),
-    "ici_harness": Block(ICIHarnessConfig, Harness, (ICIHarnessConfig(faults=True),)),
-    "mxu_harness": Block(MXUHarnessConfig, MXUHarness),
-    "fp_units": Block(FloatUnitsConfig, FloatUnits),
-    "vpu": Block(VPUTopConfig, VPUTop),
-    "vmath": Block(VMathConfig, VMathTop, bench="vmath"),
-    "sparsecore": Block(SparseCoreSystemConfig, SparseCoreSystem,
+    "ici_router": Block(ICIConfig, "ici.router:Router"),
+    "ici_harness": Block(ICIHarnessConfig, "ici.harness:Harness", (ICIHarnessConfig(faults=True),)),
+    "mxu_harness": Block(MXUHarnessConfig, "mxu.harness:MXUHarness"),
+    "fp_units": Block(FloatUnitsConfig, "fp_units:FloatUnits"),
+    "vpu": Block(VPUTopConfig, "tensorcore.vpu_top:VPUTop"),
+    "vmath": Block(VMathConfig, "tensorcore.vpu_func:VMathTop", bench="vmath"),
+    "sparsecore": Block(SparseCoreSystemConfig, "sparsecore.system:SparseCoreSystem",
                         (SparseCoreSystemConfig(memory="axi"),), bench="sparsecore"),
-    "pod": Block(PodConfig, Pod, (PodConfig(chip=_TC_POD_CHIP),), bench="pod"),
+    "pod": Block(PodConfig, "pod.pod:Pod", (PodConfig(chip=_TC_POD_CHIP),), bench="pod"),
 }
 """Every block, by the name ``podium generate`` and the sidecars use: the one registry that
 generation, ``make verilog`` / ``make lint``, the benchmarks and the sweeps read."""

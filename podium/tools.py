@@ -61,11 +61,7 @@ from spec.tensorcore import TensorCoreConfig
 from verification.models.transformer import REFERENCES
 from verification.models.transformer import attention as attention_reference
 
-from . import transformer
 from .asm import AsmError, assemble, disassemble
-from .attention import TOLERANCE as ATTENTION_TOLERANCE
-from .attention import attention
-from .compiler import gemm, gemm_reference, mlp, result_bits
 from .program import DTYPES, Program
 from .runner import BACKENDS, LIMITS, POD_LIMITS, pod_sims, run, run_pod
 
@@ -242,6 +238,8 @@ _TRANSFORMER = ("softmax", "layernorm", "rmsnorm", "gelu", "silu", "add")
 
 def _compile_transformer(args):
     """A transformer operation's program; the norms get seeded random gamma and beta."""
+    from . import transformer
+
     missing = [f"--{d}" for d in ("rows", "features") if getattr(args, d) is None]
     if missing:
         raise ValueError(f"compile {args.what} needs {', '.join(missing)}")
@@ -309,6 +307,9 @@ def _compile_jax(args):
 
 
 def _compile(args):
+    from .attention import attention
+    from .compiler import gemm, mlp
+
     check_output_file(args.out)
     if args.jax:
         if args.what:
@@ -439,12 +440,18 @@ def _save_outputs(directory, outputs, suffix=""):
 
 
 def _checks(program, inputs, outputs):
+    """The program's checks against its reference (the compilers and references imported
+    here, not at start-up: ``podium run`` of a program of another kind does not need them)."""
     meta = program.metadata
     if meta.get("kind") == "gemm":
+        from .compiler import gemm_reference, result_bits
+
         expect = gemm_reference(program.config, inputs["A"], inputs["B"])
         return {"matches_reference": bool(np.array_equal(
             result_bits(program.config, outputs["C"]), expect))}
-    if meta.get("kind") in transformer.OPS:
+    if meta.get("kind") in REFERENCES:            # the transformer operations
+        from . import transformer
+
         op, kwargs = meta["kind"], {}
         args = [inputs["X"]] + ([inputs["R"]] if op == "add" else [])
         if op in ("layernorm", "rmsnorm"):
@@ -455,6 +462,8 @@ def _checks(program, inputs, outputs):
         bound = transformer.TOLERANCE[op][meta["dtype"] == "bfloat16"]
         return {"max_error": err, "tolerance": bound, "within_tolerance": err <= bound}
     if meta.get("kind") == "attention":
+        from .attention import TOLERANCE as ATTENTION_TOLERANCE
+
         seq, worst = meta["seq"], 0.0
         for h in range(meta["heads"] * meta["batch"]):
             rows = slice(h * seq, (h + 1) * seq)

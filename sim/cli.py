@@ -18,7 +18,7 @@ and what is allowed; the exit status is then 2.
 
 import argparse
 import dataclasses
-import importlib.metadata
+import importlib
 import sys
 import textwrap
 import time
@@ -28,12 +28,31 @@ from podium import tools
 from spec.config import ConfigError, parse_assignment, set_path
 from spec.files import check_output_dir
 
-from . import model_cli, programs, progress, sweep_cli  # noqa: F401  (programs: the verilator backend)
+from . import programs, progress  # noqa: F401  (programs: the verilator backend)
 
 __all__ = ["main", "reporting", "Parser", "fill"]
 
 MXU_OPTIONS = ("rows", "cols", "fmt", "out_fmt", "acc_depth")
 """The MXU shorthands of ``generate``, by parameter: ``--rows 16`` is ``--set rows=16``."""
+COMMANDS = {"generate": None, "asm": None, "disasm": None, "compile": None, "run": None,
+            "model": "sim.model_cli", "sweep": "sim.sweep_cli"}
+"""Every command, with the module whose ``add_parser`` adds it if it is not this module's or
+podium/tools.py's: those are imported only when their command (or ``--help``, or an unknown
+command) is parsed, so that ``podium run`` does not import the performance model."""
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the version and exit"):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import importlib.metadata
+
+        print(f"podium {importlib.metadata.version('podium')}")
+        parser.exit()
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
@@ -119,11 +138,12 @@ def _block_help():
     return "\n".join(lines)
 
 
-def _parser():
-    version = importlib.metadata.version("podium")
+def _parser(command=None):
+    """The parser; ``command`` (a name in :data:`COMMANDS`) leaves out the commands that
+    other modules add except its own (default: every command)."""
     p = Parser(prog="podium", description=fill(__doc__.split("\n\n")[0]),
                epilog="examples:\n" + __doc__.split("\n\n")[1])
-    p.add_argument("--version", action="version", version=f"podium {version}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
     g = sub.add_parser("generate", help="write a block's Verilog and JSON sidecar",
                        description=fill("Write the Verilog and JSON sidecar of a block's "
@@ -150,9 +170,10 @@ def _parser():
                    f"{mxu.acc_depth})")
     g.add_argument("-o", "--out", required=True, help="output directory (made if missing)")
     g.set_defaults(func=_generate)
-    model_cli.add_parser(sub)
     tools.add_parsers(sub)
-    sweep_cli.add_parser(sub)
+    for name, module in COMMANDS.items():
+        if module and command in (None, name):
+            importlib.import_module(module).add_parser(sub)
     return p
 
 
@@ -205,7 +226,9 @@ def reporting(handler, args, prog="podium"):
 def main(argv=None):
     """Run ``podium`` with ``argv`` (default: the process's); return the exit status. Every
     command's user errors leave through :func:`reporting`."""
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = _parser(command if command in COMMANDS else None).parse_args(argv)
     return reporting(args.func, args)
 
 
