@@ -20,17 +20,9 @@ it per node).
 
 Each block is the same Verilog module as when it is generated alone (emitted once, instantiated
 by name), joined here with ``wiring.connect``.
-
-The blocks are reset by ``rst`` registered once at the chip's edge (domain ``chip``; a reset
-synchronizer's last stage), so the chip leaves reset one cycle after ``rst`` falls. Amaranth
-puts a register's synchronous reset into its next-state logic: with ``rst`` straight from an
-input, every next-state function of the chip depends on an input, and Verilator re-evaluates
-all of them on every ``eval`` (twice a cycle: its input-combinational region), besides on the
-clock edge; from a register, only on the edge (docs/tensorcore.md, "Programs and runners":
-about a fifth less CPU per cycle).
 """
 
-from amaranth.hdl import ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -168,22 +160,17 @@ class Chip(Top):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        m.domains.chip = ClockDomain("chip", local=True)
-        held = Signal(init=1)                   # rst, registered: the blocks' reset
-        m.d.sync += held.eq(0)
-        m.d.comb += [ClockSignal("chip").eq(ClockSignal("sync")), ResetSignal("chip").eq(held)]
         managers = {}
         if "tc" in self._blocks:
-            tc = self._blocks["tc"].instance(m, "tensorcore", domain="chip")
+            tc = self._blocks["tc"].instance(m, "tensorcore")
             self._status(m, tc, "")
             managers["tensorcore"] = tc.axi
         if "sc" in self._blocks:
-            sc = self._blocks["sc"].instance(m, "sparsecore", domain="chip")
+            sc = self._blocks["sc"].instance(m, "sparsecore")
             self._status(m, sc, "sc_")
             managers["sparsecore"] = sc.axi
         if cfg.nic is not None:
-            nic = self._nic
-            m.submodules.nic = DomainRenamer("chip")(nic)
+            m.submodules.nic = nic = self._nic
             self._connect_nic(m, nic, tc if "tc" in self._blocks else None)
             if cfg.has_hbm:
                 managers["nic"] = nic.hbm
@@ -225,7 +212,7 @@ class Chip(Top):
         the TensorCore's DMA) to a subordinate that answers DECERR."""
         cfg = self.config
         if cfg.memory == "hbm":
-            hbm = self._blocks["hbm"].instance(m, "hbm", domain="chip")
+            hbm = self._blocks["hbm"].instance(m, "hbm")
             for p, bus in enumerate(managers.values()):
                 wiring.connect(m, bus, getattr(hbm, f"s{p}_axi"))
             for p in range(len(managers), cfg.hbm.ports):
@@ -239,6 +226,5 @@ class Chip(Top):
             for name, port in self._axi_ports(cfg).items():
                 wiring.connect(m, managers[name], wiring.flipped(getattr(self, port)))
         elif "tensorcore" in managers:
-            no_hbm = AxiNoMemory(axi4_signature(cfg.tensorcore))
-            m.submodules.no_hbm = DomainRenamer("chip")(no_hbm)
+            m.submodules.no_hbm = no_hbm = AxiNoMemory(axi4_signature(cfg.tensorcore))
             wiring.connect(m, managers["tensorcore"], no_hbm.axi)

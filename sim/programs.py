@@ -13,7 +13,6 @@ from pathlib import Path
 
 from podium.isasim import Result
 from podium.runner import register
-from sim.measure import measure
 from sim.runner import BUILD
 from spec.chip import ChipConfig
 from spec.isa import Error
@@ -72,6 +71,8 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
     golden simulator's is. The result's ``hbm`` holds the program's outputs; its counters are
     the TensorCore's (cycles, MXU, DMA, ...). ``trace``: a file to write every HBM device
     command to (the golden device model's trace format)."""
+    from sim.measure import measure  # here: a native or golden run does not need it
+
     chip, max_steps = checked_run(program, chip, max_steps)
     files = BUILD / "programs"
     files.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 __all__ = ["QUIET", "stage", "bar", "interactive", "first_generation", "first_synthesis",
            "first_proof", "build_estimate"]
 
@@ -38,7 +36,10 @@ def stage(text):
     """One line on standard error, ``podium: <text>`` (printed above a bar being drawn)."""
     if os.environ.get(QUIET):
         return
-    tqdm.write(f"podium: {text}", file=sys.stderr)
+    if "tqdm" in sys.modules:          # a bar may be drawn (tqdm is imported by bar() only)
+        sys.modules["tqdm"].tqdm.write(f"podium: {text}", file=sys.stderr)
+    else:
+        print(f"podium: {text}", file=sys.stderr)
     sys.stderr.flush()
 
 
@@ -49,6 +50,8 @@ def interactive():
 
 def bar(total, desc, unit="it"):
     """A tqdm bar on standard error, drawn only on a terminal."""
+    from tqdm import tqdm
+
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=None,
                 dynamic_ncols=True)
 

@@ -16,6 +16,7 @@ rows.
 """
 
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -149,7 +150,8 @@ def bench(quick=False):
                 ref.get(k) != nat.get(k) for k in ("matches_reference", "matches_numpy")):
             raise RuntimeError(f"{name}: the paths disagree: {ref} vs {nat}")
     write_results(PAGE, {"runs": rows}, env, render, quick=quick, builds=builds,
-                  vit_builds=vit_builds, targets=TARGETS)
+                  vit_builds=vit_builds, targets=TARGETS,
+                  bytecode_cached=not os.environ.get("PYTHONDONTWRITEBYTECODE"))
 
 
 def _mib(value):
@@ -213,6 +215,18 @@ def _targets(data, by):
     return out
 
 
+def _bytecode(data):
+    """A sentence on Python's bytecode cache in the commands' environment (it decides a short
+    command's start-up: both paths import the project's modules, cocotb's more of them)."""
+    if "bytecode_cached" not in data:
+        return []
+    if data["bytecode_cached"]:
+        return ["Python's bytecode cache was on (the project's modules compiled once).", ""]
+    return ["`PYTHONDONTWRITEBYTECODE` was set in the environment: the project's modules "
+            "(no `__pycache__`) were compiled from source at every start of both paths; "
+            "with the cache on, both commands start faster, the cocotb path's by more.", ""]
+
+
 def render(data):
     rows = data["tables"]["runs"]
     builds = data["builds"]
@@ -239,6 +253,7 @@ def render(data):
         "(start-up, the Verilog read back from its cache, the HBM image, the run, the "
         "checks).",
         "",
+        *_bytecode(data),
         table(["workload", "path", "cycles", "run, s", "cycles/s (run wall)", "run CPU, s",
                "cycles/s (run CPU)", "check, s", "command, s", "command CPU, s",
                "cycles/s (command CPU)", "speed-up: command wall, CPU"],

@@ -23,7 +23,13 @@ from spec.chip import ChipConfig
 from spec.isa import SEM_NONE, Error, Op, encode
 from spec.tensorcore import TensorCoreConfig
 from verification.models import ecc
-from verification.models.hbm import HBMDeviceModel, Violation, replay
+from verification.models.hbm import (
+    HBMDeviceModel,
+    Violation,
+    backdoor_dump,
+    backdoor_write,
+    replay,
+)
 
 TIMING_KEYS = ("build_seconds", "setup_seconds", "run_seconds", "run_cpu_seconds",
                "check_seconds",
@@ -210,6 +216,27 @@ def test_check_bits_are_the_codewords(seed):
     got = ecc.check_bits(np.array(words, dtype=np.uint64)).tolist()
     assert got == [ecc.encode(w) >> 64 for w in words]
     assert len(set(got)) > 100
+
+
+def test_backdoor_dump_checks_every_word(seed):
+    """The backdoor's read-back (``backdoor_dump``: every word's check bits compared at once)
+    gives back the bytes loaded at any offset and length, zeros where nothing was written,
+    and refuses a codeword with a flipped bit (data or check bit), naming its access."""
+    model, hbm = _model()
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, 256, 16 * hbm.access_bytes, dtype=np.uint8).tobytes()
+    base = 64 * hbm.access_bytes
+    backdoor_write(model, hbm, base, data)
+    assert backdoor_dump(model, hbm, base + 5, len(data) - 9) == data[5:-4]
+    assert backdoor_dump(model, hbm, 0, 100) == bytes(100)
+    for bit in (3, 70):
+        model, _ = _model()
+        backdoor_write(model, hbm, base, data)
+        at = base + 7 * hbm.access_bytes
+        pc, bank, row, col = hbm.decode(at)
+        model.pc[pc].mem[(bank, row, col)][1] ^= 1 << bit
+        with pytest.raises(AssertionError, match=f"ECC error in the device at {at:#x}"):
+            backdoor_dump(model, hbm, base, len(data))
 
 
 POD_COLLECTIVES = """

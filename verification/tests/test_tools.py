@@ -221,6 +221,19 @@ def test_version_and_help():
     assert description.startswith("The podium command line") and description.endswith(".")
 
 
+def test_run_starts_without_the_generator():
+    """``podium run`` (its parser, the runners, the native path) imports neither Amaranth nor
+    the performance model nor tqdm: a run of a design whose Verilog is cached pays none of
+    their start-up (issue 41's fixed costs); ``podium model`` still gets its parser."""
+    code = ("import sys; from sim import cli, native, pod_native, runner; cli._parser('run'); "
+            "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'amaranth', "
+            "'tqdm'} | {m for m in sys.modules if m.startswith('podium.model')})))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == [], r.stdout + r.stderr
+    assert "model" in podium("model", "--help", cwd=ROOT).stdout.split("\n")[0]
+
+
 def _parsers(parser):
     yield parser
     for action in parser._actions:
