@@ -1,5 +1,5 @@
 """AXI4-Lite subordinate: turns the bus into one register access per transaction, the
-control and status port of every engine (TensorCore, SparseCore, ICI endpoint).
+control and status port of every engine (TensorCore, SparseCore).
 
 A write is taken when its address and data have both arrived (AW and W in any order); it
 appears as a one-cycle ``write`` strobe with ``waddr``, ``wdata`` and ``wstrb``, and is
