@@ -143,34 +143,36 @@ def io_header(design, hbm, chips=None):
                              f"{{ r.op = {t(p + 'op')}; r.pc = {t(p + 'pc')}; "
                              f"r.bank = {t(p + 'bank')}; r.addr = {t(p + 'addr')}; }} break;")
         lines += ["    }", "    return r;", "}"]
-    lines += ["static inline bool wr_sample(Vtop* t, int n, int c, int k, "
-              "const uint32_t** data) {",
-              "    switch ((n * N_CHANNELS + c) * PER_CHANNEL + k) {"]
-    for m in range(count):
-        for c in range(n):
-            for k in range(per):
-                d = pin(f"hbm_ch{c}", m, f"data{k}__")
-                src = (f"{t(d + 'wrdata')}.data()" if wide else
-                       f"reinterpret_cast<const uint32_t*>(&{t(d + 'wrdata')})")
-                lines.append(f"    case {(m * n + c) * per + k}: *data = {src}; "
-                             f"return {t(d + 'wrdata_valid')};")
-    lines += ["    }", "    return false;", "}",
-              "static inline void drive_rd(Vtop* t, int n, int c, int k, bool valid, "
-              "const uint32_t* beat) {",
-              "    switch ((n * N_CHANNELS + c) * PER_CHANNEL + k) {"]
-    for m in range(count):
-        for c in range(n):
-            for k in range(per):
-                d = pin(f"hbm_ch{c}", m, f"data{k}__")
-                if wide:
-                    copy = (f"if (valid) for (int i = 0; i < {beat_words}; i++) "
-                            f"{t(d + 'rddata')}[i] = beat[i];")
-                else:
-                    copy = (f"if (valid) {{ uint64_t v = beat[0] | ((uint64_t)beat[1] << 32); "
-                            f"{t(d + 'rddata')} = v; }}")
-                lines.append(f"    case {(m * n + c) * per + k}: {t(d + 'rddata_valid')} = "
-                             f"valid; {copy} break;")
-    lines += ["    }", "}"]
+    def per_bus(signature, case, tail):
+        """A function of (chip n, channel c, pseudo-channel k): one switch case per data bus,
+        ``case(d)`` of its pin prefix ``d``, then ``tail``."""
+        out = [f"static inline {signature} {{",
+               "    switch ((n * N_CHANNELS + c) * PER_CHANNEL + k) {"]
+        for m in range(count):
+            for c in range(n):
+                for k in range(per):
+                    d = pin(f"hbm_ch{c}", m, f"data{k}__")
+                    out.append(f"    case {(m * n + c) * per + k}: {case(d)}")
+        return out + ["    }", *tail, "}"]
+
+    def take(d):
+        src = (f"{t(d + 'wrdata')}.data()" if wide else
+               f"reinterpret_cast<const uint32_t*>(&{t(d + 'wrdata')})")
+        return f"*data = {src}; return {t(d + 'wrdata_valid')};"
+
+    def give(d):
+        if wide:
+            copy = (f"if (valid) for (int i = 0; i < {beat_words}; i++) "
+                    f"{t(d + 'rddata')}[i] = beat[i];")
+        else:
+            copy = (f"if (valid) {{ uint64_t v = beat[0] | ((uint64_t)beat[1] << 32); "
+                    f"{t(d + 'rddata')} = v; }}")
+        return f"{t(d + 'rddata_valid')} = valid; {copy} break;"
+
+    lines += per_bus("bool wr_sample(Vtop* t, int n, int c, int k, const uint32_t** data)",
+                     take, ["    return false;"])
+    lines += per_bus("void drive_rd(Vtop* t, int n, int c, int k, bool valid, "
+                     "const uint32_t* beat)", give, [])
 
     def per_chip(signature, body, default=""):
         out = [f"static inline {signature} {{", "    switch (n) {"]
