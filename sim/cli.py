@@ -19,16 +19,22 @@ and what is allowed; the exit status is then 2.
 import argparse
 import dataclasses
 import importlib
+import os
 import sys
 import textwrap
 import time
 
-from hdl.generate import BLOCKS, config_file, generate, make_config
-from podium import tools
-from spec.config import ConfigError, parse_assignment, set_path
-from spec.files import check_output_dir
+# Set before numpy is first imported (below): the command line's own numpy work is small, and
+# the worker threads OpenBLAS starts with numpy spin on the cores the simulators need (a tenth
+# of a CPU second of a short run; the simulator processes inherit the setting).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from . import programs, progress  # noqa: F401  (programs: the verilator backend)
+from hdl.generate import BLOCKS, config_file, generate, make_config  # noqa: E402
+from podium import tools  # noqa: E402
+from spec.config import ConfigError, parse_assignment, set_path  # noqa: E402
+from spec.files import check_output_dir  # noqa: E402
+
+from . import programs, progress  # noqa: F401, E402  (programs: the verilator backend)
 
 __all__ = ["main", "reporting", "Parser", "fill"]
 
@@ -85,12 +91,18 @@ class _Subparsers(argparse._SubParsersAction):
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (and exit status 2), with the shared
-    help formatter; its subcommands all have a description."""
+    help formatter; its subcommands all have a description; an epilog given as a function is
+    written only when the help is shown."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
         self.register("action", "parsers", _Subparsers)
+
+    def format_help(self):
+        if callable(self.epilog):   # written only when the help is shown
+            self.epilog = self.epilog()
+        return super().format_help()
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -149,7 +161,7 @@ def _parser(command=None):
                        description=fill("Write the Verilog and JSON sidecar of a block's "
                                          "configuration: the defaults, changed by a --config "
                                          "file, then by --set and the MXU options."),
-                       epilog=_block_help())
+                       epilog=_block_help)
     g.add_argument("block", nargs="?", choices=sorted(BLOCKS),
                    help="block to generate (default: the --config file's block)")
     g.add_argument("--config", help="JSON file {\"block\": ..., \"parameters\": {...}} "

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from sim import progress
-from sim.runner import BUILD, ROOT, build, generated, run, verilator_env
+from sim.runner import BUILD, ROOT, build, children_cpu, generated, run, verilator_env
 
 __all__ = ["measure", "write_results", "environment", "environment_line", "median_seconds",
            "table", "results_directory", "dumps", "RESULTS", "REPEATS"]
@@ -37,14 +37,15 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
     """Run measurement ``testcase`` of testbench ``module`` on ``block``/``config`` with the
     measurement parameters ``spec`` (a dict); return the testbench's report (a dict, or what the
     testbench wrote) in ``{"report": ..., "build_seconds": ..., "run_seconds": ...,
-    "setup_seconds": ...}``: ``build_seconds`` is how long the design's build took (whenever
-    it was built), ``setup_seconds`` what this call spent before simulating (the design
-    generated or read back, built or found built).
+    "run_cpu_seconds": ..., "setup_seconds": ...}``: ``build_seconds`` is how long the
+    design's build took (whenever it was built), ``run_seconds`` and ``run_cpu_seconds`` the
+    simulator's wall and CPU time, ``setup_seconds`` what this call spent before simulating
+    (the design generated or read back, built or found built).
 
     ``reuse``: return a report measured before on the same build (same Verilog hash) with the
     same spec and seed instead of simulating again (simulation is deterministic; use it for
-    measurements that take many minutes); its ``run_seconds`` is then None, since the wall
-    time of that run was measured in another environment than this one's.
+    measurements that take many minutes); its ``run_seconds`` and ``run_cpu_seconds`` are
+    then None, since that run was timed in another environment than this one's.
 
     Each stage that takes long (generation, a first build, the simulation) is a line on
     standard error (sim/progress.py); ``note`` is added to the simulation's.
@@ -60,19 +61,20 @@ def measure(block, config, module, testcase, spec, *, tag="bench", seed=1, reuse
         result = json.loads(saved.read_text())
         if result["build"] == built.directory.name:
             return {**result, "build_seconds": build_seconds, "run_seconds": None,
-                    "setup_seconds": setup_seconds}
+                    "run_cpu_seconds": None, "setup_seconds": setup_seconds}
     report = test_dir.parent / f"{test_dir.name}.report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     progress.stage(f"simulating {built.design.name}: {module.rsplit('.', 1)[-1]}.{testcase}"
                    + (f", {note}" if note else ""))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     passed, _ = run(built, module, test_dir=test_dir, testcase=rf"\.{testcase}$", seed=seed,
                     extra_env={"PODIUM_PERF": json.dumps({**spec, "report": str(report)})})
     if not passed:
         raise RuntimeError(f"measurement {module}.{testcase} did not run (skipped) on "
                            f"{built.design.name}")
     result = {"report": json.loads(report.read_text()), "build": built.directory.name,
-              "run_seconds": time.perf_counter() - start}
+              "run_seconds": time.perf_counter() - start,
+              "run_cpu_seconds": children_cpu() - cpu}
     saved.write_text(json.dumps(result))
     return {**result, "build_seconds": build_seconds, "setup_seconds": setup_seconds}
 

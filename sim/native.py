@@ -39,7 +39,7 @@ from sim.runner import (
     BUILD,
     HIER_BLOCK,
     VERILATOR_WARNINGS,
-    _children_cpu,
+    children_cpu,
     generated,
     locked,
     run_build,
@@ -231,10 +231,10 @@ def run_host(built, work):
     """Run the host ``built`` on the spec and images in ``work`` (``spec``, ``run.image<c>``);
     its report, wall and CPU seconds. A failed run raises (its files are kept)."""
     files = work / "run"
-    begin, cpu = time.perf_counter(), _children_cpu()
+    begin, cpu = time.perf_counter(), children_cpu()
     done = subprocess.run([str(built.executable), str(work / "spec"), str(files)],
                           capture_output=True, text=True)
-    seconds, cpu_seconds = time.perf_counter() - begin, _children_cpu() - cpu
+    seconds, cpu_seconds = time.perf_counter() - begin, children_cpu() - cpu
     if done.returncode:
         raise RuntimeError(f"the native simulator exited with code {done.returncode} (its "
                            f"files: {work}): {(done.stderr or done.stdout).strip()[-500:]}")
@@ -467,6 +467,7 @@ def _simulate(built, work, trace, check, chip, csr, program, setup_seconds):
                             "setup_seconds": setup_seconds, "run_seconds": run_seconds,
                             "run_cpu_seconds": run_cpu, "check_seconds": check_seconds,
                             "simulated_cycles": r["edges"],
+                            "model_share": r["model_share"],
                             "hbm_commands": commands or r["commands"]})
 
 

@@ -101,7 +101,8 @@ def verilator(program, image, *, chip=None, flow="none_none", seed=1, max_steps=
                   semaphores=r["semaphores"], vmem=None, hbm=_Outputs(program, r["outputs"]),
                   counters={**r["counters"], "build_seconds": done["build_seconds"],
                             "setup_seconds": done["setup_seconds"],
-                            "run_seconds": done["run_seconds"]})
+                            "run_seconds": done["run_seconds"],
+                            "run_cpu_seconds": done["run_cpu_seconds"]})
 
 
 register("verilator", verilator, unit="cycles",

@@ -156,7 +156,9 @@ def _tree_rss(root):
     return total
 
 
-def _children_cpu():
+def children_cpu():
+    """CPU seconds (user and system) of this process's finished children so far: the
+    difference across a ``subprocess`` call is that process's CPU time."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -237,9 +239,9 @@ def run_build(commands, env, directory, what):
     peak, cpu = 0, []
     with open(directory / "build.log", "w") as log:
         for cmd in commands:
-            before = _children_cpu()
+            before = children_cpu()
             returncode, rss = _run_sampling_memory(cmd, log, env)
-            cpu.append(round(_children_cpu() - before, 3))
+            cpu.append(round(children_cpu() - before, 3))
             peak = max(peak, rss)
             if returncode:
                 raise RuntimeError(f"{what} failed (exit {returncode}); see "

@@ -53,6 +53,7 @@ Every timing can be overridden (``timing_overrides``), e.g. to make a constraint
 """
 
 import dataclasses
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -558,11 +559,16 @@ class HBMConfig(Config):
             at += self.field_widths()[name]
         return offsets
 
+    @functools.cached_property
+    def _fields(self):
+        """(name, offset, mask) of each mapping field: :meth:`decode`'s table, made once."""
+        offsets = self.field_offsets()
+        return tuple((n, offsets[n], (1 << w) - 1) for n, w in self.field_widths().items())
+
     def decode(self, address):
         """(pc, bank, row, col) of a byte address below the capacity; bank = bg * banks_per
         group + ba. The Python twin of the front end's mapping, for models and benchmarks."""
-        widths, offsets = self.field_widths(), self.field_offsets()
-        f = {n: (address >> offsets[n]) & ((1 << widths[n]) - 1) for n in widths}
+        f = {n: (address >> offset) & mask for n, offset, mask in self._fields}
         bg, ba = f["Bg"], f["Ba"]
         if self.xor_bank:
             bg ^= f["Ro"] & ((1 << self.bg_bits) - 1)

@@ -65,11 +65,15 @@ class ProcessingElement(wiring.Component):
         banks = [Signal(fmt.in_shape, reset_less=True, name=f"bank{i}") for i in range(2)]
 
         weight = Mux(self.bank_in, banks[1], banks[0])
+        # The multiply-accumulate's named intermediate signals are made here, outside the
+        # If: made inside, each would be zeroed when ``advance`` is low, a mask the
+        # simulators evaluate on every one of them every cycle for nothing.
+        mac = fmt.mac(m, self.psum_in, self.a_in, weight)
         with m.If(self.advance):
             m.d.sync += [
                 a.eq(self.a_in),
                 bank.eq(self.bank_in),
-                psum.eq(fmt.mac(m, self.psum_in, self.a_in, weight)),
+                psum.eq(mac),
             ]
             with m.If(self.shift):
                 m.d.sync += chain.eq(self.chain_in)

@@ -32,8 +32,7 @@ from verification.models.hbm import (
 )
 
 TIMING_KEYS = ("build_seconds", "setup_seconds", "run_seconds", "run_cpu_seconds",
-               "check_seconds",
-               "simulated_cycles", "hbm_commands")
+               "check_seconds", "simulated_cycles", "hbm_commands", "model_share")
 
 
 def _gemm_program(seed):
@@ -82,6 +81,8 @@ def test_native_run_is_the_cocotb_run(tmp_path, seed, name):
         assert np.array_equal(nat_out[key], ref_out[key]), key
     lines = nat_trace.splitlines()
     assert nat.counters["hbm_commands"] == len(lines) > 100
+    assert 0 < nat.counters["model_share"] <= 1, nat.counters   # timed cycles: of the model
+    assert nat.counters["run_cpu_seconds"] > 0 and ref.counters["run_cpu_seconds"] > 0
     assert nat_trace == ref_trace, next(
         (i, a, b) for i, (a, b) in enumerate(zip(nat_trace.splitlines(),
                                                  ref_trace.splitlines(), strict=False))
