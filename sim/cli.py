@@ -25,8 +25,8 @@ import textwrap
 import time
 
 # Set before numpy is first imported (below): the command line's own numpy work is small, and
-# the worker threads OpenBLAS starts with numpy spin on the cores the simulators need (a tenth
-# of a CPU second of a short run; the simulator processes inherit the setting).
+# the worker threads OpenBLAS starts with numpy spin on the cores the simulators need (0.09
+# CPU s of the digits demo's native run, by hand; the simulator processes inherit it).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from hdl.generate import BLOCKS, config_file, generate, make_config  # noqa: E402

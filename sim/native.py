@@ -272,8 +272,8 @@ def reset_shim(design):
     straight from a top-level input every next-state function of the design depends on an
     input, and Verilator re-evaluates all of them in its input-combinational region on every
     ``eval`` (twice a cycle), besides on the clock edge; from a register, only on the edge
-    (17% less CPU per cycle on the default chip: docs/tensorcore.md, "Programs and
-    runners"). The host releases ``rst`` one edge earlier (sim/native_main.cpp), so the design
+    (less CPU per cycle: docs/tensorcore.md, "Programs and runners", measured by hand). The
+    host releases ``rst`` one edge earlier (sim/native_main.cpp), so the design
     sees exactly the reset a cocotb run gives it."""
     ports = design.sidecar["ports"]
     lines = [f"module {design.name}_native({', '.join(p['name'] for p in ports)});"]

@@ -49,7 +49,8 @@ namespace {
 
 // Every TIMED_EVERY-th cycle is timed, the model's evaluations apart from the whole cycle (the
 // rest is the host and the HBM devices): the report's ``model_share``, the fraction of the run
-// the Verilated model takes. Timing every cycle would cost about 0.1 us a cycle.
+// the Verilated model takes. Timing every cycle would add its five clock reads (21 ns each,
+// measured on the benchmark machine) to every cycle: 0.1 us, 1.4% of a default chip's cycle.
 constexpr int64_t TIMED_EVERY = 64;
 using Clock = std::chrono::steady_clock;
 

@@ -20,6 +20,7 @@ configuration the same behaviour:
 """
 
 import dataclasses
+import functools
 import hashlib
 import inspect
 import json
@@ -127,10 +128,6 @@ def _optional_config(kind):
     return None
 
 
-_FIELD_KINDS = {}
-"""Config._field_kinds's table, per configuration class."""
-
-
 class Config:
     """Base of the frozen dataclass configurations (see the module docstring).
 
@@ -226,17 +223,17 @@ class Config:
         return docs
 
     @classmethod
+    @functools.cache
     def _field_kinds(cls):
         """Parameter name -> its type (a configuration class, or the origin of a generic
         hint), worked out once per class: ``typing.get_type_hints`` evaluates every annotation
         each call."""
-        if cls not in _FIELD_KINDS:
-            hints = typing.get_type_hints(cls)
-            _FIELD_KINDS[cls] = {
-                f.name: hints[f.name] if _optional_config(hints[f.name])
-                else (typing.get_origin(hints[f.name]) or hints[f.name])
-                for f in dataclasses.fields(cls)}
-        return _FIELD_KINDS[cls]
+        hints = typing.get_type_hints(cls)
+        kinds = {}
+        for f in dataclasses.fields(cls):
+            hint = hints[f.name]
+            kinds[f.name] = hint if _optional_config(hint) else (typing.get_origin(hint) or hint)
+        return kinds
 
     def digest(self):
         """Eight hex digits of a hash of every parameter: what tells apart the Verilog modules
